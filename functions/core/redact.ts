@@ -1,0 +1,74 @@
+/**
+ * Redaction of provider URLs and of any text that may carry one. A resolved provider URL
+ * never leaves the process unredacted: logs, metrics, status and error messages all pass
+ * through these functions.
+ */
+
+const MASK = "***";
+
+/** A path segment that is a plain word or version ("v3", "rpc", "eth-mainnet") is kept. */
+function isHarmlessSegment(segment: string): boolean {
+  if (segment.length === 0) return true;
+  if (segment.length > 24) return false;
+  if (/^v\d+(\.\d+)?$/i.test(segment)) return true;
+  // Words of letters joined by '-' or '_' with at most two digits in all: a route, not a key.
+  const digits = segment.replace(/\D/g, "").length;
+  return /^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$/i.test(segment) && digits <= 2 && segment.length <= 24;
+}
+
+/** Keeps the origin; masks credentials, key-like path segments and every query value. */
+export function redactUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return MASK;
+  }
+  const origin = `${url.protocol}//${url.host}`;
+  const path = url.pathname
+    .split("/")
+    .map((segment) => (isHarmlessSegment(decodeURIComponentSafe(segment)) ? segment : MASK))
+    .join("/");
+  const query = [...url.searchParams.keys()].map((key) => `${key}=${MASK}`).join("&");
+  return `${origin}${path === "/" ? "" : path}${query ? `?${query}` : ""}`;
+}
+
+function decodeURIComponentSafe(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * A scrubber for free text (upstream error messages, exception text): every occurrence of a
+ * known secret, and of each resolved URL, is replaced by its redacted form.
+ */
+export function makeScrubber(
+  resolvedUrls: readonly string[],
+  secrets: readonly string[],
+): (text: string) => string {
+  const replacements: Array<[string, string]> = [];
+  for (const url of resolvedUrls) {
+    replacements.push([url, redactUrl(url)]);
+    const withoutSlash = url.replace(/\/+$/, "");
+    if (withoutSlash !== url) replacements.push([withoutSlash, redactUrl(url)]);
+  }
+  for (const secret of secrets) {
+    if (secret.length >= 4) {
+      replacements.push([secret, MASK]);
+      const encoded = encodeURIComponent(secret);
+      if (encoded !== secret) replacements.push([encoded, MASK]);
+    }
+  }
+  // Longest first, so a URL is replaced whole before a secret inside it.
+  replacements.sort((a, b) => b[0].length - a[0].length);
+  return (text) => {
+    let out = text;
+    for (const [needle, replacement] of replacements) {
+      if (out.includes(needle)) out = out.split(needle).join(replacement);
+    }
+    return out;
+  };
+}

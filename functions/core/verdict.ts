@@ -1,0 +1,67 @@
+/**
+ * What one upstream attempt ended in (SPEC §4). Shared by the classifier, which produces
+ * verdicts, and the gateway and health model, which act on them.
+ */
+
+/** The `kind` label of the `retried_errors` metric. */
+export type RetryKind =
+  | "rate_limit"
+  | "transient"
+  | "no_result"
+  | "internal"
+  | "timeout"
+  | "http"
+  | "connection"
+  | "capability";
+
+/** Why a provider is blacklisted; each has a base cooldown in `cooldown_seconds`. */
+export type CooldownReason =
+  | "rate_limit"
+  | "quota"
+  | "timeout"
+  | "connection"
+  | "tls"
+  | "batch_limit"
+  | "transient"
+  | "slow"
+  | "force_rotate"
+  | "forbidden"
+  | "chain_unavailable"
+  | "capability";
+
+export type Verdict =
+  /** A result, or an error that is the caller's fault: returned as is; resets strikes. */
+  | { readonly outcome: "ok" }
+  /**
+   * An error that is neither the caller's fault nor known to be transient: returned as is,
+   * and counted toward force-rotate (`force_rotate_errors` in a row).
+   */
+  | { readonly outcome: "unclassified"; readonly detail: string }
+  /** Try the next candidate; blacklist this provider for `reason`. */
+  | {
+      readonly outcome: "retry";
+      readonly kind: RetryKind;
+      readonly reason: CooldownReason;
+      readonly detail: string;
+    }
+  /** Try the next candidate; blacklist this provider for this method only. */
+  | { readonly outcome: "capability"; readonly detail: string }
+  /** A configured `inner_errors` substring: next candidate while attempts remain. */
+  | { readonly outcome: "inner_error"; readonly detail: string };
+
+/** A failure below HTTP: no status line was received (or the body could not be read). */
+export interface TransportFailure {
+  readonly kind: "timeout" | "connection" | "tls";
+  readonly message: string;
+}
+
+/** One call of a request, as the classifier needs to judge its answer. */
+export interface CallInfo {
+  readonly method: string;
+  readonly params: unknown;
+}
+
+export interface ClassifyContext {
+  /** The quorum head block number, when known: a null block at or below it is `no_result`. */
+  readonly quorumHead: number | null;
+}
