@@ -1,0 +1,234 @@
+import type { Settings } from "./config-schema.ts";
+import { isFailingOften, recordCheck } from "./failing-often.ts";
+import type { RequestWindow } from "./request-stats.ts";
+
+/**
+ * The head-block quorum (SPEC §5): one tick of the monitor over one network, as a pure
+ * function of this tick's head checks, what was remembered from earlier ticks, and the
+ * proxied traffic. Times: `now` and memory in ms since the epoch, block timestamps in s.
+ */
+
+export type { RequestWindow } from "./request-stats.ts";
+
+/**
+ * Why a provider is out of quorum. When several apply, the first in this order is reported:
+ * wrong_chain > no_answer > failing_often > failed_recently > behind / ahead
+ * (a misconfiguration first, then what this tick saw, then the longer exclusion before the
+ * shorter one, and the head comparison last).
+ */
+export type QuorumReason =
+  | "behind"
+  | "ahead"
+  | "wrong_chain"
+  | "failed_recently"
+  | "failing_often"
+  | "no_answer";
+
+export interface BlockHead {
+  readonly number: number;
+  /** Block timestamp, seconds. */
+  readonly timestamp: number;
+  readonly hash?: string;
+}
+
+export interface HeadCheck {
+  readonly provider: string;
+  /** `eth_getBlockByNumber("latest", false)`, or why it failed (error, timeout). */
+  readonly answer: BlockHead | { readonly error: string };
+  /** `eth_chainId` matched the config; null = not checked this tick (or the call failed): keep the previous verdict. */
+  readonly chainIdOk: boolean | null;
+}
+
+/** What a provider carries from one tick to the next (stored by the monitor). */
+export interface CheckMemory {
+  /** Ticks still excluded by "failed recently". */
+  readonly failedRecentlyRemaining: number;
+  /** true = missed the check (no answer, behind or ahead); newest last, at most `missed_checks` long. */
+  readonly recentChecks: readonly boolean[];
+  /** Excluded by "failing often" while now < this (ms); 0 = not excluded. */
+  readonly failingOftenUntil: number;
+  readonly wrongChain: boolean;
+  /** When the chain id was last checked (ms); 0 = never. */
+  readonly lastChainIdCheckAt: number;
+}
+
+export function initialCheckMemory(): CheckMemory {
+  return {
+    failedRecentlyRemaining: 0,
+    recentChecks: [],
+    failingOftenUntil: 0,
+    wrongChain: false,
+    lastChainIdCheckAt: 0,
+  };
+}
+
+/** Ask `eth_chainId` on first contact and every `chainIdCheckSeconds` after. */
+export function needsChainIdCheck(
+  memory: CheckMemory | undefined,
+  now: number,
+  chainIdCheckSeconds: number,
+): boolean {
+  if (memory === undefined || memory.lastChainIdCheckAt === 0) return true;
+  return now - memory.lastChainIdCheckAt >= chainIdCheckSeconds * 1000;
+}
+
+export type QuorumSettings = Pick<
+  Settings["quorum"],
+  "max_lag_seconds" | "failed_recently_checks" | "failing_often"
+>;
+
+export interface QuorumInput {
+  readonly checks: readonly HeadCheck[];
+  /** From the previous tick; a provider without an entry starts from `initialCheckMemory()`. */
+  readonly memory: Readonly<Record<string, CheckMemory>>;
+  /** Proxied traffic over the last `failing_often.window_seconds`; none = no requests. */
+  readonly requestStats: Readonly<Record<string, RequestWindow>>;
+  /** `block_majority_divider`. */
+  readonly divider: number;
+  readonly settings: QuorumSettings;
+  readonly now: number;
+}
+
+export interface QuorumResult {
+  readonly head: number | null;
+  readonly headTimestamp: number | null;
+  /** In the order of `checks`. */
+  readonly members: string[];
+  /** Every checked provider that is not a member, with the reason that wins (see QuorumReason). */
+  readonly excluded: Record<string, QuorumReason>;
+  /** To carry into the next tick: one entry per checked provider. */
+  readonly memory: Record<string, CheckMemory>;
+}
+
+const NO_REQUESTS: RequestWindow = { requests: 0, errors: 0 };
+
+/**
+ * The majority group of `floor(number / divider)`; a tie, or every answer in its own group,
+ * goes to the highest group so the quorum follows the chain forward. The quorum head is the
+ * highest block in that group.
+ */
+function majorityHead(heads: readonly BlockHead[], divider: number): BlockHead | null {
+  const groups = new Map<number, BlockHead[]>();
+  for (const head of heads) {
+    const key = Math.floor(head.number / divider);
+    groups.set(key, [...(groups.get(key) ?? []), head]);
+  }
+  let best: { key: number; heads: BlockHead[] } | null = null;
+  for (const [key, members] of groups) {
+    const wins =
+      best === null ||
+      members.length > best.heads.length ||
+      (members.length === best.heads.length && key > best.key);
+    if (wins) best = { key, heads: members };
+  }
+  if (best === null) return null;
+  return best.heads.reduce((top, head) =>
+    head.number > top.number || (head.number === top.number && head.timestamp > top.timestamp)
+      ? head
+      : top,
+  );
+}
+
+/** Lag by block timestamp, not block number: one block behind is in, exact equality is not required. */
+function lagReason(
+  timestamp: number,
+  quorumTimestamp: number,
+  maxLagSeconds: number,
+): "behind" | "ahead" | null {
+  if (quorumTimestamp - timestamp > maxLagSeconds) return "behind";
+  if (timestamp - quorumTimestamp > maxLagSeconds) return "ahead";
+  return null;
+}
+
+/** Re-judged only once an exclusion has run out, so one lasts exactly `excludeSeconds`. */
+function nextFailingOftenUntil(
+  until: number,
+  failingOftenNow: boolean,
+  now: number,
+  excludeSeconds: number,
+): number {
+  if (now < until) return until;
+  return failingOftenNow ? now + excludeSeconds * 1000 : 0;
+}
+
+function answered(check: HeadCheck): BlockHead | null {
+  return "error" in check.answer ? null : check.answer;
+}
+
+export function computeQuorum(input: QuorumInput): QuorumResult {
+  const { checks, settings, now } = input;
+  const failingOften = settings.failing_often;
+
+  const previous = (provider: string): CheckMemory =>
+    input.memory[provider] ?? initialCheckMemory();
+  const isWrongChain = (check: HeadCheck): boolean =>
+    check.chainIdOk === null ? previous(check.provider).wrongChain : !check.chainIdOk;
+
+  // Only answers from the right chain vote: a foreign chain's heads must not make a majority.
+  const votes = checks.flatMap((check) => {
+    const head = answered(check);
+    return head !== null && !isWrongChain(check) ? [head] : [];
+  });
+  const quorumHead = majorityHead(votes, input.divider);
+
+  const members: string[] = [];
+  const excluded: Record<string, QuorumReason> = {};
+  const memory: Record<string, CheckMemory> = {};
+
+  for (const check of checks) {
+    const before = previous(check.provider);
+    const wrongChain = isWrongChain(check);
+    const head = answered(check);
+    const lag =
+      head !== null && !wrongChain && quorumHead !== null
+        ? lagReason(head.timestamp, quorumHead.timestamp, settings.max_lag_seconds)
+        : null;
+
+    // A missed check is one this tick judged on its own: sticky exclusions are not counted
+    // again, or an exclusion would feed itself and never end.
+    const recentChecks = recordCheck(
+      before.recentChecks,
+      head === null || lag !== null,
+      failingOften.missed_checks,
+    );
+    const failingOftenUntil = nextFailingOftenUntil(
+      before.failingOftenUntil,
+      isFailingOften(input.requestStats[check.provider] ?? NO_REQUESTS, recentChecks, failingOften),
+      now,
+      failingOften.exclude_seconds,
+    );
+    // The failing tick is reported as no_answer; the N ticks after it as failed_recently.
+    const failedRecently = head !== null && before.failedRecentlyRemaining > 0;
+
+    memory[check.provider] = {
+      failedRecentlyRemaining:
+        head === null
+          ? settings.failed_recently_checks
+          : Math.max(0, before.failedRecentlyRemaining - 1),
+      recentChecks,
+      failingOftenUntil,
+      wrongChain,
+      lastChainIdCheckAt: check.chainIdOk === null ? before.lastChainIdCheckAt : now,
+    };
+
+    const reason: QuorumReason | null = wrongChain
+      ? "wrong_chain"
+      : head === null
+        ? "no_answer"
+        : now < failingOftenUntil
+          ? "failing_often"
+          : failedRecently
+            ? "failed_recently"
+            : lag;
+    if (reason === null) members.push(check.provider);
+    else excluded[check.provider] = reason;
+  }
+
+  return {
+    head: quorumHead?.number ?? null,
+    headTimestamp: quorumHead?.timestamp ?? null,
+    members,
+    excluded,
+    memory,
+  };
+}
