@@ -10,7 +10,8 @@ const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 const seconds = z.number().positive();
 
-const PLACEHOLDER = /\$\{([^}]*)\}/g;
+/** A `${NAME}` secret placeholder; the name is group 1. */
+export const PLACEHOLDER = /\$\{([^}]*)\}/g;
 const PLACEHOLDER_NAME = /^[A-Z][A-Z0-9_]*$/;
 
 /** Names of the `${NAME}` secret placeholders in a URL template. */
@@ -38,57 +39,111 @@ const providerUrl = z.string().superRefine((url, ctx) => {
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
     ctx.addIssue({ code: "custom", message: "the URL must use http:// or https://" });
   }
-  if (PLACEHOLDER.test(parsed.host)) {
+  if (/\$\{/.test(url.split("/")[2] ?? "")) {
     ctx.addIssue({ code: "custom", message: "a secret placeholder may not stand in the host" });
   }
 });
 
 const methodPatterns = z.array(z.string().min(1));
 
-export const cooldownSecondsSchema = z
-  .object({
-    rate_limit: seconds.default(300),
-    quota: seconds.default(300),
-    timeout: seconds.default(180),
-    connection: seconds.default(120),
-    tls: seconds.default(120),
-    batch_limit: seconds.default(60),
-    transient: seconds.default(60),
-    slow: seconds.default(120),
-    force_rotate: seconds.default(60),
-    forbidden: seconds.default(86_400),
-    chain_unavailable: seconds.default(86_400),
-    capability: seconds.default(86_400),
-  })
-  .strict();
+/** Builds a schema with defaults and its override twin (every field optional, no defaults). */
+function withDefaults<T extends Record<string, z.ZodType>>(
+  fields: T,
+  defaults: { [K in keyof T]: z.input<T[K]> },
+) {
+  const shape = Object.fromEntries(
+    Object.entries(fields).map(([key, field]) => [
+      key,
+      field.default(defaults[key as keyof T] as never),
+    ]),
+  ) as { [K in keyof T]: z.ZodDefault<T[K]> };
+  const full = z.object(shape).strict();
+  const override = z.object(fields).partial().strict();
+  // prefault runs {} through the schema, so every field takes its own default.
+  return { full: full.prefault({} as z.input<typeof full>), override };
+}
 
-export const probeSchema = z
-  .object({
-    timeout_ms: positiveInt.default(5000),
-    max_lag_seconds: seconds.default(60),
-  })
-  .strict();
+const cooldown = withDefaults(
+  {
+    rate_limit: seconds,
+    quota: seconds,
+    timeout: seconds,
+    connection: seconds,
+    tls: seconds,
+    batch_limit: seconds,
+    transient: seconds,
+    slow: seconds,
+    force_rotate: seconds,
+    forbidden: seconds,
+    chain_unavailable: seconds,
+    capability: seconds,
+  },
+  {
+    rate_limit: 300,
+    quota: 300,
+    timeout: 180,
+    connection: 120,
+    tls: 120,
+    batch_limit: 60,
+    transient: 60,
+    slow: 120,
+    force_rotate: 60,
+    forbidden: 86_400,
+    chain_unavailable: 86_400,
+    capability: 86_400,
+  },
+);
+export const cooldownSecondsSchema = cooldown.full;
 
-export const failingOftenSchema = z
-  .object({
-    window_seconds: seconds.default(300),
-    min_requests: positiveInt.default(20),
-    error_ratio: z.number().gt(0).max(1).default(0.5),
-    missed_checks: positiveInt.default(10),
-    missed_ratio: z.number().gt(0).max(1).default(0.5),
-    exclude_seconds: seconds.default(300),
-  })
-  .strict();
+const probe = withDefaults(
+  { timeout_ms: positiveInt, max_lag_seconds: seconds },
+  { timeout_ms: 5000, max_lag_seconds: 60 },
+);
 
-export const quorumSchema = z
+const failingOften = withDefaults(
+  {
+    window_seconds: seconds,
+    min_requests: positiveInt,
+    error_ratio: z.number().gt(0).max(1),
+    missed_checks: positiveInt,
+    missed_ratio: z.number().gt(0).max(1),
+    exclude_seconds: seconds,
+  },
+  {
+    window_seconds: 300,
+    min_requests: 20,
+    error_ratio: 0.5,
+    missed_checks: 10,
+    missed_ratio: 0.5,
+    exclude_seconds: 300,
+  },
+);
+
+const quorumFields = {
+  check_timeout_ms: positiveInt,
+  max_lag_seconds: seconds,
+  failed_recently_checks: nonNegativeInt,
+  chain_id_check_seconds: seconds,
+};
+const quorumDefaults = {
+  check_timeout_ms: 7000,
+  max_lag_seconds: 60,
+  failed_recently_checks: 2,
+  chain_id_check_seconds: 600,
+};
+const quorumFull = z
   .object({
-    check_timeout_ms: positiveInt.default(7000),
-    max_lag_seconds: seconds.default(60),
-    failed_recently_checks: nonNegativeInt.default(2),
-    chain_id_check_seconds: seconds.default(600),
-    failing_often: failingOftenSchema.default(failingOftenSchema.parse({})),
+    ...withDefaults(quorumFields, quorumDefaults).full.unwrap().shape,
+    failing_often: failingOften.full,
   })
   .strict();
+const quorum = {
+  full: quorumFull.prefault({}),
+  override: z
+    .object({ ...quorumFields, failing_often: failingOften.override })
+    .partial()
+    .strict(),
+};
 
 export const DEFAULT_METHODS_DENY = [
   "admin_*",
@@ -111,9 +166,9 @@ const tunableShape = {
   max_blacklist_minutes: seconds.default(30),
   slow_response_ms: positiveInt.default(3000),
   force_rotate_errors: positiveInt.default(3),
-  cooldown_seconds: cooldownSecondsSchema.default(cooldownSecondsSchema.parse({})),
-  probe: probeSchema.default(probeSchema.parse({})),
-  quorum: quorumSchema.default(quorumSchema.parse({})),
+  cooldown_seconds: cooldown.full,
+  probe: probe.full,
+  quorum: quorum.full,
   methods_deny: methodPatterns.default([...DEFAULT_METHODS_DENY]),
   methods_allow: methodPatterns.optional(),
 };
@@ -134,16 +189,9 @@ const networkOverrideShape = {
   max_blacklist_minutes: seconds.optional(),
   slow_response_ms: positiveInt.optional(),
   force_rotate_errors: positiveInt.optional(),
-  cooldown_seconds: z.object(cooldownSecondsSchema.shape).partial().strict().optional(),
-  probe: z.object(probeSchema.shape).partial().strict().optional(),
-  quorum: z
-    .object({
-      ...quorumSchema.shape,
-      failing_often: z.object(failingOftenSchema.shape).partial().strict().optional(),
-    })
-    .partial()
-    .strict()
-    .optional(),
+  cooldown_seconds: cooldown.override.optional(),
+  probe: probe.override.optional(),
+  quorum: quorum.override.optional(),
   methods_deny: methodPatterns.optional(),
   methods_allow: methodPatterns.optional(),
 };
@@ -212,22 +260,20 @@ export const configSchema = z
     config_refresh_seconds: seconds.default(30),
     inner_errors: z.array(z.string().min(1)).default([]),
     api_keys: z.array(apiKeySchema).default([]),
-    networks: z
-      .record(z.string(), networkSchema)
-      .superRefine((networks, ctx) => {
-        for (const name of Object.keys(networks)) {
-          if (!NETWORK_NAME.test(name) || RESERVED_NETWORK_NAMES.has(name)) {
-            ctx.addIssue({
-              code: "custom",
-              path: [name],
-              message: `network name "${name}" must be lower-case letters, digits and '-', and not "status" or "health"`,
-            });
-          }
+    networks: z.record(z.string(), networkSchema).superRefine((networks, ctx) => {
+      for (const name of Object.keys(networks)) {
+        if (!NETWORK_NAME.test(name) || RESERVED_NETWORK_NAMES.has(name)) {
+          ctx.addIssue({
+            code: "custom",
+            path: [name],
+            message: `network name "${name}" must be lower-case letters, digits and '-', and not "status" or "health"`,
+          });
         }
-        if (Object.keys(networks).length === 0) {
-          ctx.addIssue({ code: "custom", message: "configure at least one network" });
-        }
-      }),
+      }
+      if (Object.keys(networks).length === 0) {
+        ctx.addIssue({ code: "custom", message: "configure at least one network" });
+      }
+    }),
     ...tunableShape,
   })
   .strict();

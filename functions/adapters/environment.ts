@@ -1,0 +1,58 @@
+import { readFileSync } from "node:fs";
+import { S3Client } from "@aws-sdk/client-s3";
+import { type ConfigSource, type ConfigSourceEvent, createConfigSource } from "./config-source.ts";
+import { createDynamoClient, DynamoStateStore } from "./state-store.ts";
+
+/**
+ * Builds the adapters a Lambda needs from its environment, so both handlers stay thin:
+ * - `CONFIG_BUCKET` + `CONFIG_KEY`: the S3 config object, with `BUNDLED_CONFIG_PATH` as the
+ *   cold-start fallback; or `CONFIG_FILE` for a local file.
+ * - `TABLE_NAME` (+ `DYNAMODB_ENDPOINT` locally): the state table.
+ */
+type Env = Readonly<Record<string, string | undefined>>;
+
+function required(env: Env, name: string): string {
+  const value = env[name];
+  if (!value) throw new Error(`environment variable ${name} is required`);
+  return value;
+}
+
+export function configSourceFromEnv(
+  env: Env,
+  onEvent: (event: ConfigSourceEvent) => void,
+): ConfigSource {
+  if (env.CONFIG_FILE) return createConfigSource({ kind: "file", path: env.CONFIG_FILE, onEvent });
+  const bundledPath = env.BUNDLED_CONFIG_PATH ?? new URL("./config.json", import.meta.url).pathname;
+  let bundled: unknown;
+  try {
+    bundled = JSON.parse(readFileSync(bundledPath, "utf8"));
+  } catch {
+    bundled = undefined;
+  }
+  return createConfigSource({
+    kind: "s3",
+    bucket: required(env, "CONFIG_BUCKET"),
+    key: required(env, "CONFIG_KEY"),
+    s3Client: new S3Client({
+      ...(env.S3_ENDPOINT
+        ? {
+            endpoint: env.S3_ENDPOINT,
+            forcePathStyle: true,
+            credentials: { accessKeyId: "local", secretAccessKey: "local" },
+          }
+        : {}),
+      region: env.AWS_REGION ?? "us-east-1",
+      requestChecksumCalculation: "WHEN_REQUIRED",
+      responseChecksumValidation: "WHEN_REQUIRED",
+    }),
+    bundled,
+    onEvent,
+  });
+}
+
+export function stateStoreFromEnv(env: Env): DynamoStateStore {
+  return new DynamoStateStore({
+    client: createDynamoClient({ endpoint: env.DYNAMODB_ENDPOINT, region: env.AWS_REGION }),
+    tableName: required(env, "TABLE_NAME"),
+  });
+}

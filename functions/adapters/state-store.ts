@@ -1,0 +1,225 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  GetItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import { HEALTHY, type ProbeRecord, type ProviderHealth } from "../core/health.ts";
+import type { NetworkState, QuorumSnapshot } from "../core/network-state.ts";
+import type { StateStore, WriteOutcome } from "../core/ports.ts";
+import type { CooldownReason } from "../core/verdict.ts";
+
+/**
+ * Shared state in one DynamoDB table (ARCHITECTURE.md): `pk = NET#<network>` holds a
+ * network's providers (`PROVIDER#<name>`), per-method blacklists (`CAPABILITY#<name>#<method>`),
+ * the quorum (`QUORUM`) and the monitor's heartbeat (`MONITOR`), so one Query reads it all.
+ */
+
+type Item = Record<string, AttributeValue>;
+
+export const networkKey = (network: string) => `NET#${network}`;
+export const providerKey = (provider: string) => `PROVIDER#${provider}`;
+export const capabilityKey = (provider: string, method: string) =>
+  `CAPABILITY#${provider}#${method}`;
+export const QUORUM_KEY = "QUORUM";
+export const MONITOR_KEY = "MONITOR";
+
+export function createDynamoClient(
+  options: { endpoint?: string; region?: string } = {},
+): DynamoDBClient {
+  return new DynamoDBClient({
+    ...(options.endpoint
+      ? {
+          endpoint: options.endpoint,
+          credentials: { accessKeyId: "local", secretAccessKey: "local" },
+        }
+      : {}),
+    region: options.region ?? process.env.AWS_REGION ?? "us-east-1",
+    maxAttempts: 2,
+  });
+}
+
+const num = (item: Item, name: string): number => Number(item[name]?.N ?? 0);
+const str = (item: Item, name: string): string | null => item[name]?.S ?? null;
+
+function healthFromItem(item: Item): ProviderHealth {
+  const probeAt = item.last_probe_at?.N;
+  const lastProbe: ProbeRecord | null =
+    probeAt === undefined
+      ? null
+      : {
+          at: Number(probeAt),
+          result: str(item, "last_probe_result") === "pass" ? "pass" : "fail",
+          detail: str(item, "last_probe_detail") ?? "",
+        };
+  return {
+    strikes: num(item, "strikes"),
+    blacklistedUntil: num(item, "blacklisted_until"),
+    reason: (str(item, "reason") as CooldownReason | null) ?? null,
+    probeGated: item.probe_gated?.BOOL ?? false,
+    lastProbe,
+    version: num(item, "version"),
+  };
+}
+
+export class DynamoStateStore implements StateStore {
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+  readonly #clock: () => number;
+
+  constructor(options: { client: DynamoDBClient; tableName: string; clock?: () => number }) {
+    this.#client = options.client;
+    this.#table = options.tableName;
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  get client(): DynamoDBClient {
+    return this.#client;
+  }
+
+  get tableName(): string {
+    return this.#table;
+  }
+
+  async readNetwork(network: string): Promise<NetworkState> {
+    const now = this.#clock();
+    const providers = new Map<string, ProviderHealth>();
+    const capabilities = new Map<string, Map<string, number>>();
+    let quorum: QuorumSnapshot | null = null;
+    let monitorTickAt = 0;
+    let startKey: Item | undefined;
+    do {
+      const page = await this.#client.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: "pk = :pk",
+          ExpressionAttributeValues: { ":pk": { S: networkKey(network) } },
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const sk = str(item, "sk") ?? "";
+        if (sk.startsWith("PROVIDER#")) {
+          providers.set(sk.slice("PROVIDER#".length), healthFromItem(item));
+        } else if (sk.startsWith("CAPABILITY#")) {
+          const until = num(item, "until");
+          // DynamoDB's TTL deletes late: expired items are ignored here.
+          if (until <= now) continue;
+          const provider = str(item, "provider") ?? "";
+          const method = str(item, "method") ?? "";
+          const methods = capabilities.get(provider) ?? new Map<string, number>();
+          methods.set(method, until);
+          capabilities.set(provider, methods);
+        } else if (sk === QUORUM_KEY) {
+          const snapshot = str(item, "snapshot");
+          if (snapshot) quorum = JSON.parse(snapshot) as QuorumSnapshot;
+        } else if (sk === MONITOR_KEY) {
+          monitorTickAt = num(item, "last_tick_at");
+        }
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return { providers, capabilities, quorum, monitorTickAt };
+  }
+
+  async readHealth(network: string, provider: string): Promise<ProviderHealth> {
+    const result = await this.#client.send(
+      new GetItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: networkKey(network) }, sk: { S: providerKey(provider) } },
+        ConsistentRead: true,
+      }),
+    );
+    return result.Item ? healthFromItem(result.Item) : HEALTHY;
+  }
+
+  async writeHealth(
+    network: string,
+    provider: string,
+    expectedVersion: number,
+    next: ProviderHealth,
+  ): Promise<WriteOutcome> {
+    const values: Item = {
+      ":expected": { N: String(expectedVersion) },
+      ":version": { N: String(next.version) },
+      ":strikes": { N: String(next.strikes) },
+      ":until": { N: String(next.blacklistedUntil) },
+      ":gated": { BOOL: next.probeGated },
+    };
+    const sets = [
+      "version = :version",
+      "strikes = :strikes",
+      "blacklisted_until = :until",
+      "probe_gated = :gated",
+    ];
+    const removes: string[] = [];
+    if (next.reason === null) removes.push("reason");
+    else {
+      sets.push("reason = :reason");
+      values[":reason"] = { S: next.reason };
+    }
+    if (next.lastProbe) {
+      sets.push(
+        "last_probe_at = :probeAt",
+        "last_probe_result = :probeResult",
+        "last_probe_detail = :probeDetail",
+      );
+      values[":probeAt"] = { N: String(next.lastProbe.at) };
+      values[":probeResult"] = { S: next.lastProbe.result };
+      values[":probeDetail"] = { S: next.lastProbe.detail };
+    }
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: networkKey(network) }, sk: { S: providerKey(provider) } },
+          UpdateExpression: `SET ${sets.join(", ")}${removes.length ? ` REMOVE ${removes.join(", ")}` : ""}`,
+          ConditionExpression:
+            expectedVersion === 0
+              ? "attribute_not_exists(version) OR version = :expected"
+              : "version = :expected",
+          ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+      return { written: true };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // DynamoDB returns the item that won; DynamoDB emulators may not, so read it then.
+      const current = error.Item
+        ? healthFromItem(error.Item)
+        : await this.readHealth(network, provider);
+      return { written: false, current };
+    }
+  }
+
+  async blacklistCapability(
+    network: string,
+    provider: string,
+    method: string,
+    until: number,
+  ): Promise<void> {
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: networkKey(network) }, sk: { S: capabilityKey(provider, method) } },
+          UpdateExpression:
+            "SET #until = :until, provider = :provider, #method = :method, #ttl = :ttl",
+          ConditionExpression: "attribute_not_exists(#until) OR #until < :until",
+          ExpressionAttributeNames: { "#until": "until", "#method": "method", "#ttl": "ttl" },
+          ExpressionAttributeValues: {
+            ":until": { N: String(until) },
+            ":provider": { S: provider },
+            ":method": { S: method },
+            ":ttl": { N: String(Math.ceil(until / 1000) + 3600) },
+          },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+}

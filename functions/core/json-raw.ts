@@ -1,0 +1,111 @@
+/**
+ * Byte-faithful surgery on JSON text that is already known to be valid (JSON.parse passed).
+ * The gateway must hand back the upstream's answer unchanged except for `id`s, so it never
+ * re-serialises a body: it finds spans in the original text and splices them.
+ */
+
+export interface Span {
+  readonly start: number;
+  readonly end: number;
+}
+
+function skipWhitespace(text: string, index: number): number {
+  let i = index;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
+    i++;
+  }
+  return i;
+}
+
+function stringEnd(text: string, start: number): number {
+  let i = start + 1;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 0x5c) i += 2;
+    else if (c === 0x22) return i + 1;
+    else i++;
+  }
+  return text.length;
+}
+
+/** The end (exclusive) of the JSON value starting at `start` (which must not be whitespace). */
+export function valueEnd(text: string, start: number): number {
+  const first = text.charCodeAt(start);
+  if (first === 0x22) return stringEnd(text, start);
+  if (first !== 0x7b && first !== 0x5b) {
+    let i = start;
+    while (i < text.length && !/[\s,\]}]/.test(text[i] as string)) i++;
+    return i;
+  }
+  let depth = 0;
+  let i = start;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      i = stringEnd(text, i);
+      continue;
+    }
+    if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+    i++;
+  }
+  return text.length;
+}
+
+/** Spans of the elements of a top-level JSON array. */
+export function arrayElementSpans(text: string): Span[] {
+  const spans: Span[] = [];
+  let i = skipWhitespace(text, 0);
+  if (text[i] !== "[") return spans;
+  i = skipWhitespace(text, i + 1);
+  if (text[i] === "]") return spans;
+  while (i < text.length) {
+    const end = valueEnd(text, i);
+    spans.push({ start: i, end });
+    i = skipWhitespace(text, end);
+    if (text[i] !== ",") break;
+    i = skipWhitespace(text, i + 1);
+  }
+  return spans;
+}
+
+/** The span of the value of top-level key `key` in a JSON object text, or null. */
+export function memberValueSpan(text: string, key: string): Span | null {
+  let i = skipWhitespace(text, 0);
+  if (text[i] !== "{") return null;
+  i = skipWhitespace(text, i + 1);
+  while (i < text.length && text[i] === '"') {
+    const keyEnd = stringEnd(text, i);
+    const name = JSON.parse(text.slice(i, keyEnd)) as string;
+    i = skipWhitespace(text, keyEnd);
+    if (text[i] !== ":") return null;
+    const valueStart = skipWhitespace(text, i + 1);
+    const end = valueEnd(text, valueStart);
+    if (name === key) return { start: valueStart, end };
+    i = skipWhitespace(text, end);
+    if (text[i] !== ",") return null;
+    i = skipWhitespace(text, i + 1);
+  }
+  return null;
+}
+
+/**
+ * The object text with its `id` value replaced by `rawId` (JSON text). Unchanged text when
+ * the id already reads the same; an object without `id` gets one after its opening brace.
+ */
+export function withId(objectText: string, rawId: string): string {
+  const span = memberValueSpan(objectText, "id");
+  if (span === null) {
+    const open = objectText.indexOf("{");
+    const rest = objectText.slice(open + 1).trimStart();
+    const separator = rest.startsWith("}") ? "" : ",";
+    return `${objectText.slice(0, open + 1)}"id":${rawId}${separator}${objectText.slice(open + 1)}`;
+  }
+  if (objectText.slice(span.start, span.end) === rawId) return objectText;
+  return `${objectText.slice(0, span.start)}${rawId}${objectText.slice(span.end)}`;
+}

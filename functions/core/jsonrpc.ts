@@ -1,0 +1,193 @@
+import { arrayElementSpans, memberValueSpan } from "./json-raw.ts";
+
+/** JSON-RPC 2.0 error codes the gateway itself answers with. */
+export const ErrorCode = {
+  parse: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  internal: -32603,
+  unauthorized: -32001,
+} as const;
+
+/** One well-formed call of a request, with its original text kept for forwarding. */
+export interface Call {
+  /** Position in the caller's request (0 for a single call). */
+  readonly position: number;
+  readonly raw: string;
+  readonly method: string;
+  readonly params: unknown;
+  /** The caller's id as JSON text; null for a notification (no `id` member). */
+  readonly rawId: string | null;
+}
+
+/** A batch member that is not a valid call: answered with an error in its place. */
+export interface InvalidMember {
+  readonly position: number;
+  readonly rawId: string | null;
+  readonly message: string;
+}
+
+export type ParsedRequest =
+  | { readonly kind: "single"; readonly call: Call }
+  | { readonly kind: "batch"; readonly members: ReadonlyArray<Call | InvalidMember> }
+  | {
+      readonly kind: "error";
+      readonly code: number;
+      readonly message: string;
+      readonly rawId: string | null;
+      readonly status: number;
+    };
+
+export interface RequestLimits {
+  readonly maxBodyBytes: number;
+  readonly maxBatch: number;
+}
+
+export function isCall(member: Call | InvalidMember): member is Call {
+  return "method" in member;
+}
+
+function rawIdOf(text: string, value: Record<string, unknown>): string | null {
+  if (!Object.hasOwn(value, "id")) return null;
+  const span = memberValueSpan(text, "id");
+  return span === null ? "null" : text.slice(span.start, span.end);
+}
+
+/** The id as the gateway may echo it: only strings, numbers and null are valid ids. */
+function echoableId(value: Record<string, unknown>, rawId: string | null): string | null {
+  const id = value.id;
+  if (rawId === null) return null;
+  return typeof id === "string" || typeof id === "number" || id === null ? rawId : "null";
+}
+
+function parseMember(text: string, value: unknown, position: number): Call | InvalidMember {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { position, rawId: "null", message: "invalid request: expected a JSON-RPC object" };
+  }
+  const object = value as Record<string, unknown>;
+  const rawId = rawIdOf(text, object);
+  const safeId = echoableId(object, rawId);
+  if (rawId !== null && safeId !== rawId) {
+    return {
+      position,
+      rawId: "null",
+      message: "invalid request: id must be a string, number or null",
+    };
+  }
+  if (object.jsonrpc !== undefined && object.jsonrpc !== "2.0") {
+    return { position, rawId: safeId ?? "null", message: 'invalid request: jsonrpc must be "2.0"' };
+  }
+  if (typeof object.method !== "string" || object.method.length === 0) {
+    return {
+      position,
+      rawId: safeId ?? "null",
+      message: "invalid request: method must be a string",
+    };
+  }
+  const params = object.params;
+  if (params !== undefined && (typeof params !== "object" || params === null)) {
+    return {
+      position,
+      rawId: safeId ?? "null",
+      message: "invalid request: params must be an array or an object",
+    };
+  }
+  return { position, raw: text, method: object.method, params, rawId };
+}
+
+/**
+ * Parses a request body. Oversized bodies and batches are refused before any forwarding;
+ * an invalid member of a batch does not fail the others.
+ */
+export function parseRequest(body: string, limits: RequestLimits): ParsedRequest {
+  const bytes = Buffer.byteLength(body, "utf8");
+  if (bytes > limits.maxBodyBytes) {
+    return {
+      kind: "error",
+      code: ErrorCode.invalidRequest,
+      message: `request body of ${bytes} bytes is over the limit of ${limits.maxBodyBytes} bytes (max_body_bytes)`,
+      rawId: "null",
+      status: 413,
+    };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return {
+      kind: "error",
+      code: ErrorCode.parse,
+      message: "parse error: the body is not valid JSON",
+      rawId: "null",
+      status: 400,
+    };
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0) {
+      return {
+        kind: "error",
+        code: ErrorCode.invalidRequest,
+        message: "invalid request: empty batch",
+        rawId: "null",
+        status: 400,
+      };
+    }
+    if (value.length > limits.maxBatch) {
+      return {
+        kind: "error",
+        code: ErrorCode.invalidRequest,
+        message: `batch of ${value.length} calls is over the limit of ${limits.maxBatch} (max_batch)`,
+        rawId: "null",
+        status: 413,
+      };
+    }
+    const spans = arrayElementSpans(body);
+    const members = value.map((item, position) => {
+      const span = spans[position];
+      const text = span ? body.slice(span.start, span.end) : JSON.stringify(item);
+      return parseMember(text, item, position);
+    });
+    return { kind: "batch", members };
+  }
+  const member = parseMember(body, value, 0);
+  if (!isCall(member)) {
+    return {
+      kind: "error",
+      code: ErrorCode.invalidRequest,
+      message: member.message,
+      rawId: member.rawId,
+      status: 400,
+    };
+  }
+  return { kind: "single", call: member };
+}
+
+/** A JSON-RPC error response as text, carrying the caller's raw id. */
+export function errorResponse(
+  rawId: string | null,
+  code: number,
+  message: string,
+  data?: unknown,
+): string {
+  const error = data === undefined ? { code, message } : { code, message, data };
+  return `{"jsonrpc":"2.0","id":${rawId ?? "null"},"error":${JSON.stringify(error)}}`;
+}
+
+/** Matches a method against patterns like `admin_*`, `debug_setHead`, `*`. */
+export function methodMatches(method: string, patterns: readonly string[]): boolean {
+  return patterns.some((pattern) => {
+    if (!pattern.includes("*")) return pattern === method;
+    const parts = pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"));
+    return new RegExp(`^${parts.join(".*")}$`).test(method);
+  });
+}
+
+/** Whether the method may be called at all under a deny list and an optional allow list. */
+export function methodPermitted(
+  method: string,
+  deny: readonly string[],
+  allow: readonly string[] | undefined,
+): boolean {
+  if (methodMatches(method, deny)) return false;
+  return allow === undefined || methodMatches(method, allow);
+}

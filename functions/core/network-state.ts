@@ -1,0 +1,72 @@
+import { HEALTHY, type ProviderHealth } from "./health.ts";
+
+export type QuorumReason =
+  | "behind"
+  | "ahead"
+  | "wrong_chain"
+  | "failed_recently"
+  | "failing_often"
+  | "no_answer";
+
+export interface HeadInfo {
+  readonly number: number;
+  /** Block timestamp, seconds. */
+  readonly timestamp: number;
+}
+
+/** The monitor's latest quorum verdict for a network. */
+export interface QuorumSnapshot {
+  readonly head: number | null;
+  readonly headTimestamp: number | null;
+  readonly members: readonly string[];
+  readonly excluded: Readonly<Record<string, QuorumReason>>;
+  /** Each provider's head as last seen by the monitor. */
+  readonly heads: Readonly<Record<string, HeadInfo>>;
+  /** When the monitor computed it (ms). */
+  readonly computedAt: number;
+}
+
+/** Everything the proxy needs about a network's shared state: one DynamoDB Query. */
+export interface NetworkState {
+  readonly providers: ReadonlyMap<string, ProviderHealth>;
+  /** provider → method → blacklisted until (ms). */
+  readonly capabilities: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  readonly quorum: QuorumSnapshot | null;
+  /** The monitor's last tick (ms), 0 when it never ran. */
+  readonly monitorTickAt: number;
+}
+
+export const EMPTY_NETWORK_STATE: NetworkState = {
+  providers: new Map(),
+  capabilities: new Map(),
+  quorum: null,
+  monitorTickAt: 0,
+};
+
+export function healthOf(state: NetworkState, provider: string): ProviderHealth {
+  return state.providers.get(provider) ?? HEALTHY;
+}
+
+export function capabilityBlacklistedUntil(
+  state: NetworkState,
+  provider: string,
+  method: string,
+  now: number,
+): number | null {
+  const until = state.capabilities.get(provider)?.get(method);
+  return until !== undefined && until > now ? until : null;
+}
+
+/**
+ * A stalled monitor must not take the gateway down: when its snapshot is missing or older
+ * than three check intervals, every provider counts as in quorum (SPEC §3.6).
+ */
+export function quorumInForce(
+  state: NetworkState,
+  now: number,
+  checkIntervalSeconds: number,
+): boolean {
+  const quorum = state.quorum;
+  if (quorum === null) return false;
+  return now - quorum.computedAt <= 3 * checkIntervalSeconds * 1000;
+}

@@ -1,0 +1,72 @@
+import type { ProviderHealth } from "./health.ts";
+import type { NetworkState } from "./network-state.ts";
+import type { TransportFailure } from "./verdict.ts";
+
+/**
+ * What the gateway needs from the world. Adapters implement these; tests may pass real
+ * adapters against local servers. Keeping them here keeps core free of I/O imports.
+ */
+
+export type UpstreamResult =
+  | {
+      readonly ok: true;
+      readonly status: number;
+      readonly body: string;
+      readonly elapsedMs: number;
+    }
+  | { readonly ok: false; readonly failure: TransportFailure; readonly elapsedMs: number }
+  | {
+      readonly ok: false;
+      readonly tooLarge: true;
+      readonly limit: number;
+      readonly elapsedMs: number;
+    };
+
+export interface UpstreamRequest {
+  readonly url: string;
+  readonly body: string;
+  readonly timeoutMs: number;
+  readonly maxResponseBytes: number;
+}
+
+export interface Upstream {
+  send(request: UpstreamRequest): Promise<UpstreamResult>;
+}
+
+export type WriteOutcome =
+  | { readonly written: true }
+  | { readonly written: false; readonly current: ProviderHealth };
+
+export interface StateStore {
+  /** A network's whole shared state (one Query). */
+  readNetwork(network: string): Promise<NetworkState>;
+  /** Conditional write: succeeds only while the stored version is `expectedVersion`. */
+  writeHealth(
+    network: string,
+    provider: string,
+    expectedVersion: number,
+    next: ProviderHealth,
+  ): Promise<WriteOutcome>;
+  /** Blacklists one method of one provider until `until` (ms); extends only. */
+  blacklistCapability(
+    network: string,
+    provider: string,
+    method: string,
+    until: number,
+  ): Promise<void>;
+}
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface Telemetry {
+  log(level: LogLevel, message: string, fields?: Record<string, unknown>): void;
+  /** A count metric with dimensions (never URLs: provider names only). */
+  count(name: string, dimensions: Record<string, string>, value?: number): void;
+  /** A measurement (ms, seconds, or a plain number). */
+  measure(
+    name: string,
+    dimensions: Record<string, string>,
+    value: number,
+    unit: "Milliseconds" | "Seconds" | "Count",
+  ): void;
+}

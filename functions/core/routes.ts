@@ -1,0 +1,109 @@
+/** The HTTP surface of SPEC §2, matched from method and path alone. */
+export type Route =
+  | { readonly kind: "rpc"; readonly network: string }
+  | {
+      readonly kind: "get";
+      readonly network: string;
+      readonly method: string;
+      readonly params: string;
+    }
+  | { readonly kind: "status"; readonly network: string | null }
+  | { readonly kind: "health" }
+  | { readonly kind: "preflight" }
+  | { readonly kind: "bad_path"; readonly message: string }
+  | { readonly kind: "not_found" }
+  | { readonly kind: "method_not_allowed"; readonly allow: string };
+
+function decodeSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+export function matchRoute(httpMethod: string, rawPath: string): Route {
+  const method = httpMethod.toUpperCase();
+  if (method === "OPTIONS") return { kind: "preflight" };
+  const segments = rawPath.split("/").filter((segment) => segment !== "");
+  const [first, second, third, ...rest] = segments;
+  if (first === undefined) return { kind: "not_found" };
+  if (segments.length === 1 && first === "health") {
+    return method === "GET" ? { kind: "health" } : { kind: "method_not_allowed", allow: "GET" };
+  }
+  if (segments.length === 1 && first === "status") {
+    return method === "GET"
+      ? { kind: "status", network: null }
+      : { kind: "method_not_allowed", allow: "GET" };
+  }
+  const network = decodeSegment(first);
+  if (network === null)
+    return { kind: "bad_path", message: "the network in the path is not valid URL encoding" };
+  if (segments.length === 1) {
+    return method === "POST"
+      ? { kind: "rpc", network }
+      : { kind: "method_not_allowed", allow: "POST" };
+  }
+  if (segments.length === 2 && second === "status") {
+    return method === "GET"
+      ? { kind: "status", network }
+      : { kind: "method_not_allowed", allow: "GET" };
+  }
+  if (second === "get" && third !== undefined) {
+    if (method !== "GET") return { kind: "method_not_allowed", allow: "GET" };
+    const rpcMethod = decodeSegment(third);
+    // Params may themselves contain '/', so everything after the method is the params.
+    const params =
+      rest.length === 0
+        ? "[]"
+        : decodeSegment(rawPath.slice(rawPath.indexOf(`/get/${third}/`) + `/get/${third}/`.length));
+    if (rpcMethod === null || params === null) {
+      return {
+        kind: "bad_path",
+        message: "the method or params in the path are not valid URL encoding",
+      };
+    }
+    return { kind: "get", network, method: rpcMethod, params };
+  }
+  return { kind: "not_found" };
+}
+
+/** Builds the JSON-RPC body of a GET-mode request, or says why it cannot. */
+export function getModeBody(method: string, params: string): { body: string } | { error: string } {
+  if (!/^[A-Za-z][A-Za-z0-9_]{0,127}$/.test(method)) {
+    return { error: "GET mode: the method must be a JSON-RPC method name such as eth_getBalance" };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(params);
+  } catch {
+    return { error: "GET mode: params must be a URL-encoded JSON array, e.g. %5B%22latest%22%5D" };
+  }
+  if (!Array.isArray(parsed)) {
+    return { error: "GET mode: params must be a JSON array" };
+  }
+  return {
+    body: `{"jsonrpc":"2.0","id":1,"method":${JSON.stringify(method)},"params":${JSON.stringify(parsed)}}`,
+  };
+}
+
+/** Methods whose non-null answer never changes: safe for a CDN to cache (GET mode). */
+const IMMUTABLE_METHODS = new Set([
+  "eth_chainId",
+  "net_version",
+  "eth_getBlockByHash",
+  "eth_getTransactionByHash",
+  "eth_getTransactionReceipt",
+  "eth_getTransactionByBlockHashAndIndex",
+  "eth_getBlockTransactionCountByHash",
+  "eth_getUncleByBlockHashAndIndex",
+]);
+
+export function cacheControlFor(method: string, answer: string, status: number): string {
+  const immutable =
+    status === 200 &&
+    IMMUTABLE_METHODS.has(method) &&
+    !answer.includes('"error"') &&
+    !/"result"\s*:\s*null/.test(answer);
+  return immutable ? "public, max-age=31536000, immutable" : "no-store";
+}

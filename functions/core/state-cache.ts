@@ -1,0 +1,87 @@
+import { EMPTY_NETWORK_STATE, type NetworkState } from "./network-state.ts";
+import type { StateStore, Telemetry } from "./ports.ts";
+
+interface Entry {
+  state: NetworkState;
+  loadedAt: number;
+  refreshing: Promise<NetworkState> | null;
+}
+
+export interface StateCacheOptions {
+  readonly store: StateStore;
+  readonly clock: () => number;
+  readonly telemetry: Telemetry;
+  /** How long a read stays fresh (state_cache_ms of the network). */
+  readonly ttlMs: (network: string) => number;
+  /** Past this age a read waits for the refresh instead of serving the old copy. */
+  readonly maxStaleMs?: number;
+}
+
+/**
+ * The per-container view of shared state. A fresh copy is served from memory; an old one is
+ * served while one refresh runs in the background (stale-while-revalidate), so the hot path
+ * rarely waits on DynamoDB. When DynamoDB fails, the last copy stays in force (fail open);
+ * with no copy at all, every provider counts as healthy.
+ */
+export class StateCache {
+  readonly #entries = new Map<string, Entry>();
+  readonly #options: StateCacheOptions;
+
+  constructor(options: StateCacheOptions) {
+    this.#options = options;
+  }
+
+  async get(network: string): Promise<NetworkState> {
+    const now = this.#options.clock();
+    const entry = this.#entries.get(network);
+    if (entry === undefined) return this.#refresh(network);
+    const age = now - entry.loadedAt;
+    const ttl = this.#options.ttlMs(network);
+    if (age < ttl) return entry.state;
+    const refreshing = entry.refreshing ?? this.#refresh(network);
+    if (age > (this.#options.maxStaleMs ?? Math.max(10 * ttl, 10_000))) return refreshing;
+    return entry.state;
+  }
+
+  /** Applies this container's own write at once, before the next read shows it. */
+  update(network: string, change: (state: NetworkState) => NetworkState): void {
+    const entry = this.#entries.get(network);
+    if (entry) entry.state = change(entry.state);
+  }
+
+  #refresh(network: string): Promise<NetworkState> {
+    const existing = this.#entries.get(network);
+    if (existing?.refreshing) return existing.refreshing;
+    const refreshing = this.#options.store.readNetwork(network).then(
+      (state) => {
+        this.#entries.set(network, {
+          state,
+          loadedAt: this.#options.clock(),
+          refreshing: null,
+        });
+        return state;
+      },
+      (error: unknown) => {
+        const kept = this.#entries.get(network);
+        this.#options.telemetry.log("warn", "state store unreachable: serving cached state", {
+          network,
+          error: error instanceof Error ? error.message : String(error),
+          cached: kept !== undefined && kept.state !== EMPTY_NETWORK_STATE,
+        });
+        this.#options.telemetry.count("state_store_errors", { network });
+        const state = kept?.state ?? EMPTY_NETWORK_STATE;
+        // Served as if fresh for one TTL, so a down store is retried about once per TTL.
+        this.#entries.set(network, { state, loadedAt: this.#options.clock(), refreshing: null });
+        return state;
+      },
+    );
+    if (existing) existing.refreshing = refreshing;
+    else
+      this.#entries.set(network, {
+        state: EMPTY_NETWORK_STATE,
+        loadedAt: Number.NEGATIVE_INFINITY,
+        refreshing,
+      });
+    return refreshing;
+  }
+}

@@ -1,0 +1,232 @@
+import { describe, expect, it } from "vitest";
+import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
+import { buildModel, type Network } from "../../functions/core/network-model.ts";
+import { EMPTY_NETWORK_STATE, type NetworkState } from "../../functions/core/network-state.ts";
+import {
+  activeProvider,
+  attemptOrder,
+  effectivePriority,
+  rankProviders,
+  type SelectionContext,
+} from "../../functions/core/selection.ts";
+
+const NOW = 1_700_000_000_000;
+
+function network(providers: ConfigInput["networks"][string]["providers"]): Network {
+  const config = configSchema.parse({ networks: { eth: { chain_id: 1, providers } } });
+  const built = buildModel(config, (url) => url).networks.get("eth");
+  if (!built) throw new Error("no network");
+  return built;
+}
+
+function stateWith(
+  health: Record<string, Partial<ProviderHealth>>,
+  extra: Partial<NetworkState> = {},
+): NetworkState {
+  return {
+    ...EMPTY_NETWORK_STATE,
+    providers: new Map(Object.entries(health).map(([name, h]) => [name, { ...HEALTHY, ...h }])),
+    ...extra,
+  };
+}
+
+function context(
+  net: Network,
+  state: NetworkState = EMPTY_NETWORK_STATE,
+  demoted: string[] = [],
+): SelectionContext {
+  return { network: net, state, now: NOW, checkIntervalSeconds: 15, demoted: new Set(demoted) };
+}
+
+/** A deterministic random source cycling through the given values. */
+function sequence(...values: number[]): () => number {
+  let i = 0;
+  return () => values[i++ % values.length] ?? 0;
+}
+
+const order = (
+  net: Network,
+  state: NetworkState,
+  method = "eth_call",
+  body = "",
+  random = sequence(0.5),
+) =>
+  attemptOrder(rankProviders(net.providers, body, random), method, context(net, state)).map(
+    (slot) => `${slot.provider.name}${slot.emergency ? "!" : ""}`,
+  );
+
+describe("priority and priority_match (SPEC §3.3)", () => {
+  const net = network([
+    { name: "a", url: "http://a.test", priority: 2 },
+    {
+      name: "logs",
+      url: "http://logs.test",
+      priority: 1,
+      priority_match: { eth_getLogs: 99, eth_call: 5 },
+    },
+  ]);
+  it.each([
+    ['{"method":"eth_chainId"}', "a", 2, "logs", 1],
+    ['{"method":"eth_getLogs"}', "logs", 99, "a", 2],
+    ['[{"method":"eth_call"},{"method":"eth_getLogs"}]', "logs", 99, "a", 2],
+  ])("body %s → %s first", (body, first, firstPriority, second, secondPriority) => {
+    const ranked = rankProviders(net.providers, body, sequence(0.5));
+    expect(ranked.map((p) => p.name)).toEqual([first, second]);
+    expect(ranked.map((p) => effectivePriority(p, body))).toEqual([firstPriority, secondPriority]);
+  });
+});
+
+describe("tiebreak_weight: weighted random within a tier", () => {
+  it("a weight-2 provider serves about twice the traffic of a weight-1 one", () => {
+    const net = network([
+      { name: "heavy", url: "http://h.test", tiebreak_weight: 2 },
+      { name: "light", url: "http://l.test", tiebreak_weight: 1 },
+    ]);
+    let seed = 42;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    let heavy = 0;
+    const draws = 30_000;
+    for (let i = 0; i < draws; i++) {
+      if (rankProviders(net.providers, "", random)[0]?.name === "heavy") heavy++;
+    }
+    expect(heavy / draws).toBeGreaterThan(0.63);
+    expect(heavy / draws).toBeLessThan(0.7);
+  });
+});
+
+describe("candidates, backups and emergency use (SPEC §3)", () => {
+  const net = network([
+    { name: "p1", url: "http://p1.test", priority: 3 },
+    { name: "p2", url: "http://p2.test", priority: 2 },
+    { name: "b", url: "http://b.test", backup: true, priority: 9 },
+  ]);
+  const blacklisted = (until = NOW + 60_000): Partial<ProviderHealth> => ({
+    reason: "connection",
+    blacklistedUntil: until,
+    probeGated: true,
+    strikes: 1,
+  });
+  const awaiting: Partial<ProviderHealth> = {
+    reason: "connection",
+    blacklistedUntil: NOW - 1,
+    probeGated: true,
+    strikes: 1,
+  };
+  const quorum = (members: string[]) => ({
+    quorum: {
+      head: 10,
+      headTimestamp: 1,
+      members,
+      excluded: {},
+      heads: {},
+      computedAt: NOW - 1000,
+    },
+  });
+
+  it.each<[string, NetworkState, string[]]>([
+    ["all healthy: tiers, then the backup last", stateWith({}), ["p1", "p2", "b"]],
+    [
+      "p1 blacklisted: p2, backup, then p1 in emergency",
+      stateWith({ p1: blacklisted() }),
+      ["p2", "b", "p1!"],
+    ],
+    ["p1 awaiting probe gets no traffic", stateWith({ p1: awaiting }), ["p2", "b", "p1!"]],
+    [
+      "every primary out: backup alone is a candidate",
+      stateWith({ p1: blacklisted(NOW + 5000), p2: blacklisted(NOW + 1000) }),
+      ["b", "p2!", "p1!"],
+    ],
+    [
+      "nothing is a candidate: earliest expiry first",
+      stateWith({
+        p1: blacklisted(NOW + 5000),
+        p2: blacklisted(NOW + 1000),
+        b: blacklisted(NOW + 3000),
+      }),
+      ["p2!", "b!", "p1!"],
+    ],
+    ["out of quorum is no candidate", stateWith({}, quorum(["p2", "b"])), ["p2", "b", "p1!"]],
+    [
+      "a stale quorum snapshot fails open",
+      stateWith(
+        {},
+        {
+          quorum: {
+            head: 1,
+            headTimestamp: 1,
+            members: [],
+            excluded: {},
+            heads: {},
+            computedAt: NOW - 46_000,
+          },
+        },
+      ),
+      ["p1", "p2", "b"],
+    ],
+    [
+      "capability blacklist for this method only",
+      stateWith({}, { capabilities: new Map([["p1", new Map([["eth_call", NOW + 1000]])]]) }),
+      ["p2", "b", "p1!"],
+    ],
+  ])("%s", (_name, state, expected) => {
+    expect(order(net, state)).toEqual(expected);
+  });
+
+  it("a capability blacklist for another method does not matter", () => {
+    const state = stateWith(
+      {},
+      { capabilities: new Map([["p1", new Map([["trace_block", NOW + 1000]])]]) },
+    );
+    expect(order(net, state, "eth_call")).toEqual(["p1", "p2", "b"]);
+  });
+
+  it("traffic returns to the primary as soon as it is a candidate again", () => {
+    const state = stateWith({ p1: blacklisted(NOW + 1000), p2: blacklisted(NOW + 1000) });
+    expect(order(net, state)[0]).toBe("b");
+    const later = { ...context(net, state), now: NOW + 1000 };
+    const afterExpiry = stateWith({ p1: { ...blacklisted(NOW + 1000), probeGated: false } });
+    expect(
+      attemptOrder(rankProviders(net.providers, "", sequence(0.5)), "eth_call", {
+        ...later,
+        state: afterExpiry,
+      })[0]?.provider.name,
+    ).toBe("p1");
+  });
+
+  it("a lone provider is always tried", () => {
+    const lone = network([{ name: "only", url: "http://only.test" }]);
+    expect(order(lone, stateWith({ only: blacklisted() }))).toEqual(["only!"]);
+  });
+
+  it("a provider that does not serve a method is never tried", () => {
+    const net2 = network([
+      { name: "full", url: "http://f.test", priority: 1 },
+      { name: "lite", url: "http://l.test", priority: 5, methods_deny: ["debug_*"] },
+    ]);
+    expect(order(net2, stateWith({}), "debug_traceTransaction")).toEqual(["full"]);
+    expect(order(net2, stateWith({}), "eth_call")).toEqual(["lite", "full"]);
+  });
+
+  it("a force-rotated provider goes to the end of its tier", () => {
+    const ranked = rankProviders(net.providers, "", sequence(0.5));
+    const slots = attemptOrder(ranked, "eth_call", context(net, stateWith({}), ["p1"]));
+    expect(slots.map((slot) => slot.provider.name)).toEqual(["p2", "p1", "b"]);
+  });
+
+  it("the active provider is the first candidate, the backup when every primary is out", () => {
+    expect(activeProvider(net, context(net, stateWith({})))?.name).toBe("p1");
+    expect(
+      activeProvider(net, context(net, stateWith({ p1: blacklisted(), p2: blacklisted() })))?.name,
+    ).toBe("b");
+    expect(
+      activeProvider(
+        net,
+        context(net, stateWith({ p1: blacklisted(), p2: blacklisted(), b: blacklisted() })),
+      ),
+    ).toBeNull();
+  });
+});
