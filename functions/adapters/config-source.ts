@@ -1,0 +1,192 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import type { Config } from "../core/config-schema.ts";
+import { parseConfig } from "../core/network-model.ts";
+import { type ConfigFileProblem, describeProblems, parseConfigText } from "./config-file.ts";
+
+/**
+ * The runtime config loader (SPEC §1): the S3 object, re-checked at most every
+ * `config_refresh_seconds` with a conditional GET; a bad or unreachable object keeps the last
+ * good config; at cold start the copy bundled with the function stands in.
+ */
+
+export interface ConfigSourceInfo {
+  readonly kind: "s3" | "bundled" | "file";
+  /** The S3 object's ETag; only for kind "s3". */
+  readonly etag?: string;
+  /** ISO-8601 time this config came into force. */
+  readonly loaded_at: string;
+}
+
+export interface LoadedConfig {
+  readonly config: Config;
+  readonly source: ConfigSourceInfo;
+}
+
+/** For the caller to log and count; `location` is `s3://bucket/key` or the file path. */
+export type ConfigSourceEvent =
+  | { readonly type: "config_changed"; readonly source: ConfigSourceInfo }
+  | {
+      readonly type: "config_rejected";
+      readonly location: string;
+      readonly problems: readonly ConfigFileProblem[];
+    }
+  | { readonly type: "config_source_error"; readonly location: string; readonly error: string };
+
+interface CommonOptions {
+  /** Seconds between checks; default: the loaded config's `config_refresh_seconds`. */
+  readonly refreshSeconds?: number;
+  /** Milliseconds since the epoch; default `Date.now`. */
+  readonly clock?: () => number;
+  readonly onEvent?: (event: ConfigSourceEvent) => void;
+}
+
+export interface S3ConfigSourceOptions extends CommonOptions {
+  readonly kind: "s3";
+  readonly bucket: string;
+  readonly key: string;
+  readonly s3Client: S3Client;
+  /** The config bundled with the function (a parsed JSON value), used at cold start if S3 fails. */
+  readonly bundled: unknown;
+  /** Bound on one S3 call, so a hung S3 cannot hold requests; default 3000. */
+  readonly requestTimeoutMs?: number;
+}
+
+/** A local file, re-read at the same interval so edits apply without a restart. */
+export interface FileConfigSourceOptions extends CommonOptions {
+  readonly kind: "file";
+  readonly path: string;
+}
+
+export type ConfigSourceOptions = S3ConfigSourceOptions | FileConfigSourceOptions;
+
+export interface ConfigSource {
+  /** The config in force. Throws only when no config has ever loaded. */
+  current(): Promise<LoadedConfig>;
+}
+
+/** A document's text and version (ETag or content hash), or "unchanged" from `knownVersion`. */
+type Fetched = { readonly text: string; readonly version: string } | "unchanged";
+
+interface Origin {
+  readonly kind: "s3" | "file";
+  readonly location: string;
+  fetch(knownVersion: string | undefined): Promise<Fetched>;
+}
+
+function s3Origin(options: S3ConfigSourceOptions): Origin {
+  const { bucket, key, s3Client, requestTimeoutMs = 3000 } = options;
+  return {
+    kind: "s3",
+    location: `s3://${bucket}/${key}`,
+    async fetch(knownVersion) {
+      try {
+        const answer = await s3Client.send(
+          new GetObjectCommand({
+            Bucket: bucket,
+            Key: key,
+            IfNoneMatch: knownVersion || undefined,
+          }),
+          { abortSignal: AbortSignal.timeout(requestTimeoutMs) },
+        );
+        const text = (await answer.Body?.transformToString("utf-8")) ?? "";
+        return { text, version: answer.ETag ?? "" };
+      } catch (error) {
+        // S3 answers 304 Not Modified to a matching If-None-Match; the SDK throws on it.
+        const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata;
+        if (status?.httpStatusCode === 304) return "unchanged";
+        throw error;
+      }
+    },
+  };
+}
+
+function fileOrigin(path: string): Origin {
+  return {
+    kind: "file",
+    location: path,
+    async fetch(knownVersion) {
+      const text = await readFile(path, "utf8");
+      const version = createHash("sha256").update(text).digest("hex");
+      return version === knownVersion ? "unchanged" : { text, version };
+    },
+  };
+}
+
+export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
+  const origin = options.kind === "s3" ? s3Origin(options) : fileOrigin(options.path);
+  const bundled = options.kind === "s3" ? options.bundled : undefined;
+  const clock = options.clock ?? Date.now;
+
+  let inForce: { loaded: LoadedConfig; version: string } | undefined;
+  /** Version of the last document fetched, adopted or rejected: a rejected one is not re-read. */
+  let seenVersion: string | undefined;
+  let checkedAt = 0;
+  let inflight: Promise<LoadedConfig> | undefined;
+
+  const emit = (event: ConfigSourceEvent): void => {
+    try {
+      options.onEvent?.(event);
+    } catch {
+      // A failing listener must not take the config down with it.
+    }
+  };
+
+  const adopt = (config: Config, kind: ConfigSourceInfo["kind"], version: string): LoadedConfig => {
+    if (inForce?.version === version) return inForce.loaded;
+    const loaded_at = new Date(clock()).toISOString();
+    const source: ConfigSourceInfo =
+      kind === "s3" ? { kind, etag: version, loaded_at } : { kind, loaded_at };
+    inForce = { loaded: { config, source }, version };
+    emit({ type: "config_changed", source });
+    return inForce.loaded;
+  };
+
+  /** Why the origin gave no config this time, for the cold-start error. */
+  const checkOrigin = async (): Promise<string | undefined> => {
+    try {
+      const fetched = await origin.fetch(inForce ? seenVersion : undefined);
+      if (fetched === "unchanged") return undefined;
+      seenVersion = fetched.version;
+      const result = parseConfigText(fetched.text);
+      if (result.ok) {
+        adopt(result.config, origin.kind, fetched.version);
+        return undefined;
+      }
+      emit({ type: "config_rejected", location: origin.location, problems: result.problems });
+      return describeProblems(origin.location, result.problems);
+    } catch (error) {
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      emit({ type: "config_source_error", location: origin.location, error: message });
+      return `${origin.location}: ${message}`;
+    }
+  };
+
+  const refresh = async (): Promise<LoadedConfig> => {
+    const failure = await checkOrigin();
+    checkedAt = clock();
+    if (inForce) return inForce.loaded;
+    if (bundled !== undefined) {
+      const result = parseConfig(bundled);
+      if (result.ok) return adopt(result.config, "bundled", "bundled");
+      throw new Error(
+        `no usable config: ${failure}\nand the bundled copy is invalid:\n${describeProblems("bundled", result.problems)}`,
+      );
+    }
+    throw new Error(`no usable config: ${failure}`);
+  };
+
+  const due = (config: Config): boolean =>
+    clock() - checkedAt >= (options.refreshSeconds ?? config.config_refresh_seconds) * 1000;
+
+  return {
+    current() {
+      if (inForce && !due(inForce.loaded.config)) return Promise.resolve(inForce.loaded);
+      inflight ??= refresh().finally(() => {
+        inflight = undefined;
+      });
+      return inflight;
+    },
+  };
+}
