@@ -1,0 +1,352 @@
+/**
+ * Judgement of one JSON-RPC error object (SPEC §4, seed-algorithms §B3): by its message,
+ * its code, the summary a proxy writes into the message, and the leaves of a proxy's
+ * `data.cause` chain. The code alone decides only where no phrase says otherwise.
+ */
+
+import { isRecord } from "./classify-envelope.ts";
+import { CHAIN_UNAVAILABLE, QUOTA, RATE_LIMIT } from "./classify-patterns.ts";
+import type { CooldownReason, RetryKind, Verdict } from "./verdict.ts";
+
+/** A verdict before its detail text is attached. */
+export type Judgement =
+  | { readonly outcome: "ok" }
+  | { readonly outcome: "unclassified" }
+  | { readonly outcome: "capability" }
+  | { readonly outcome: "retry"; readonly kind: RetryKind; readonly reason: CooldownReason };
+
+type RetryJudgement = Extract<Judgement, { outcome: "retry" }>;
+
+const OK: Judgement = { outcome: "ok" };
+const UNCLASSIFIED: Judgement = { outcome: "unclassified" };
+const CAPABILITY: Judgement = { outcome: "capability" };
+const retry = (kind: RetryKind, reason: CooldownReason): RetryJudgement => ({
+  outcome: "retry",
+  kind,
+  reason,
+});
+const TRANSIENT = retry("transient", "transient");
+const RATE_LIMITED = retry("rate_limit", "rate_limit");
+const QUOTA_EXCEEDED = retry("rate_limit", "quota");
+const BATCH_LIMITED = retry("rate_limit", "batch_limit");
+const CHAIN_NOT_SERVED = retry("capability", "chain_unavailable");
+const TIMED_OUT = retry("timeout", "timeout");
+
+interface ErrorFacts {
+  readonly code: number | undefined;
+  readonly message: string;
+  readonly method: string;
+}
+
+// Methods that re-execute a block already mined: a pre-check failure there means the node
+// holds the wrong state for that block (seed-algorithms §B3d), so another node may succeed.
+const TRACES_OF_MINED_BLOCKS = new Set([
+  "debug_traceBlockByHash",
+  "debug_traceBlockByNumber",
+  "debug_traceTransaction",
+  "trace_block",
+  "trace_replayBlockTransactions",
+  "trace_replayTransaction",
+  "trace_transaction",
+]);
+const PRE_CHECK_FAILURE =
+  /insufficient funds for gas \* price \+ value|\bnonce too (low|high)\b|\bintrinsic gas too low\b/i;
+
+/** The caller asked for something that fails everywhere: a revert, a range too wide, a bad tx. */
+const CALLERS_FAULT = new RegExp(
+  [
+    /\breverted\b|\bout of gas\b|\binvalid opcode\b|\bstack (underflow|overflow)\b/,
+    /\bsmaller block range\b|\bblock range\b[^.]{0,20}\btoo (large|wide|big)\b|\bexceeds? (the )?(max(imum)? )?(allowed )?block range\b/,
+    /\bquery exceeds limit\b|\breturned more than \d+ results\b|\blog response size exceeded\b|\btoo many (results|logs)\b/,
+    /\binsufficient funds\b|\bnonce too (low|high)\b|\bintrinsic gas too low\b|\btransaction underpriced\b/,
+    /\balready known\b|\bmax fee per gas less than block base fee\b|\bgas required exceeds allowance\b|\bexceeds block gas limit\b/,
+  ]
+    .map((part) => part.source)
+    .join("|"),
+  "i",
+);
+
+/** Errors from the permanent table that no later rule may turn into a retry. */
+const PERMANENT_UNCLASSIFIED =
+  /\bhistorical state\b[^.]{0,30}\bnot available\b|\bunknown state\b|\bnot currently canonical\b|\bauthenticated api key required\b|\bdoes not support chain ?id|\bunauthori[sz]ed\b/i;
+
+const METHOD_UNSUPPORTED =
+  /\bmethod\b[^.]{0,60}\b(not found|does not exist|not available|not supported|unsupported|not enabled|not allowed|disabled|not whitelisted)\b|\b(unsupported|unknown) method\b|\bmethod ignored\b|\bnot available on (this|your|the)?\s*(free |current )?(plan|tier)\b/i;
+
+const BATCH_LIMIT =
+  /\bbatch (limit|size)\b[^.]{0,40}\b(exceed|exceeded|too (large|big)|reached)\b|\bbatch too large\b|\btoo many (requests|calls) in (a |the )?batch\b|\bmax(imum)? batch size\b/i;
+
+// Named by the sources: a lagging backend, a proxy whose upstreams failed, a dropped connection.
+const TRANSIENT_PHRASES = new RegExp(
+  [
+    /upstream connect error|disconnect\/reset before headers|cannot parse json-rpc response/,
+    /\bno available upstreams?\b|\bupstream height \d+ is less than\b|errors from the following providers prevented the request/,
+    /\bfailsafe timeout policy exceeded\b|\bcontext (canceled|cancelled|deadline exceeded)\b/,
+    /could not find results for height|block result not found|finalized block not found|\bblock not found\b/,
+    /\bdoes(n't| not) exist yet\b|must be less than or equal to the current blockchain height|\bheader not found\b|\bunknown block\b|\binvalid block height\b/,
+    /\bnot (yet )?synced\b|\bis syncing\b|\bconnection (refused|reset)\b|\bdial tcp\b|\bbroken pipe\b/,
+  ]
+    .map((part) => part.source)
+    .join("|"),
+  "i",
+);
+
+const TIMEOUT = /\bexecution timeout\b|\btimed out\b|\bi\/o timeout\b/i;
+
+/** Blames the request in words (codes -32700/-32600/-32602 do so by definition). */
+const INVALID_REQUEST =
+  /\binvalid (params|parameters?|arguments?|input|request)\b|\bcannot unmarshal\b|\bmissing value\b/i;
+
+/**
+ * Words that promise a retry may work. Weaker than the phrases above: they count only when
+ * neither the code nor the message has already blamed the request, and the bare word
+ * "retry" is not one of them.
+ */
+const SOFT_TRANSIENT =
+  /\btemporar(y|ily)\b|\bplease (retry|try again)\b|\btry again later\b|\bat this time\b|\b(under (too much|heavy) load|overloaded)\b/i;
+
+const RATE_LIMIT_CODES = [-32005, -32429, 429];
+const REQUEST_BLAMING_CODES = [-32700, -32600, -32602];
+const METHOD_NOT_FOUND_CODE = -32601;
+
+interface ErrorRule {
+  readonly applies: (facts: ErrorFacts) => boolean;
+  readonly judgement: Judgement;
+}
+
+const said =
+  (pattern: RegExp) =>
+  (facts: ErrorFacts): boolean =>
+    pattern.test(facts.message);
+const coded =
+  (...codes: number[]) =>
+  (facts: ErrorFacts): boolean =>
+    facts.code !== undefined && codes.includes(facts.code);
+
+/** First match wins; the order settles every overlap between the tables. */
+const ERROR_RULES: readonly ErrorRule[] = [
+  {
+    applies: (facts) =>
+      TRACES_OF_MINED_BLOCKS.has(facts.method) && PRE_CHECK_FAILURE.test(facts.message),
+    judgement: TRANSIENT,
+  },
+  { applies: said(CALLERS_FAULT), judgement: OK },
+  { applies: said(PERMANENT_UNCLASSIFIED), judgement: UNCLASSIFIED },
+  { applies: said(CHAIN_UNAVAILABLE), judgement: CHAIN_NOT_SERVED },
+  { applies: said(METHOD_UNSUPPORTED), judgement: CAPABILITY },
+  { applies: said(BATCH_LIMIT), judgement: BATCH_LIMITED },
+  { applies: said(QUOTA), judgement: QUOTA_EXCEEDED },
+  {
+    applies: (facts) => RATE_LIMIT.test(facts.message) || coded(...RATE_LIMIT_CODES)(facts),
+    judgement: RATE_LIMITED,
+  },
+  { applies: said(TRANSIENT_PHRASES), judgement: TRANSIENT },
+  { applies: said(TIMEOUT), judgement: TIMED_OUT },
+  {
+    applies: (facts) =>
+      INVALID_REQUEST.test(facts.message) || coded(...REQUEST_BLAMING_CODES)(facts),
+    judgement: OK,
+  },
+  { applies: said(SOFT_TRANSIENT), judgement: TRANSIENT },
+  { applies: coded(METHOD_NOT_FOUND_CODE), judgement: CAPABILITY },
+];
+
+function matchRules(facts: ErrorFacts): Judgement | undefined {
+  return ERROR_RULES.find((rule) => rule.applies(facts))?.judgement;
+}
+
+// ---- proxy summaries ("all upstream attempts failed (1 upstream unsupported method, …)")
+
+/** `null`: the cause says nothing about this request (a hedge cancelled, a skipped upstream). */
+const SUMMARY_CAUSES: ReadonlyMap<string, Judgement | null> = new Map<string, Judgement | null>([
+  ["upstream unsupported method", CAPABILITY],
+  ["upstream method ignored", CAPABILITY],
+  ["upstream too large complaints", OK],
+  ["user errors", OK],
+  ["upstream unauthorized", UNCLASSIFIED],
+  ["upstream billing issues", UNCLASSIFIED],
+  ["upstream missing data", TRANSIENT],
+  ["upstream timeout", TRANSIENT],
+  ["upstream rate limited", RATE_LIMITED],
+  ["upstream circuit breaker open", TRANSIENT],
+  ["upstream transport errors", TRANSIENT],
+  ["upstream not synced", TRANSIENT],
+  ["upstream validation mismatch", TRANSIENT],
+  ["upstream excluded by policy", null],
+  ["upstream skipped", null],
+  ["hedges cancelled", null],
+]);
+const SUMMARY_ITEM = /\b\d+ ((?:upstream|node|hedges|user) [a-z ]*[a-z])/gi;
+
+function judgeSummary(message: string): Judgement | undefined {
+  const causes: Array<Judgement | undefined> = [];
+  for (const [, phrase = ""] of message.matchAll(SUMMARY_ITEM)) {
+    const judgement = SUMMARY_CAUSES.get(phrase.toLowerCase());
+    if (judgement !== null) causes.push(judgement);
+  }
+  return combine(causes);
+}
+
+// ---- proxy cause chains (eRPC `data: {code, message?, details?, cause?}`)
+
+type CauseNode = Readonly<Record<string, unknown>> & { readonly code: string };
+
+/** `null`: a node that says nothing about the request; absent: judged by its message. */
+const LEAF_CODES: ReadonlyMap<string, Judgement | null> = new Map<string, Judgement | null>([
+  ["ErrEndpointCapacityExceeded", RATE_LIMITED],
+  ["ErrUpstreamRateLimitRuleExceeded", RATE_LIMITED],
+  ["ErrUpstreamBlockUnavailable", TRANSIENT],
+  ["ErrFinalizedBlockUnavailable", TRANSIENT],
+  ["ErrEndpointMissingData", TRANSIENT],
+  ["ErrEndpointTransportFailure", TRANSIENT],
+  ["ErrEndpointRequestTimeout", TRANSIENT],
+  ["ErrNetworkRequestTimeout", TRANSIENT],
+  ["ErrFailsafeTimeoutExceeded", TRANSIENT],
+  ["ErrFailsafeCircuitBreakerOpen", TRANSIENT],
+  ["ErrUpstreamSyncing", TRANSIENT],
+  // Exhaustion or spent retries with no cause recorded below them.
+  ["ErrUpstreamsExhausted", TRANSIENT],
+  ["ErrFailsafeRetryExceeded", TRANSIENT],
+  ["ErrEndpointUnsupported", CAPABILITY],
+  ["ErrUpstreamMethodIgnored", CAPABILITY],
+  ["ErrEndpointUnauthorized", UNCLASSIFIED],
+  ["ErrEndpointBillingIssue", UNCLASSIFIED],
+  ["ErrEndpointRequestTooLarge", OK],
+  ["ErrUpstreamGetLogsExceededMaxAllowedRange", OK],
+  ["ErrUpstreamGetLogsExceededMaxAllowedAddresses", OK],
+  ["ErrUpstreamGetLogsExceededMaxAllowedTopics", OK],
+  ["ErrJsonRpcRequestUnmarshal", OK],
+  ["ErrInvalidRequest", OK],
+  ["ErrUpstreamHedgeCancelled", null],
+  ["ErrUpstreamRequestSkipped", null],
+  ["ErrUpstreamExcludedByPolicy", null],
+  ["ErrUpstreamShadowing", null],
+  ["ErrUpstreamNotAllowed", null],
+]);
+/** Leaf codes judged by their message, with a fallback when no phrase decides. */
+const LEAF_FALLBACKS: ReadonlyMap<string, Judgement> = new Map<string, Judgement>([
+  ["ErrEndpointClientSideException", OK],
+]);
+const MAX_CAUSE_DEPTH = 8;
+const MAX_LEAVES = 32;
+
+function isCauseNode(value: unknown): value is CauseNode {
+  return isRecord(value) && typeof value.code === "string";
+}
+
+function childrenOf(node: CauseNode): CauseNode[] {
+  const cause = node.cause;
+  return (Array.isArray(cause) ? cause : [cause]).filter(isCauseNode);
+}
+
+function collectLeaves(node: CauseNode, depth: number, leaves: CauseNode[]): void {
+  if (leaves.length >= MAX_LEAVES) return;
+  if (LEAF_CODES.get(node.code) === null) return;
+  const children = childrenOf(node);
+  if (children.length === 0 || depth >= MAX_CAUSE_DEPTH) {
+    leaves.push(node);
+    return;
+  }
+  for (const child of children) collectLeaves(child, depth + 1, leaves);
+}
+
+function judgeLeaf(leaf: CauseNode, method: string): Judgement | undefined {
+  const byCode = LEAF_CODES.get(leaf.code);
+  if (byCode) return byCode;
+  const message = typeof leaf.message === "string" ? leaf.message : "";
+  const details = isRecord(leaf.details) ? leaf.details : {};
+  const code = numericCode(details.originalCode);
+  return matchRules({ code, message, method }) ?? LEAF_FALLBACKS.get(leaf.code);
+}
+
+/** Judged by the leaves, never by the wrapper: every leaf transient, or one permanent. */
+function judgeCauseChain(data: unknown, method: string): Judgement | undefined {
+  if (!isCauseNode(data)) return undefined;
+  const leaves: CauseNode[] = [];
+  collectLeaves(data, 0, leaves);
+  return combine(leaves.map((leaf) => judgeLeaf(leaf, method)));
+}
+
+// ---- combining several causes
+
+// When causes disagree the request itself is the likeliest culprit, then the method.
+const PERMANENT_PRECEDENCE: readonly Judgement["outcome"][] = ["ok", "capability", "unclassified"];
+
+/** `undefined` in `causes` is a cause nothing decides; it keeps the whole from being transient. */
+function combine(causes: ReadonlyArray<Judgement | undefined>): Judgement | undefined {
+  if (causes.length === 0) return undefined;
+  const permanent = firstPermanent(causes);
+  if (permanent) return permanent;
+  if (causes.some((cause) => cause === undefined)) return undefined;
+  const { kind, reason } = mergeRetries(causes as RetryJudgement[]);
+  return retry(kind, reason);
+}
+
+function firstPermanent(causes: ReadonlyArray<Judgement | undefined>): Judgement | undefined {
+  for (const outcome of PERMANENT_PRECEDENCE) {
+    const found = causes.find((cause) => cause?.outcome === outcome);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** How a retried attempt is counted (kind) and what it costs the provider (reason). */
+export interface Penalty {
+  readonly kind: RetryKind;
+  readonly reason: CooldownReason;
+}
+
+/** One kind and reason when all agree, else the generic transient. */
+export function mergeRetries(retries: readonly Penalty[]): Penalty {
+  const [first] = retries;
+  const agree =
+    first !== undefined &&
+    retries.every((each) => each.kind === first.kind && each.reason === first.reason);
+  return agree ? { kind: first.kind, reason: first.reason } : TRANSIENT;
+}
+
+// ---- entry point
+
+const DETAIL_LIMIT = 200;
+
+/** The verdict on one JSON-RPC `error` value answering a call of `method`. */
+export function judgeRpcError(error: unknown, method: string): Verdict {
+  const facts = errorFacts(error, method);
+  const data = isRecord(error) ? error.data : undefined;
+  const detail = detailOf(facts);
+  const judgement = judgeFacts(facts, data) ?? UNCLASSIFIED;
+  switch (judgement.outcome) {
+    case "ok":
+      return { outcome: "ok" };
+    case "retry":
+      return { outcome: "retry", kind: judgement.kind, reason: judgement.reason, detail };
+    default:
+      return { outcome: judgement.outcome, detail };
+  }
+}
+
+function judgeFacts(facts: ErrorFacts, data: unknown): Judgement | undefined {
+  const fromCauses = judgeCauseChain(data, facts.method);
+  const fromSummary = judgeSummary(facts.message);
+  const permanent = firstPermanent([fromCauses, fromSummary]);
+  if (permanent) return permanent;
+  return fromCauses ?? fromSummary ?? matchRules(facts);
+}
+
+function errorFacts(error: unknown, method: string): ErrorFacts {
+  if (typeof error === "string") return { code: undefined, message: error, method };
+  if (!isRecord(error)) return { code: undefined, message: "", method };
+  const message = typeof error.message === "string" ? error.message : "";
+  return { code: numericCode(error.code), message, method };
+}
+
+function numericCode(code: unknown): number | undefined {
+  if (typeof code === "number" && Number.isInteger(code)) return code;
+  if (typeof code === "string" && /^-?\d+$/.test(code)) return Number(code);
+  return undefined;
+}
+
+function detailOf(facts: ErrorFacts): string {
+  const text = `${facts.code ?? "no code"}: ${facts.message.replace(/\s+/g, " ").trim()}`;
+  return text.length > DETAIL_LIMIT ? `${text.slice(0, DETAIL_LIMIT - 1)}…` : text;
+}

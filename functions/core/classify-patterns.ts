@@ -1,0 +1,20 @@
+/**
+ * The phrases that name a kind of upstream failure, shared by the JSON-RPC error rules and
+ * the hints read from bodies that are not JSON-RPC answers. All are word-based and
+ * case-insensitive: a status number such as 429 or 403 is never looked for in text, where
+ * it could be part of a hash or a block number.
+ */
+
+export const RATE_LIMIT =
+  /\brate[- ]?limit|\btoo many requests\b|\bthroughput limit\b|\bexceeded\b[^.]{0,60}\bcapacity\b|\bcapacity exceeded\b|\brequest limit (reached|exceeded)\b/i;
+
+export const QUOTA =
+  /\bexceeded (the|your) quota\b|\bquota (usage|limit|exceeded)\b|\bquota\b[^.]{0,40}\bexceeded\b|\bdaily request count exceeded\b/i;
+
+/** The provider does not serve this chain (dRPC: "chain is not available on free plan"). */
+export const CHAIN_UNAVAILABLE =
+  /\b(chain|network)\b[^.:]{0,30}\bnot (available|supported|enabled)\b|\bunsupported (chain|network)\b/i;
+
+/** Text of a bare (non-JSON-RPC) answer that says the credentials or the URL are refused. */
+export const FORBIDDEN =
+  /\bunauthori[sz]ed\b|\bforbidden\b|\baccess denied\b|\binvalid (api[- ]?key|project id|token)\b|\bapi[- ]?key\b[^.]{0,30}\b(invalid|missing|required|disabled)\b/i;

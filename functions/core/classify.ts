@@ -1,0 +1,183 @@
+/**
+ * The classifier: what one upstream attempt ended in (SPEC §4). Pure; the gateway calls
+ * classifyTransport when no status line came back, else classifyHttp on the whole answer
+ * and, when that says "members", classifyMember on each JSON-RPC response object in it.
+ */
+
+import { type Envelope, errorOf, isEnvelope, isJsonRpcAnswer } from "./classify-envelope.ts";
+import { judgeRpcError, mergeRetries, type Penalty } from "./classify-error.ts";
+import { CHAIN_UNAVAILABLE, FORBIDDEN, QUOTA, RATE_LIMIT } from "./classify-patterns.ts";
+import { judgeResult } from "./classify-result.ts";
+import type { CallInfo, ClassifyContext, TransportFailure, Verdict } from "./verdict.ts";
+
+type RetryVerdict = Extract<Verdict, { outcome: "retry" }>;
+
+const isRetry = (verdict: Verdict): verdict is RetryVerdict => verdict.outcome === "retry";
+
+const retry = ({ kind, reason }: Penalty, detail: string): RetryVerdict => ({
+  outcome: "retry",
+  kind,
+  reason,
+  detail,
+});
+
+const TRANSPORT_PENALTIES: Readonly<Record<TransportFailure["kind"], Penalty>> = {
+  timeout: { kind: "timeout", reason: "timeout" },
+  connection: { kind: "connection", reason: "connection" },
+  tls: { kind: "connection", reason: "tls" },
+};
+
+/** A failure below HTTP (connect refused/reset, TLS, timeout). */
+export function classifyTransport(failure: TransportFailure): Verdict {
+  return retry(TRANSPORT_PENALTIES[failure.kind], `${failure.kind}: ${failure.message}`);
+}
+
+const BROKEN_ANSWER: Penalty = { kind: "http", reason: "transient" };
+const SERVER_ERROR: Penalty = { kind: "http", reason: "connection" };
+const REFUSED: Penalty = { kind: "http", reason: "forbidden" };
+
+/** Statuses retried whatever the body says (a 502 even with a JSON-RPC body). */
+const RETRIED_STATUSES: ReadonlyMap<number, Penalty> = new Map<number, Penalty>([
+  [408, { kind: "http", reason: "timeout" }],
+  [429, { kind: "rate_limit", reason: "rate_limit" }],
+  [502, SERVER_ERROR],
+  [503, SERVER_ERROR],
+  [504, { kind: "timeout", reason: "timeout" }],
+  [520, SERVER_ERROR],
+  [521, SERVER_ERROR],
+  [522, { kind: "http", reason: "timeout" }],
+  [523, SERVER_ERROR],
+  [524, { kind: "timeout", reason: "timeout" }],
+]);
+
+/**
+ * A bare body (an error page, a proxy's error object) may still say why it failed; only
+ * its start is read. Credentials are trusted to a refusal only below 500, where the
+ * server, not a crashed backend, is speaking.
+ */
+const HINT_WINDOW = 1024;
+const BODY_HINTS: ReadonlyArray<{ readonly pattern: RegExp; readonly penalty: Penalty }> = [
+  { pattern: QUOTA, penalty: { kind: "rate_limit", reason: "quota" } },
+  { pattern: RATE_LIMIT, penalty: { kind: "rate_limit", reason: "rate_limit" } },
+  { pattern: CHAIN_UNAVAILABLE, penalty: { kind: "capability", reason: "chain_unavailable" } },
+];
+
+function bodyHint(status: number, body: string): Penalty | undefined {
+  const start = body.slice(0, HINT_WINDOW);
+  const hint = BODY_HINTS.find(({ pattern }) => pattern.test(start))?.penalty;
+  if (hint) return hint;
+  return status < 500 && FORBIDDEN.test(start) ? REFUSED : undefined;
+}
+
+/**
+ * The HTTP-level judgement of one upstream answer. `parsed` is JSON.parse(body) or undefined when the
+ * body is not JSON. Returns a Verdict for the whole answer when the HTTP status/body decides it
+ * (e.g. 429, 502, 520 HTML page, a 500 whose body is not a JSON-RPC answer or whose errors are all transient,
+ * a 200 whose body is not a JSON-RPC answer, a 401/403), or "members" when each JSON-RPC response object in the body
+ * must be judged on its own with classifyMember.
+ */
+export function classifyHttp(
+  status: number,
+  body: string,
+  parsed: unknown,
+  calls: readonly CallInfo[],
+): Verdict | "members" {
+  const label = `HTTP ${status}`;
+  if (status === 401 || status === 403) return retry(REFUSED, label);
+  const fixed = RETRIED_STATUSES.get(status);
+  if (fixed) return retry(bodyHint(status, body) ?? fixed, label);
+  const answer = isJsonRpcAnswer(parsed);
+  if (status === 500) {
+    return answer
+      ? judgeFailedAnswer(parsed, calls)
+      : retry(bodyHint(status, body) ?? BROKEN_ANSWER, `${label}: not a JSON-RPC answer`);
+  }
+  if (status > 500 || status < 200) return retry(bodyHint(status, body) ?? SERVER_ERROR, label);
+  // A redirect or a 404 page: the configured URL is wrong, which waiting will not fix.
+  if (status >= 300 && status < 400) return retry(REFUSED, label);
+  if (answer) return judgeAnswer(parsed, calls);
+  if (status < 300) {
+    return retry(bodyHint(status, body) ?? BROKEN_ANSWER, `${label}: not a JSON-RPC answer`);
+  }
+  if (status === 404) return retry(REFUSED, `${label}: not a JSON-RPC answer`);
+  const hint = bodyHint(status, body);
+  return hint
+    ? retry(hint, label)
+    : { outcome: "unclassified", detail: `${label}: ${snippet(body)}` };
+}
+
+/** A call that stands for a batch: its method when all calls share one, else none. */
+function batchCall(calls: readonly CallInfo[]): CallInfo {
+  const [first] = calls;
+  const shared = first !== undefined && calls.every((call) => call.method === first.method);
+  return shared ? first : { method: "", params: [] };
+}
+
+/** A JSON-RPC answer with a status that does not decide: its members are judged one by one. */
+function judgeAnswer(parsed: unknown, calls: readonly CallInfo[]): Verdict | "members" {
+  if (calls.length > 1 && isEnvelope(parsed)) return judgeWholeBatch(parsed, calls);
+  return "members";
+}
+
+/** One envelope in answer to a batch: an error for the whole batch, or a broken answer. */
+function judgeWholeBatch(envelope: Envelope, calls: readonly CallInfo[]): Verdict {
+  const error = errorOf(envelope);
+  if (error === undefined) return retry(BROKEN_ANSWER, "a single result answered a batch");
+  const call = batchCall(calls);
+  const verdict = judgeRpcError(error, call.method);
+  // A per-method blacklist needs the method; a batch of several names none.
+  if (verdict.outcome === "capability" && call.method === "") {
+    return { outcome: "unclassified", detail: verdict.detail };
+  }
+  return verdict;
+}
+
+/** HTTP 500 with a JSON-RPC body: retried when every error in it is transient. */
+function judgeFailedAnswer(parsed: unknown, calls: readonly CallInfo[]): Verdict | "members" {
+  if (calls.length > 1 && isEnvelope(parsed)) return judgeWholeBatch(parsed, calls);
+  const members = (Array.isArray(parsed) ? parsed : [parsed]).filter(isEnvelope);
+  const method = batchCall(calls).method;
+  const verdicts = members.flatMap((member) => {
+    const error = errorOf(member);
+    return error === undefined ? [] : [judgeRpcError(error, method)];
+  });
+  const retries = verdicts.filter(isRetry);
+  if (verdicts.length === 0 || retries.length < verdicts.length) return "members";
+  const details = [...new Set(retries.map((verdict) => verdict.detail))].join("; ");
+  return retry(mergeRetries(retries), `HTTP 500: ${details}`);
+}
+
+/** One JSON-RPC response object (already parsed) answering `call`. */
+export function classifyMember(
+  response: unknown,
+  call: CallInfo,
+  context: ClassifyContext,
+): Verdict {
+  if (!isEnvelope(response)) return retry(BROKEN_ANSWER, "not a JSON-RPC response object");
+  const error = errorOf(response);
+  return error === undefined
+    ? judgeResult(response.result, call, context)
+    : judgeRpcError(error, call.method);
+}
+
+const INNER_ERROR_WINDOW_BYTES = 1024;
+const utf8Encoder = new TextEncoder();
+const utf8Decoder = new TextDecoder();
+
+/** The first configured inner_errors substring found in the first 1024 bytes (UTF-8) of the body, or null. */
+export function findInnerError(body: string, innerErrors: readonly string[]): string | null {
+  // No character is shorter than a byte, so 1024 characters hold the whole window.
+  const bytes = utf8Encoder.encode(body.slice(0, INNER_ERROR_WINDOW_BYTES));
+  const window = utf8Decoder.decode(bytes.subarray(0, INNER_ERROR_WINDOW_BYTES));
+  return innerErrors.find((needle) => needle.length > 0 && window.includes(needle)) ?? null;
+}
+
+const SNIPPET_LIMIT = 120;
+
+function snippet(body: string): string {
+  const text = body
+    .slice(0, SNIPPET_LIMIT * 2)
+    .replace(/\s+/g, " ")
+    .trim();
+  return text.length > SNIPPET_LIMIT ? `${text.slice(0, SNIPPET_LIMIT)}…` : text || "(empty body)";
+}
