@@ -21,7 +21,9 @@ export function createUpstream(
   });
 
   async function attempt(req: UpstreamRequest, started: number): Promise<UpstreamResult> {
-    const signal = AbortSignal.timeout(req.timeoutMs);
+    // Timer APIs take whole milliseconds only.
+    const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
+    const signal = AbortSignal.timeout(timeoutMs);
     try {
       const response = await request(req.url, {
         dispatcher: agent,
@@ -29,8 +31,8 @@ export function createUpstream(
         headers: { "content-type": "application/json", accept: "application/json" },
         body: req.body,
         signal,
-        headersTimeout: req.timeoutMs,
-        bodyTimeout: req.timeoutMs,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
       });
       const declared = Number(response.headers["content-length"]);
       if (Number.isFinite(declared) && declared > req.maxResponseBytes) {

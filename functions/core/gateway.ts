@@ -201,7 +201,7 @@ export class Gateway {
         const result = await this.#deps.upstream.send({
           url: slot.provider.url,
           body: upstreamBody,
-          timeoutMs: Math.max(1, Math.min(settings.request_timeout_ms, remaining)),
+          timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
           maxResponseBytes: settings.max_response_bytes,
         });
         return this.#judge(network, slot, calls, single, result, quorumHead, context, model, used);
@@ -313,6 +313,13 @@ export class Gateway {
       const verdict = classifyMember(member, entry.info, { quorumHead });
       verdicts.push({ entry, verdict, text });
       if (verdict.outcome === "ok") this.#observeBlock(network, provider, entry.info, member);
+    }
+    for (const { entry, verdict, text } of verdicts) {
+      // An upstream error answer is kept: if every provider fails, the caller gets the last
+      // one as is rather than a summary. Null or garbage results are never kept (stale data).
+      if ((verdict.outcome === "retry" || verdict.outcome === "capability") && text !== null) {
+        if (hasErrorMember(single ? parsed : parseJson(text))) entry.fallback = text;
+      }
     }
     const retried = verdicts.filter(
       ({ verdict }) => verdict.outcome === "retry" || verdict.outcome === "capability",
@@ -638,6 +645,10 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+function hasErrorMember(member: unknown): boolean {
+  return typeof member === "object" && member !== null && "error" in member;
 }
 
 function isObjectText(text: string): boolean {

@@ -52,17 +52,14 @@ export function matchRoute(httpMethod: string, rawPath: string): Route {
   if (second === "get" && third !== undefined) {
     if (method !== "GET") return { kind: "method_not_allowed", allow: "GET" };
     const rpcMethod = decodeSegment(third);
-    // Params may themselves contain '/', so everything after the method is the params.
-    const params =
-      rest.length === 0
-        ? "[]"
-        : decodeSegment(rawPath.slice(rawPath.indexOf(`/get/${third}/`) + `/get/${third}/`.length));
-    if (rpcMethod === null || params === null) {
-      return {
-        kind: "bad_path",
-        message: "the method or params in the path are not valid URL encoding",
-      };
+    if (rpcMethod === null) {
+      return { kind: "bad_path", message: "the method in the path is not valid URL encoding" };
     }
+    // Params may contain '/', so everything after the method is the params. API Gateway
+    // hands over the path already decoded, so text that does not decode again is taken as is.
+    const marker = `/get/${third}/`;
+    const rawParams = rawPath.slice(rawPath.indexOf(marker) + marker.length);
+    const params = rest.length === 0 ? "[]" : (decodeSegment(rawParams) ?? rawParams);
     return { kind: "get", network, method: rpcMethod, params };
   }
   return { kind: "not_found" };

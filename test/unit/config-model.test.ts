@@ -216,7 +216,9 @@ describe("routes of SPEC §2", () => {
       "/ethereum/get/eth_call/[%22a/b%22]",
       { kind: "get", network: "ethereum", method: "eth_call", params: '["a/b"]' },
     ],
-    ["GET", "/ethereum/get/eth_call/%E0%A4%A", { kind: "bad_path" }],
+    ["GET", "/ethereum/get/eth_call/%E0%A4%A", { kind: "get", params: "%E0%A4%A" }],
+    ["GET", '/ethereum/get/eth_call/["100%"]', { kind: "get", params: '["100%"]' }],
+    ["GET", "/%E0%A4%A/status", { kind: "bad_path" }],
   ])("%s %s", (method, path, route) => {
     expect(matchRoute(method, path)).toMatchObject(route);
   });

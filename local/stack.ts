@@ -1,0 +1,114 @@
+import { writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createConfigSource } from "../functions/adapters/config-source.ts";
+import { envSecretResolver } from "../functions/adapters/secrets.ts";
+import { DynamoStateStore } from "../functions/adapters/state-store.ts";
+import { createUpstream } from "../functions/adapters/upstream.ts";
+import type { ConfigInput } from "../functions/core/config-schema.ts";
+import {
+  configEventLogger,
+  createProxyRuntime,
+  type ProxyRuntime,
+} from "../functions/proxy/runtime.ts";
+import { type AnvilNode, startAnvil } from "./anvil.ts";
+import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
+import { createLocalDynamoDbClient, type LocalDynamoDb, startDynalite } from "./dynamodb.ts";
+
+/**
+ * The whole gateway on one machine, on real parts: the proxy handler behind an API Gateway
+ * emulator, dynalite as DynamoDB, and (for `npm start`) a devnet of anvil nodes.
+ * Used by `npm start`, the end-to-end tests and the benchmark.
+ */
+export interface LocalStackOptions {
+  /** A config file, or a config object (written to a temp file so edits can be tested too). */
+  readonly config: string | ConfigInput;
+  readonly port?: number;
+  /** Anvil nodes to start first, each on a fixed port (the config points at them). */
+  readonly devnet?: ReadonlyArray<{ port: number; chainId: number; blockTimeSeconds?: number }>;
+  readonly clock?: () => number;
+  readonly random?: () => number;
+  readonly writeMetrics?: (line: string) => void;
+  /** Environment for `${NAME}` placeholders (default: process.env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+export interface LocalStack {
+  readonly url: string;
+  readonly configPath: string;
+  readonly nodes: readonly AnvilNode[];
+  readonly dynamo: LocalDynamoDb;
+  readonly store: DynamoStateStore;
+  readonly runtime: ProxyRuntime;
+  close(): Promise<void>;
+}
+
+export const LOCAL_TABLE_NAME = "rpc-gateway-local";
+
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const cleanups: Array<() => Promise<void>> = [];
+  const close = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  };
+  try {
+    let configPath: string;
+    if (typeof options.config === "string") {
+      configPath = options.config;
+    } else {
+      const dir = await mkdtemp(join(tmpdir(), "rpc-gateway-config-"));
+      cleanups.push(() => rm(dir, { recursive: true, force: true }));
+      configPath = join(dir, "config.json");
+      writeFileSync(configPath, JSON.stringify(options.config, null, 2));
+    }
+    const nodes = await Promise.all(
+      (options.devnet ?? []).map((node) =>
+        startAnvil({
+          chainId: node.chainId,
+          port: node.port,
+          blockTimeSeconds: node.blockTimeSeconds,
+        }),
+      ),
+    );
+    for (const node of nodes) cleanups.push(() => node.stop());
+
+    const dynamo = await startDynalite({ tableName: LOCAL_TABLE_NAME });
+    cleanups.push(() => dynamo.close());
+    const store = new DynamoStateStore({
+      client: createLocalDynamoDbClient(dynamo.endpoint),
+      tableName: dynamo.tableName,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
+    const upstream = createUpstream();
+    cleanups.push(() => upstream.close());
+
+    let runtime: ProxyRuntime | undefined;
+    const configSource = createConfigSource({
+      kind: "file",
+      path: configPath,
+      ...(options.clock ? { clock: options.clock } : {}),
+      onEvent: configEventLogger(() => runtime?.telemetry),
+    });
+    runtime = createProxyRuntime({
+      configSource,
+      secrets: envSecretResolver(options.env ?? process.env),
+      store,
+      upstream,
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.random ? { random: options.random } : {}),
+      ...(options.writeMetrics ? { writeMetrics: options.writeMetrics } : {}),
+    });
+    // Fail at start-up, not on the first request, when the config cannot load.
+    await runtime.current();
+    const proxy = runtime;
+    const api: ApiGatewayEmulator = await startApiGateway({
+      port: options.port ?? 0,
+      handler: (event, context) => proxy.handle(event, context.getRemainingTimeInMillis()),
+    });
+    cleanups.push(() => api.close());
+    return { url: api.url, configPath, nodes, dynamo, store, runtime: proxy, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

@@ -1,0 +1,75 @@
+import { parseArgs } from "node:util";
+import { startLocalStack } from "./stack.ts";
+
+/**
+ * `npm start`: the gateway on 127.0.0.1 with no AWS account. By default it serves
+ * config/local.json and starts the devnet that file points at (three anvil nodes: two
+ * primaries and a backup); `--config FILE` serves another config without a devnet unless
+ * `--devnet` is given too.
+ */
+const DEVNET = [
+  { port: 8546, chainId: 31337, blockTimeSeconds: 1 },
+  { port: 8547, chainId: 31337, blockTimeSeconds: 1 },
+  { port: 8548, chainId: 31337, blockTimeSeconds: 1 },
+];
+
+const { values } = parseArgs({
+  options: {
+    port: { type: "string", default: "8545" },
+    config: { type: "string" },
+    devnet: { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  },
+});
+
+if (values.help) {
+  console.log("usage: npm start -- [--port 8545] [--config FILE] [--devnet]");
+  process.exit(0);
+}
+
+const port = Number(values.port);
+if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+  console.error(`--port must be a port number, not "${values.port}"`);
+  process.exit(2);
+}
+const withDevnet = values.config === undefined || values.devnet;
+const started = performance.now();
+
+try {
+  const stack = await startLocalStack({
+    config: values.config ?? "config/local.json",
+    port,
+    devnet: withDevnet ? DEVNET : [],
+  });
+  const { model } = await stack.runtime.current();
+  const networks = [...model.networks.keys()];
+  const first = networks[0] ?? "devnet";
+  console.log(`
+RPC gateway running at ${stack.url}  (ready in ${Math.round(performance.now() - started)} ms)
+
+  config     ${stack.configPath}
+  networks   ${networks.map((name) => `${stack.url}/${name}`).join("\n             ")}
+  status     ${stack.url}/status  (JSON, or a page in a browser)
+  dynamodb   dynalite at ${stack.dynamo.endpoint} (table ${stack.dynamo.tableName})
+  devnet     ${withDevnet ? stack.nodes.map((node) => `anvil chain ${node.chainId} at ${node.url}`).join("\n             ") : "not started (--devnet to start it)"}
+
+Try:
+  curl -s ${stack.url}/${first} -H 'content-type: application/json' \\
+    -d '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}'
+
+Ctrl-C stops everything.
+`);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${signal}: stopping…`);
+    await stack.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+} catch (error) {
+  console.error(`could not start: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+}
