@@ -77,6 +77,18 @@ interface CallProgress {
   lastError: string;
 }
 
+/** What one request's attempts share. */
+interface RequestScope {
+  readonly network: Network;
+  readonly model: GatewayModel;
+  readonly context: SelectionContext;
+  readonly quorumHead: number | null;
+  /** Providers that answered, in order of use (x-gateway-provider). */
+  readonly used: string[];
+  /** State writes started by this request: they run beside the retries, not before them. */
+  readonly writes: Promise<unknown>[];
+}
+
 interface Incident {
   readonly provider: Provider;
   readonly reason: CooldownReason;
@@ -187,9 +199,15 @@ export class Gateway {
       });
     }
 
-    const used: string[] = [];
+    const scope: RequestScope = {
+      network,
+      model,
+      context,
+      quorumHead: state.quorum?.head ?? null,
+      used: [],
+      writes: [],
+    };
     let attempts = 0;
-    const quorumHead = state.quorum?.head ?? null;
     for (;;) {
       const remaining = deadline - clock();
       const groups = this.#nextGroups(progress, settings.max_attempts);
@@ -204,16 +222,17 @@ export class Gateway {
           timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
           maxResponseBytes: settings.max_response_bytes,
         });
-        return this.#judge(network, slot, calls, single, result, quorumHead, context, model, used);
+        return this.#judge(scope, slot, calls, single, result);
       });
       await Promise.all(rounds);
     }
+    await Promise.allSettled(scope.writes);
 
     const elapsed = clock() - started;
     this.#deps.telemetry.measure("latency_ms", { network: network.name }, elapsed, "Milliseconds");
     this.#deps.telemetry.measure("attempts", { network: network.name }, attempts, "Count");
     this.#deps.telemetry.count("requests", { network: network.name });
-    return this.#respond(network, request, progress, immediate, used, attempts);
+    return this.#respond(network, request, progress, immediate, scope.used, attempts);
   }
 
   #selectionContext(
@@ -249,17 +268,14 @@ export class Gateway {
     return groups;
   }
 
-  async #judge(
-    network: Network,
+  #judge(
+    scope: RequestScope,
     slot: AttemptSlot,
     calls: CallProgress[],
     single: boolean,
     result: UpstreamResult,
-    quorumHead: number | null,
-    context: SelectionContext,
-    model: GatewayModel,
-    used: string[],
-  ): Promise<void> {
+  ): void {
+    const { model, quorumHead } = scope;
     const provider = slot.provider;
     if (!result.ok) {
       if ("tooLarge" in result) {
@@ -269,15 +285,14 @@ export class Gateway {
         }
         return;
       }
-      const verdict = classifyTransport(result.failure);
-      await this.#apply(network, slot, calls, verdict, result.elapsedMs);
+      this.#apply(scope, slot, calls, classifyTransport(result.failure), result.elapsedMs);
       return;
     }
     const parsed = parseJson(result.body);
     const infos = calls.map((entry) => entry.info);
     const whole = classifyHttp(result.status, result.body, parsed, infos);
     if (whole !== "members" && (whole.outcome === "retry" || whole.outcome === "capability")) {
-      await this.#apply(network, slot, calls, whole, result.elapsedMs);
+      this.#apply(scope, slot, calls, whole, result.elapsedMs);
       return;
     }
     if (whole !== "members" && (single || isObjectText(result.body))) {
@@ -289,7 +304,7 @@ export class Gateway {
             : withId(result.body, String(entry.call.position));
         this.#settle(entry, whole, text, model);
       }
-      this.#succeeded(network, provider, whole, result.elapsedMs, context, used);
+      this.#succeeded(scope, provider, whole, result.elapsedMs);
       return;
     }
     const texts = single ? new Map<number, string>() : memberTexts(result.body, parsed);
@@ -312,7 +327,7 @@ export class Gateway {
       const member = single ? parsed : parseJson(text);
       const verdict = classifyMember(member, entry.info, { quorumHead });
       verdicts.push({ entry, verdict, text });
-      if (verdict.outcome === "ok") this.#observeBlock(network, provider, entry.info, member);
+      if (verdict.outcome === "ok") this.#observeBlock(scope.network, provider, entry.info, member);
     }
     for (const { entry, verdict, text } of verdicts) {
       // An upstream error answer is kept: if every provider fails, the caller gets the last
@@ -332,8 +347,8 @@ export class Gateway {
     if (retried.length > 0) {
       const [first] = retried;
       if (first) {
-        await this.#apply(
-          network,
+        this.#apply(
+          scope,
           slot,
           retried.map(({ entry }) => entry),
           first.verdict,
@@ -344,8 +359,7 @@ export class Gateway {
     const settled = verdicts.find(
       ({ verdict }) => verdict.outcome !== "retry" && verdict.outcome !== "capability",
     );
-    if (settled)
-      this.#succeeded(network, provider, settled.verdict, result.elapsedMs, context, used);
+    if (settled) this.#succeeded(scope, provider, settled.verdict, result.elapsedMs);
   }
 
   /** Settles a call with a non-retry verdict; an inner error stays open while attempts remain. */
@@ -365,14 +379,8 @@ export class Gateway {
   }
 
   /** Bookkeeping for a provider that gave an answer the caller gets. */
-  #succeeded(
-    network: Network,
-    provider: Provider,
-    verdict: Verdict,
-    elapsedMs: number,
-    context: SelectionContext,
-    used: string[],
-  ): void {
+  #succeeded(scope: RequestScope, provider: Provider, verdict: Verdict, elapsedMs: number): void {
+    const { network, context, used } = scope;
     if (!used.includes(provider.name)) used.push(provider.name);
     this.#deps.recordOutcome?.(network.name, provider.name, true, elapsedMs);
     const counterKey = key(network.name, provider.name);
@@ -380,7 +388,7 @@ export class Gateway {
       const inARow = (this.#unclassifiedInARow.get(counterKey) ?? 0) + 1;
       if (inARow >= network.settings.force_rotate_errors) {
         this.#unclassifiedInARow.delete(counterKey);
-        this.#forceRotate(network, provider);
+        this.#forceRotate(scope, provider);
       } else {
         this.#unclassifiedInARow.set(counterKey, inARow);
       }
@@ -390,9 +398,9 @@ export class Gateway {
     const health = healthOf(context.state, provider.name);
     const now = this.#deps.clock();
     const reset = applySuccess(health, now);
-    if (reset) void this.#write(network, provider, health, reset);
+    if (reset) scope.writes.push(this.#write(network, provider, health, reset));
     if (elapsedMs > network.settings.slow_response_ms && this.#available(network, context) >= 3) {
-      void this.#incident(network, { provider, reason: "slow" });
+      scope.writes.push(this.#incident(network, { provider, reason: "slow" }));
     }
   }
 
@@ -403,7 +411,8 @@ export class Gateway {
     ).length;
   }
 
-  #forceRotate(network: Network, provider: Provider): void {
+  #forceRotate(scope: RequestScope, provider: Provider): void {
+    const { network } = scope;
     const settings = network.settings;
     this.#deps.telemetry.log("warn", "force-rotate: unclassified errors in a row", {
       network: network.name,
@@ -411,7 +420,7 @@ export class Gateway {
       errors: settings.force_rotate_errors,
     });
     if (network.providers.some((candidate) => candidate.backup)) {
-      void this.#incident(network, { provider, reason: "force_rotate" });
+      scope.writes.push(this.#incident(network, { provider, reason: "force_rotate" }));
     } else {
       this.#demotedUntil.set(
         key(network.name, provider.name),
@@ -421,14 +430,15 @@ export class Gateway {
   }
 
   /** A retry verdict: note the error and penalise the provider unless in emergency use. */
-  async #apply(
-    network: Network,
+  #apply(
+    scope: RequestScope,
     slot: AttemptSlot,
     calls: CallProgress[],
     verdict: Verdict,
     elapsedMs: number,
-  ): Promise<void> {
+  ): void {
     if (verdict.outcome !== "retry" && verdict.outcome !== "capability") return;
+    const { network } = scope;
     const provider = slot.provider;
     const kind = verdict.outcome === "capability" ? "capability" : verdict.kind;
     const detail = this.#deps.scrub(verdict.detail);
@@ -449,14 +459,12 @@ export class Gateway {
     if (slot.emergency) return;
     if (verdict.outcome === "capability") {
       const until = this.#deps.clock() + network.settings.cooldown_seconds.capability * 1000;
-      await Promise.all(
-        [...new Set(calls.map((entry) => entry.info.method))].map((method) =>
-          this.#blacklistCapability(network, provider, method, until),
-        ),
-      );
+      for (const method of new Set(calls.map((entry) => entry.info.method))) {
+        scope.writes.push(this.#blacklistCapability(network, provider, method, until));
+      }
       return;
     }
-    await this.#incident(network, { provider, reason: verdict.reason });
+    scope.writes.push(this.#incident(network, { provider, reason: verdict.reason }));
   }
 
   async #blacklistCapability(

@@ -39,6 +39,9 @@ const TIMER_ONLY: ReadonlySet<CooldownReason> = new Set([
   "slow",
 ]);
 
+/** Failures whose cooldown would end within this of the current expiry extend nothing. */
+export const SAME_INCIDENT_MS = 1000;
+
 export type HealthState = "healthy" | "blacklisted" | "awaiting_probe";
 
 export function healthState(health: ProviderHealth, now: number): HealthState {
@@ -92,7 +95,8 @@ export function applyIncident(
     };
   }
   const until = now + cooldownMs(reason, Math.max(1, health.strikes), policy);
-  if (state === "blacklisted" && until <= health.blacklistedUntil) return null;
+  // Within a second of the stored expiry it is the same incident seen again: no write.
+  if (state === "blacklisted" && until <= health.blacklistedUntil + SAME_INCIDENT_MS) return null;
   if (state === "awaiting_probe") return null;
   return {
     ...health,
