@@ -1,12 +1,7 @@
 import { HEALTHY, type ProviderHealth } from "./health.ts";
+import type { QuorumReason } from "./quorum.ts";
 
-export type QuorumReason =
-  | "behind"
-  | "ahead"
-  | "wrong_chain"
-  | "failed_recently"
-  | "failing_often"
-  | "no_answer";
+export type { QuorumReason };
 
 export interface HeadInfo {
   readonly number: number;

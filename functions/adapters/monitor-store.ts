@@ -1,0 +1,232 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import type { QuorumSnapshot } from "../core/network-state.ts";
+import type { CheckMemory } from "../core/quorum.ts";
+import { MONITOR_KEY, networkKey, providerKey, QUORUM_KEY } from "./state-store.ts";
+
+/**
+ * The monitor's DynamoDB operations, in the gateway's one table:
+ * - `LEASE#monitor` / `LEASE`: which monitor run may tick (`holder`, `expires_at`), so two
+ *   scheduled runs never overlap;
+ * - `probe_until` on `NET#<network>` / `PROVIDER#<name>`: a running probe's lease;
+ * - `NET#<network>` / `QUORUM` and `MONITOR`: the snapshot and heartbeat the proxy reads;
+ * - `MONITOR#<network>` / `CHECK_MEMORY`: what the quorum carries from tick to tick, in its
+ *   own partition so the proxy's per-network Query never reads it.
+ * Only GetItem, Query, PutItem and UpdateItem are used (the functions' IAM grant).
+ */
+
+type Item = Record<string, AttributeValue>;
+
+export const MONITOR_LEASE_KEY = { pk: "LEASE#monitor", sk: "LEASE" } as const;
+export const checkMemoryKey = (network: string) => ({
+  pk: `MONITOR#${network}`,
+  sk: "CHECK_MEMORY",
+});
+
+/** Leases end on their own; the TTL only tidies the table a day later. */
+const TTL_SECONDS = 86_400;
+
+const n = (value: number): AttributeValue => ({ N: String(value) });
+const s = (value: string): AttributeValue => ({ S: value });
+const key = (pk: string, sk: string): Item => ({ pk: s(pk), sk: s(sk) });
+const ttlAfter = (ms: number): AttributeValue => n(Math.ceil(ms / 1000) + TTL_SECONDS);
+
+/** Runs a conditional write; false when its condition did not hold. */
+async function conditional(write: Promise<unknown>): Promise<boolean> {
+  try {
+    await write;
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return false;
+    throw error;
+  }
+}
+
+export class DynamoMonitorStore {
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+
+  constructor(options: { client: DynamoDBClient; tableName: string }) {
+    this.#client = options.client;
+    this.#table = options.tableName;
+  }
+
+  /** Takes the monitor lease until `expiresAt` when it is free, expired or already ours. */
+  acquireMonitorLease(holder: string, now: number, expiresAt: number): Promise<boolean> {
+    return conditional(
+      this.#client.send(
+        new PutItemCommand({
+          TableName: this.#table,
+          Item: {
+            ...key(MONITOR_LEASE_KEY.pk, MONITOR_LEASE_KEY.sk),
+            holder: s(holder),
+            expires_at: n(expiresAt),
+            ttl: ttlAfter(expiresAt),
+          },
+          ConditionExpression: "attribute_not_exists(pk) OR expires_at <= :now OR holder = :holder",
+          ExpressionAttributeValues: { ":now": n(now), ":holder": s(holder) },
+        }),
+      ),
+    );
+  }
+
+  /** Ends our lease at once, so the next run need not wait for the expiry. */
+  async releaseMonitorLease(holder: string): Promise<void> {
+    await conditional(
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: key(MONITOR_LEASE_KEY.pk, MONITOR_LEASE_KEY.sk),
+          UpdateExpression: "SET expires_at = :zero",
+          ConditionExpression: "holder = :holder",
+          ExpressionAttributeValues: { ":zero": n(0), ":holder": s(holder) },
+        }),
+      ),
+    );
+  }
+
+  /** Running probes' leases (ms) by provider; providers without one are absent. */
+  async readProbeLeases(network: string): Promise<Map<string, number>> {
+    const leases = new Map<string, number>();
+    let startKey: Item | undefined;
+    do {
+      const page = await this.#client.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+          ExpressionAttributeValues: { ":pk": s(networkKey(network)), ":prefix": s("PROVIDER#") },
+          ProjectionExpression: "sk, probe_until",
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const until = item.probe_until?.N;
+        if (until !== undefined) {
+          leases.set((item.sk?.S ?? "").slice("PROVIDER#".length), Number(until));
+        }
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return leases;
+  }
+
+  /**
+   * Takes a provider's probe lease until `until`: only while no other probe holds one and the
+   * provider's health is still at `expectedVersion`, so a monitor that read the state before
+   * another one wrote a probe result cannot probe the same incident again.
+   */
+  acquireProbeLease(
+    network: string,
+    provider: string,
+    expectedVersion: number,
+    now: number,
+    until: number,
+  ): Promise<boolean> {
+    const versionMatches =
+      expectedVersion === 0
+        ? "(attribute_not_exists(version) OR version = :version)"
+        : "version = :version";
+    return conditional(
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: key(networkKey(network), providerKey(provider)),
+          UpdateExpression: "SET probe_until = :until",
+          ConditionExpression: `(attribute_not_exists(probe_until) OR probe_until <= :now) AND ${versionMatches}`,
+          ExpressionAttributeValues: {
+            ":until": n(until),
+            ":now": n(now),
+            ":version": n(expectedVersion),
+          },
+        }),
+      ),
+    );
+  }
+
+  /** Ends the probe lease taken until `until` (someone else's later lease is left alone). */
+  async releaseProbeLease(network: string, provider: string, until: number): Promise<void> {
+    await conditional(
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: key(networkKey(network), providerKey(provider)),
+          UpdateExpression: "REMOVE probe_until",
+          ConditionExpression: "probe_until = :until",
+          ExpressionAttributeValues: { ":until": n(until) },
+        }),
+      ),
+    );
+  }
+
+  async readCheckMemory(network: string): Promise<Record<string, CheckMemory>> {
+    const { pk, sk } = checkMemoryKey(network);
+    const result = await this.#client.send(
+      new GetItemCommand({ TableName: this.#table, Key: key(pk, sk), ConsistentRead: true }),
+    );
+    const text = result.Item?.memory?.S;
+    if (text === undefined) return {};
+    try {
+      return JSON.parse(text) as Record<string, CheckMemory>;
+    } catch {
+      // A corrupt item only costs the history: the quorum starts afresh.
+      return {};
+    }
+  }
+
+  /**
+   * Writes the memory computed at `computedAt`, unless a newer one is stored (an overlapping
+   * run that ticked later). Returns whether it was written.
+   */
+  writeCheckMemory(
+    network: string,
+    memory: Readonly<Record<string, CheckMemory>>,
+    computedAt: number,
+  ): Promise<boolean> {
+    const { pk, sk } = checkMemoryKey(network);
+    return this.#putIfNewer(key(pk, sk), { memory: s(JSON.stringify(memory)) }, computedAt);
+  }
+
+  /** Publishes the quorum to the proxy, unless a newer snapshot is stored. */
+  writeQuorum(network: string, snapshot: QuorumSnapshot): Promise<boolean> {
+    return this.#putIfNewer(
+      key(networkKey(network), QUORUM_KEY),
+      { snapshot: s(JSON.stringify(snapshot)) },
+      snapshot.computedAt,
+    );
+  }
+
+  /** The heartbeat behind `monitor.last_tick_at` on the status route. */
+  async writeHeartbeat(network: string, at: number): Promise<void> {
+    await conditional(
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: key(networkKey(network), MONITOR_KEY),
+          UpdateExpression: "SET last_tick_at = :at",
+          ConditionExpression: "attribute_not_exists(last_tick_at) OR last_tick_at <= :at",
+          ExpressionAttributeValues: { ":at": n(at) },
+        }),
+      ),
+    );
+  }
+
+  #putIfNewer(itemKey: Item, attributes: Item, computedAt: number): Promise<boolean> {
+    return conditional(
+      this.#client.send(
+        new PutItemCommand({
+          TableName: this.#table,
+          Item: { ...itemKey, ...attributes, computed_at: n(computedAt) },
+          ConditionExpression: "attribute_not_exists(computed_at) OR computed_at <= :at",
+          ExpressionAttributeValues: { ":at": n(computedAt) },
+        }),
+      ),
+    );
+  }
+}
