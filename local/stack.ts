@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createConfigSource } from "../functions/adapters/config-source.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
-import { DynamoStateStore } from "../functions/adapters/state-store.ts";
+import { createDynamoClient, DynamoStateStore } from "../functions/adapters/state-store.ts";
 import { createUpstream } from "../functions/adapters/upstream.ts";
 import type { ConfigInput } from "../functions/core/config-schema.ts";
 import {
@@ -14,7 +14,7 @@ import {
 } from "../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "./anvil.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
-import { createLocalDynamoDbClient, type LocalDynamoDb, startDynalite } from "./dynamodb.ts";
+import { type LocalDynamoDb, startDynalite } from "./dynamodb.ts";
 
 /**
  * The whole gateway on one machine, on real parts: the proxy handler behind an API Gateway
@@ -75,7 +75,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const dynamo = await startDynalite({ tableName: LOCAL_TABLE_NAME });
     cleanups.push(() => dynamo.close());
     const store = new DynamoStateStore({
-      client: createLocalDynamoDbClient(dynamo.endpoint),
+      client: createDynamoClient({ endpoint: dynamo.endpoint }),
       tableName: dynamo.tableName,
       ...(options.clock ? { clock: options.clock } : {}),
     });

@@ -226,7 +226,7 @@ export class Gateway {
       });
       await Promise.all(rounds);
     }
-    await Promise.allSettled(scope.writes);
+    await settleWrites(scope.writes);
 
     const elapsed = clock() - started;
     this.#deps.telemetry.measure("latency_ms", { network: network.name }, elapsed, "Milliseconds");
@@ -641,6 +641,23 @@ export class Gateway {
       body: ordered.length === 0 ? "" : `[${ordered.join(",")}]`,
     };
   }
+}
+
+/**
+ * Lets this request's state writes finish before the answer (a frozen Lambda may not finish
+ * them later), but never waits long on a slow or throttled store: they go on in the background.
+ */
+const WRITE_WAIT_MS = 200;
+
+async function settleWrites(writes: readonly Promise<unknown>[]): Promise<void> {
+  if (writes.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, WRITE_WAIT_MS);
+    timer.unref();
+  });
+  await Promise.race([Promise.allSettled(writes), waited]);
+  clearTimeout(timer);
 }
 
 function key(network: string, provider: string): string {

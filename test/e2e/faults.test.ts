@@ -1,6 +1,7 @@
 import { createPublicClient, http, type PublicClient } from "viem";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConfigInput } from "../../functions/core/config-schema.ts";
 import { applyProbePass } from "../../functions/core/health.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type Fault, type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
@@ -188,7 +189,7 @@ beforeAll(async () => {
     primaryNode.rpc("anvil_mine", ["0x3"]),
     healthyNode.rpc("anvil_mine", ["0x3"]),
   ]);
-  const networks: Record<string, unknown> = {};
+  const networks: Record<string, ConfigInput["networks"][string]> = {};
   for (const scenario of [...scenarios.map((s) => s.name), "escalation"]) {
     const shim = await startFaultShim(primaryNode.url);
     shims.set(scenario, shim);

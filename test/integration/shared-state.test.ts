@@ -5,12 +5,11 @@ import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigSource } from "../../functions/adapters/config-source.ts";
 import { envSecretResolver } from "../../functions/adapters/secrets.ts";
-import { DynamoStateStore } from "../../functions/adapters/state-store.ts";
+import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
 import { createUpstream } from "../../functions/adapters/upstream.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import {
-  createLocalDynamoDbClient,
   isJavaAvailable,
   type LocalDynamoDb,
   startDynalite,
@@ -78,7 +77,7 @@ describe.each(backends)("shared state on %s", (_name, start, skip) => {
       }),
     );
     store = new DynamoStateStore({
-      client: createLocalDynamoDbClient(dynamo.endpoint),
+      client: createDynamoClient({ endpoint: dynamo.endpoint }),
       tableName: dynamo.tableName,
     });
     gateways = Array.from({ length: 4 }, () => {
@@ -89,7 +88,7 @@ describe.each(backends)("shared state on %s", (_name, start, skip) => {
         secrets: envSecretResolver({}),
         // Each container has its own client and cache, as separate Lambdas would.
         store: new DynamoStateStore({
-          client: createLocalDynamoDbClient(dynamo.endpoint),
+          client: createDynamoClient({ endpoint: dynamo.endpoint }),
           tableName: dynamo.tableName,
         }),
         upstream,

@@ -1,0 +1,211 @@
+import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createConfigSource } from "../../functions/adapters/config-source.ts";
+import { envSecretResolver } from "../../functions/adapters/secrets.ts";
+import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
+import { createUpstream } from "../../functions/adapters/upstream.ts";
+import { createProxyRuntime, type ProxyRuntime } from "../../functions/proxy/runtime.ts";
+import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
+import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";
+import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
+
+/**
+ * Infrastructure faults (SPEC §3, §6; issue "Proof of resilience"): DynamoDB unreachable or
+ * throttling must not stop the proxy. It keeps serving from its cached state, fails open when
+ * it has none, still avoids a provider it saw fail, and says so in its logs.
+ */
+
+type DynamoMode = "pass" | "throttle" | "down";
+
+/** A DynamoDB endpoint that can pass through to dynalite, throttle every call, or vanish. */
+async function startDynamoFront(
+  target: string,
+): Promise<{ endpoint: string; setMode(mode: DynamoMode): void; close(): Promise<void> }> {
+  let mode: DynamoMode = "pass";
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (mode === "down") {
+      req.socket.destroy();
+      return;
+    }
+    if (mode === "throttle") {
+      res.writeHead(400, { "content-type": "application/x-amz-json-1.0" });
+      res.end(
+        JSON.stringify({
+          __type: "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+          message: "Rate of requests exceeds the allowed throughput.",
+        }),
+      );
+      return;
+    }
+    const upstream = await fetch(target, {
+      method: "POST",
+      headers: Object.fromEntries(
+        Object.entries(req.headers).filter(
+          ([name]) =>
+            name.startsWith("x-amz") || name === "content-type" || name === "authorization",
+        ),
+      ) as Record<string, string>,
+      body: Buffer.concat(chunks),
+    });
+    res.writeHead(upstream.status, {
+      "content-type": upstream.headers.get("content-type") ?? "application/x-amz-json-1.0",
+    });
+    res.end(Buffer.from(await upstream.arrayBuffer()));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    setMode: (next) => {
+      mode = next;
+      if (next === "down") server.closeAllConnections();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function event(body: string): APIGatewayProxyEventV2 {
+  return {
+    version: "2.0",
+    routeKey: "$default",
+    rawPath: "/devnet",
+    rawQueryString: "",
+    headers: { "content-type": "application/json" },
+    body,
+    isBase64Encoded: false,
+    requestContext: { http: { method: "POST", path: "/devnet" } },
+  } as unknown as APIGatewayProxyEventV2;
+}
+
+let dynalite: LocalDynamoDb;
+let front: Awaited<ReturnType<typeof startDynamoFront>>;
+let primaryNode: AnvilNode;
+let secondary: AnvilNode;
+let primary: FaultShim;
+let dir: string;
+let configPath: string;
+let now = Date.UTC(2026, 10, 29, 12);
+const logs: string[] = [];
+const originalWrites: Array<[NodeJS.WriteStream, NodeJS.WriteStream["write"]]> = [];
+
+function newRuntime(): { runtime: ProxyRuntime; close(): Promise<void> } {
+  const upstream = createUpstream();
+  const runtime = createProxyRuntime({
+    configSource: createConfigSource({ kind: "file", path: configPath }),
+    secrets: envSecretResolver({}),
+    store: new DynamoStateStore({
+      client: createDynamoClient({ endpoint: front.endpoint }),
+      tableName: dynalite.tableName,
+    }),
+    upstream,
+    clock: () => now,
+    writeMetrics: () => undefined,
+  });
+  return { runtime, close: () => upstream.close() };
+}
+
+beforeAll(async () => {
+  dynalite = await startDynalite({ tableName: "infra-faults" });
+  front = await startDynamoFront(dynalite.endpoint);
+  [primaryNode, secondary] = await Promise.all([
+    startAnvil({ chainId: 31337 }),
+    startAnvil({ chainId: 31337 }),
+  ]);
+  primary = await startFaultShim(primaryNode.url);
+  dir = await mkdtemp(join(tmpdir(), "infra-faults-"));
+  configPath = join(dir, "config.json");
+  await writeFile(
+    configPath,
+    JSON.stringify({
+      networks: {
+        devnet: {
+          chain_id: 31337,
+          providers: [
+            { name: "primary", url: primary.url, priority: 2 },
+            { name: "secondary", url: secondary.url, priority: 1 },
+          ],
+        },
+      },
+    }),
+  );
+  // Capture the gateway's log lines (info on stdout, warn and error on stderr).
+  for (const stream of [process.stdout, process.stderr]) {
+    const write = stream.write.bind(stream);
+    originalWrites.push([stream, write]);
+    stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      logs.push(String(chunk));
+      return write(chunk as string, ...(rest as []));
+    }) as typeof stream.write;
+  }
+}, 60_000);
+
+afterEach(async () => {
+  front.setMode("pass");
+  await primary.setFault(null);
+});
+
+afterAll(async () => {
+  for (const [stream, write] of originalWrites) stream.write = write;
+  await primary?.close();
+  await Promise.all([primaryNode?.stop(), secondary?.stop()]);
+  await front?.close();
+  await dynalite?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const call = (runtime: ProxyRuntime, id: number) =>
+  runtime.handle(event(`{"jsonrpc":"2.0","id":${id},"method":"eth_chainId","params":[]}`));
+
+describe.each<[string, DynamoMode]>([
+  ["unreachable", "down"],
+  ["throttling", "throttle"],
+])("DynamoDB %s", (_name, mode) => {
+  it("the proxy keeps serving from its cached state and still avoids a failing provider", async () => {
+    const { runtime, close } = newRuntime();
+    expect((await call(runtime, 1)).statusCode).toBe(200);
+    front.setMode(mode);
+    logs.length = 0;
+    now += 5000; // past the cache TTL: every read now goes to the broken store
+    await primary.setFault({ kind: "refuse" });
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => call(runtime, i)));
+    for (const answer of answers) expect(answer.statusCode).toBe(200);
+    // The write of the blacklist failed, but this container keeps it and sends nothing more there.
+    const before = primary.requests;
+    for (let i = 0; i < 5; i++) {
+      const answer = await call(runtime, 100 + i);
+      expect(answer.headers?.["x-gateway-provider"]).toBe("secondary");
+    }
+    expect(primary.requests).toBe(before);
+    // The background refresh of the state fails after the SDK's own retry: wait for its log line.
+    await vi.waitFor(
+      () => expect(logs.join("")).toContain("state store unreachable: serving cached state"),
+      {
+        timeout: 10_000,
+        interval: 50,
+      },
+    );
+    expect(logs.join("")).toContain("state store write failed: kept locally");
+    await close();
+  });
+
+  it("a cold container with no state fails open: every provider counts as healthy", async () => {
+    front.setMode(mode);
+    const { runtime, close } = newRuntime();
+    const answer = await call(runtime, 1);
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers?.["x-gateway-provider"]).toBe("primary");
+    await close();
+  });
+});
