@@ -1,0 +1,42 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import middy from "@middy/core";
+import type { Context, ScheduledEvent } from "aws-lambda";
+import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
+import { DynamoMonitorStore } from "../adapters/monitor-store.ts";
+import { createSecretResolver } from "../adapters/secrets.ts";
+import { DynamoStatsStore } from "../adapters/stats-store.ts";
+import { createUpstream } from "../adapters/upstream.ts";
+import { configEventLogger } from "../proxy/runtime.ts";
+import { type MonitorLoopResult, runScheduled } from "./loop.ts";
+import { createMonitorRuntime, type MonitorRuntime } from "./runtime.ts";
+
+/** The monitor Lambda: wiring only. Started once a minute; ticks until the next start. */
+const store = stateStoreFromEnv(process.env);
+const tables = { client: store.client, tableName: store.tableName };
+const monitorStore = new DynamoMonitorStore(tables);
+let runtime: MonitorRuntime | undefined;
+runtime = createMonitorRuntime({
+  configSource: configSourceFromEnv(
+    process.env,
+    configEventLogger(() => runtime?.telemetry),
+  ),
+  secrets: createSecretResolver(process.env),
+  store,
+  monitorStore,
+  statsStore: new DynamoStatsStore(tables),
+  upstream: createUpstream(),
+});
+const monitor = runtime;
+
+export const handler = middy<ScheduledEvent, MonitorLoopResult, Error, Context>().handler(
+  (_event, context) =>
+    runScheduled({
+      monitor: monitor.monitor,
+      model: monitor.model,
+      leaseStore: monitorStore,
+      holder: context.awsRequestId,
+      remainingMs: context.getRemainingTimeInMillis(),
+      clock: Date.now,
+      sleep: (ms) => sleep(ms),
+    }),
+);

@@ -1,0 +1,37 @@
+import type { QuorumSnapshot } from "../core/network-state.ts";
+import type { CheckMemory } from "../core/quorum.ts";
+import type { RequestStats } from "../core/request-stats.ts";
+
+/**
+ * What the monitor needs from storage beyond the proxy's StateStore. The DynamoDB adapters
+ * (`adapters/monitor-store.ts`, `adapters/stats-store.ts`) implement these.
+ */
+
+export interface MonitorStore {
+  readCheckMemory(network: string): Promise<Record<string, CheckMemory>>;
+  /** False when a newer memory is stored (an overlapping run ticked later). */
+  writeCheckMemory(
+    network: string,
+    memory: Readonly<Record<string, CheckMemory>>,
+    computedAt: number,
+  ): Promise<boolean>;
+  /** False when a newer snapshot is stored. */
+  writeQuorum(network: string, snapshot: QuorumSnapshot): Promise<boolean>;
+  writeHeartbeat(network: string, at: number): Promise<void>;
+  /** Running probes' lease expiries (ms) by provider. */
+  readProbeLeases(network: string): Promise<Map<string, number>>;
+  /** Conditional: no probe in flight and the provider's health still at `expectedVersion`. */
+  acquireProbeLease(
+    network: string,
+    provider: string,
+    expectedVersion: number,
+    now: number,
+    until: number,
+  ): Promise<boolean>;
+  releaseProbeLease(network: string, provider: string, until: number): Promise<void>;
+}
+
+export interface StatsReader {
+  /** Every provider's request-stat buckets that start within the last `windowSeconds`. */
+  read(network: string, now: number, windowSeconds: number): Promise<RequestStats>;
+}

@@ -1,0 +1,163 @@
+import type { Network } from "../core/network-model.ts";
+import type { HeadInfo, QuorumSnapshot } from "../core/network-state.ts";
+import type { Telemetry, Upstream } from "../core/ports.ts";
+import {
+  type CheckMemory,
+  computeQuorum,
+  type HeadCheck,
+  needsChainIdCheck,
+} from "../core/quorum.ts";
+import { type RequestStats, windowsOf } from "../core/request-stats.ts";
+import type { MonitorStore } from "./monitor-ports.ts";
+import { type CallOptions, chainIdOf, latestBlock } from "./upstream-calls.ts";
+
+/**
+ * One network's head-block quorum check (SPEC §5): every provider asked at once, the verdict
+ * from the pure `computeQuorum`, and the snapshot published for the proxy.
+ */
+
+export interface QuorumCheckDeps {
+  readonly upstream: Upstream;
+  readonly monitorStore: Pick<MonitorStore, "writeCheckMemory" | "writeQuorum">;
+  readonly clock: () => number;
+  readonly telemetry: Telemetry;
+  readonly scrub: (text: string) => string;
+}
+
+export interface QuorumCheckInput {
+  readonly network: Network;
+  /** The snapshot in force before this check, to report membership changes against. */
+  readonly previous: QuorumSnapshot | null;
+  readonly memory: Readonly<Record<string, CheckMemory>>;
+  /** Proxied traffic, for "failing often". */
+  readonly requestStats: RequestStats;
+}
+
+export async function runQuorumCheck(
+  deps: QuorumCheckDeps,
+  input: QuorumCheckInput,
+): Promise<QuorumSnapshot> {
+  const { network, memory } = input;
+  const settings = network.settings.quorum;
+  const options: CallOptions = {
+    upstream: deps.upstream,
+    timeoutMs: settings.check_timeout_ms,
+    maxResponseBytes: network.settings.max_response_bytes,
+    scrub: deps.scrub,
+  };
+  const askedAt = deps.clock();
+  const checks = await Promise.all(
+    network.providers.map(async (provider): Promise<HeadCheck> => {
+      const askChainId = needsChainIdCheck(
+        memory[provider.name],
+        askedAt,
+        settings.chain_id_check_seconds,
+      );
+      const [answer, chainId] = await Promise.all([
+        latestBlock(options, provider),
+        askChainId ? chainIdOf(options, provider) : null,
+      ]);
+      return {
+        provider: provider.name,
+        answer,
+        chainIdOk: chainId === null ? null : chainId === network.chainId,
+      };
+    }),
+  );
+
+  const now = deps.clock();
+  const result = computeQuorum({
+    checks,
+    memory,
+    requestStats: windowsOf(input.requestStats, now, settings.failing_often.window_seconds),
+    divider: network.blockMajorityDivider,
+    settings,
+    now,
+  });
+  const snapshot: QuorumSnapshot = {
+    head: result.head,
+    headTimestamp: result.headTimestamp,
+    members: result.members,
+    excluded: result.excluded,
+    heads: headsOf(checks, input.previous),
+    computedAt: now,
+  };
+
+  const [, published] = await Promise.all([
+    deps.monitorStore.writeCheckMemory(network.name, result.memory, now),
+    deps.monitorStore.writeQuorum(network.name, snapshot),
+  ]);
+  if (!published) {
+    deps.telemetry.log(
+      "info",
+      "quorum not published: an overlapping monitor run stored a newer one",
+      {
+        network: network.name,
+      },
+    );
+  }
+  report(deps.telemetry, network, input.previous, snapshot);
+  return snapshot;
+}
+
+/** This check's heads; a provider that did not answer keeps the head it was last seen at. */
+function headsOf(
+  checks: readonly HeadCheck[],
+  previous: QuorumSnapshot | null,
+): Record<string, HeadInfo> {
+  const heads: Record<string, HeadInfo> = {};
+  for (const check of checks) {
+    if (!("error" in check.answer)) {
+      heads[check.provider] = { number: check.answer.number, timestamp: check.answer.timestamp };
+    } else {
+      const last = previous?.heads[check.provider];
+      if (last !== undefined) heads[check.provider] = last;
+    }
+  }
+  return heads;
+}
+
+function report(
+  telemetry: Telemetry,
+  network: Network,
+  previous: QuorumSnapshot | null,
+  snapshot: QuorumSnapshot,
+): void {
+  const dims = { network: network.name };
+  telemetry.measure("quorum_size", dims, snapshot.members.length, "Count");
+  if (snapshot.headTimestamp !== null) {
+    for (const provider of snapshot.members.concat(Object.keys(snapshot.excluded))) {
+      const head = snapshot.heads[provider];
+      if (head === undefined || snapshot.excluded[provider] === "wrong_chain") continue;
+      const lag = Math.max(0, snapshot.headTimestamp - head.timestamp);
+      telemetry.measure("head_lag_seconds", { ...dims, provider }, lag, "Seconds");
+    }
+  }
+
+  const fields = {
+    network: network.name,
+    head: snapshot.head,
+    members: snapshot.members,
+    excluded: snapshot.excluded,
+  };
+  if (snapshot.members.length === 0) {
+    // Logged when quorum is lost; while it stays lost, `quorum_size` 0 carries the news.
+    if (previous === null || previous.members.length > 0) {
+      telemetry.log("error", "no provider in quorum", fields);
+    }
+  } else if (previous === null) {
+    telemetry.log("info", "quorum computed", fields);
+  } else {
+    const joined = snapshot.members.filter((name) => !previous.members.includes(name));
+    const left = Object.fromEntries(
+      Object.entries(snapshot.excluded).filter(([name]) => previous.members.includes(name)),
+    );
+    if (joined.length > 0 || Object.keys(left).length > 0) {
+      telemetry.log(Object.keys(left).length > 0 ? "warn" : "info", "quorum membership changed", {
+        ...fields,
+        joined,
+        left,
+      });
+    }
+  }
+}

@@ -1,0 +1,102 @@
+import type { ConfigSource, LoadedConfig } from "../adapters/config-source.ts";
+import type { SecretResolver } from "../adapters/secrets.ts";
+import { createTelemetry, type FlushableTelemetry } from "../adapters/telemetry.ts";
+import { buildModel, type GatewayModel } from "../core/network-model.ts";
+import { resolveUrlTemplate, secretNamesOf } from "../core/placeholders.ts";
+import type { StateStore, Upstream } from "../core/ports.ts";
+import { makeScrubber } from "../core/redact.ts";
+import { createMonitor, type Monitor } from "./monitor.ts";
+import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
+
+/**
+ * Wires config, secrets, state and upstreams into a monitor, as `proxy/runtime.ts` does for
+ * the gateway: the model is rebuilt (and secrets resolved) only when the config source hands
+ * out a new config object, and a new config whose secrets fail keeps the old one in force.
+ */
+
+export interface MonitorRuntimeOptions {
+  readonly configSource: ConfigSource;
+  readonly secrets: SecretResolver;
+  readonly store: Pick<StateStore, "readNetwork" | "writeHealth">;
+  readonly monitorStore: MonitorStore;
+  readonly statsStore: StatsReader;
+  readonly upstream: Upstream;
+  readonly clock?: () => number;
+  /** Where EMF metric lines go (stdout by default). */
+  readonly writeMetrics?: (line: string) => void;
+  readonly serviceName?: string;
+}
+
+export interface MonitorRuntime {
+  /** Ticks with the config in force; metrics are written at the end of each tick. */
+  readonly monitor: Monitor;
+  readonly telemetry: FlushableTelemetry;
+  /** The model in force (loads it on first use, re-checks the config source each call). */
+  model(): Promise<GatewayModel>;
+}
+
+export function createMonitorRuntime(options: MonitorRuntimeOptions): MonitorRuntime {
+  const clock = options.clock ?? Date.now;
+  let scrubber: (text: string) => string = (text) => text;
+  const scrub = (text: string) => scrubber(text);
+  const telemetry = createTelemetry({
+    serviceName:
+      options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "rpc-gateway-monitor",
+    namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? "RpcGateway",
+    scrub,
+    clock,
+    ...(options.writeMetrics ? { write: options.writeMetrics } : {}),
+  });
+
+  let active: { config: LoadedConfig["config"]; model: GatewayModel } | null = null;
+
+  async function model(): Promise<GatewayModel> {
+    const loaded = await options.configSource.current();
+    if (active !== null && active.config === loaded.config) return active.model;
+    try {
+      const values = await options.secrets.resolve(secretNamesOf(loaded.config));
+      const built = buildModel(loaded.config, (template) => resolveUrlTemplate(template, values));
+      scrubber = makeScrubber(
+        [...built.networks.values()].flatMap((network) => network.providers.map((p) => p.url)),
+        [...values.values()],
+      );
+      active = { config: loaded.config, model: built };
+      telemetry.log("info", "config in force", {
+        source: loaded.source,
+        networks: [...built.networks.keys()],
+      });
+      return built;
+    } catch (error) {
+      if (active === null) throw error;
+      telemetry.log("error", "new config not applied: secrets could not be resolved", {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return active.model;
+    }
+  }
+
+  const monitor = createMonitor({
+    model,
+    store: options.store,
+    monitorStore: options.monitorStore,
+    statsStore: options.statsStore,
+    upstream: options.upstream,
+    clock,
+    telemetry,
+    scrub,
+  });
+
+  return {
+    telemetry,
+    model,
+    monitor: {
+      async tick() {
+        try {
+          await monitor.tick();
+        } finally {
+          telemetry.flush();
+        }
+      },
+    },
+  };
+}
