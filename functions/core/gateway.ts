@@ -232,7 +232,17 @@ export class Gateway {
     this.#deps.telemetry.measure("latency_ms", { network: network.name }, elapsed, "Milliseconds");
     this.#deps.telemetry.measure("attempts", { network: network.name }, attempts, "Count");
     this.#deps.telemetry.count("requests", { network: network.name });
-    return this.#respond(network, request, progress, immediate, scope.used, attempts);
+    const response = this.#respond(network, request, progress, immediate, scope.used, attempts);
+    this.#deps.telemetry.log("debug", "request served", {
+      network: network.name,
+      calls: members.length,
+      method: progress[0]?.info.method,
+      providers: scope.used,
+      attempts,
+      status: response.status,
+      ms: elapsed,
+    });
+    return response;
   }
 
   #selectionContext(
