@@ -27,13 +27,19 @@ const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
 type Answer = { readonly result: unknown } | { readonly error: string };
 
 async function call(options: CallOptions, provider: Provider, body: string): Promise<Answer> {
-  const outcome: UpstreamResult = await options.upstream.send({
-    url: provider.url,
-    body,
-    timeoutMs: options.timeoutMs,
-    maxResponseBytes: options.maxResponseBytes,
-  });
   const short = (text: string) => options.scrub(text).slice(0, MAX_DETAIL);
+  let outcome: UpstreamResult;
+  try {
+    outcome = await options.upstream.send({
+      url: provider.url,
+      body,
+      timeoutMs: options.timeoutMs,
+      maxResponseBytes: options.maxResponseBytes,
+    });
+  } catch (error) {
+    // One provider's odd failure is its failed check, not the whole network's tick.
+    return { error: short(error instanceof Error ? error.message : String(error)) };
+  }
   if (!outcome.ok) {
     return "failure" in outcome
       ? { error: short(outcome.failure.message) }
