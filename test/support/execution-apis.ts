@@ -27,16 +27,16 @@ export interface ReplayUpstream {
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /**
- * The vendored ethereum/execution-apis fixtures. They live in `shared/` beside the repository
- * (locally and in CI), so the path is taken from the repository root, not the working
- * directory; `EXECUTION_APIS_FIXTURES` overrides it.
+ * The ethereum/execution-apis fixtures (CC0), vendored in `test/fixtures/` so any checkout can
+ * run the transparency test; the path is taken from the repository root, not the working
+ * directory. `EXECUTION_APIS_FIXTURES` overrides it.
  */
 export function executionApisFixturesDir(): string {
   const dir =
-    process.env.EXECUTION_APIS_FIXTURES ?? resolve(REPO_ROOT, "../shared/fixtures/execution-apis");
+    process.env.EXECUTION_APIS_FIXTURES ?? resolve(REPO_ROOT, "test/fixtures/execution-apis");
   if (!existsSync(join(dir, "tests"))) {
     throw new Error(
-      `execution-apis fixtures not found at ${dir} (expected shared/ beside the repository, or set EXECUTION_APIS_FIXTURES)`,
+      `execution-apis fixtures not found at ${dir} (expected test/fixtures/execution-apis, or set EXECUTION_APIS_FIXTURES)`,
     );
   }
   return dir;
