@@ -1,0 +1,261 @@
+import { createHash } from "node:crypto";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  cacheControlFor,
+  getModeBody,
+  matchRoute,
+  type Route,
+} from "../../functions/core/routes.ts";
+import { apiKeyAccepted } from "../../functions/proxy/api.ts";
+import {
+  bytesAsString,
+  deepText,
+  fuzzParams,
+  hostileString,
+  jsonText,
+  methodName,
+} from "./arbitraries.ts";
+
+/** matchRoute / getModeBody (functions/core/routes.ts) and apiKeyAccepted on anything. */
+
+const KINDS = new Set<Route["kind"]>([
+  "rpc",
+  "get",
+  "status",
+  "health",
+  "preflight",
+  "bad_path",
+  "not_found",
+  "method_not_allowed",
+]);
+
+const httpMethod = fc.oneof(
+  fc.constantFrom(
+    "GET",
+    "POST",
+    "OPTIONS",
+    "PUT",
+    "DELETE",
+    "HEAD",
+    "PATCH",
+    "get",
+    "post",
+    "Options",
+  ),
+  hostileString(10),
+);
+
+/** Path segments that matter: route words, traversal, broken and double percent-encoding, URLs. */
+const segment = fc.oneof(
+  fc.constantFrom(
+    "devnet",
+    "get",
+    "status",
+    "health",
+    "eth_chainId",
+    "..",
+    ".",
+    "",
+    "%",
+    "%2",
+    "%zz",
+    "%ED%A0%80",
+    "%E0%A4%A",
+    "%C0%AF",
+    "%2F",
+    "%252F",
+    "%00",
+    "http%3A%2F%2Fevil.example",
+    "http:",
+    "%5B%5D",
+    "[]",
+    "%5B%22latest%22%5D",
+  ),
+  hostileString(8),
+  fc.webSegment(),
+);
+
+const path = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.array(segment, { maxLength: 7 }).map((parts) => `/${parts.join("/")}`),
+  },
+  { weight: 2, arbitrary: hostileString(60) },
+  { weight: 1, arbitrary: bytesAsString },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(
+        fc.constantFrom("/a", "/%41", "/..", "/devnet/get/eth_call/", "%"),
+        fc.integer({ min: 1000, max: 40_000 }),
+      )
+      .map(([unit, times]) => unit.repeat(times)),
+  },
+);
+
+function route(method: string, rawPath: string): Route {
+  let result: Route | undefined;
+  expect(() => {
+    result = matchRoute(method, rawPath);
+  }).not.toThrow();
+  if (result === undefined) throw new Error("no route");
+  expect(KINDS.has(result.kind)).toBe(true);
+  return result;
+}
+
+describe("matchRoute never throws", () => {
+  it("arbitrary methods and paths (bytes, % sequences, .., very long)", () => {
+    fc.assert(
+      fc.property(httpMethod, path, (method, rawPath) => {
+        const result = route(method, rawPath);
+        const segments = rawPath.split("/").filter((part) => part !== "");
+        if (method.toUpperCase() === "OPTIONS") expect(result.kind).toBe("preflight");
+        switch (result.kind) {
+          case "rpc":
+            expect(method.toUpperCase()).toBe("POST");
+            expect(segments.length).toBe(1);
+            break;
+          case "health":
+            expect(segments).toEqual(["health"]);
+            break;
+          case "get": {
+            expect(method.toUpperCase()).toBe("GET");
+            expect(typeof result.params).toBe("string");
+            let built: ReturnType<typeof getModeBody> | undefined;
+            expect(() => {
+              built = getModeBody(result.method, result.params);
+            }).not.toThrow();
+            if (built !== undefined && "body" in built) {
+              const call = JSON.parse(built.body) as { method: string; params: unknown };
+              expect(call.method).toBe(result.method);
+              expect(Array.isArray(call.params)).toBe(true);
+            }
+            break;
+          }
+          case "bad_path":
+          case "method_not_allowed":
+            expect(typeof (result.kind === "bad_path" ? result.message : result.allow)).toBe(
+              "string",
+            );
+            break;
+          default:
+            break;
+        }
+      }),
+      fuzzParams(2000),
+    );
+  });
+
+  it("GET mode paths built from any method and any URL-encoded params text", () => {
+    fc.assert(
+      fc.property(
+        methodName,
+        fc.oneof(
+          jsonText,
+          hostileString(40),
+          fc.jsonValue().map((value) => JSON.stringify(value)),
+        ),
+        fc.boolean(),
+        (method, params, encode) => {
+          const encodedParams = encode ? encodeURIComponentLoose(params) : params;
+          const result = route(
+            "GET",
+            `/devnet/get/${encodeURIComponentLoose(method)}/${encodedParams}`,
+          );
+          if (result.kind !== "get") return;
+          const built = getModeBody(result.method, result.params);
+          if ("body" in built) JSON.parse(built.body);
+          else expect(built.error).toMatch(/^GET mode: /);
+          const answer = '{"jsonrpc":"2.0","id":1,"result":"0x1"}';
+          expect(typeof cacheControlFor(result.method, answer, 200)).toBe("string");
+        },
+      ),
+      fuzzParams(1500),
+    );
+  });
+});
+
+describe("getModeBody never throws", () => {
+  it("arbitrary method and params texts", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(methodName, hostileString(140)),
+        fc.oneof(jsonText, hostileString(80), bytesAsString),
+        (method, params) => {
+          const built = getModeBody(method, params);
+          if ("body" in built) {
+            const call = JSON.parse(built.body) as {
+              jsonrpc: string;
+              method: string;
+              params: unknown;
+            };
+            expect(call.jsonrpc).toBe("2.0");
+            expect(call.method).toBe(method);
+            expect(Array.isArray(call.params)).toBe(true);
+          }
+        },
+      ),
+      fuzzParams(1500),
+    );
+  });
+
+  // Known bug (see the report): getModeBody re-serialises the parsed params with
+  // JSON.stringify, which is recursive and throws RangeError ("Maximum call stack size
+  // exceeded") at a few thousand levels; handleEvent does not catch it, so the runtime answers
+  // 500 "internal gateway error". JSON.parse itself copes with any depth.
+  it.fails("deeply nested params (20 000 – 50 000 levels) get an answer, not an exception", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 20_000, max: 50_000 }),
+        fc.constantFrom("array", "object", "mixed") as fc.Arbitrary<"array" | "object" | "mixed">,
+        (depth, shape) => {
+          const built = getModeBody("eth_call", `[${deepText(depth, shape)}]`);
+          expect("body" in built || "error" in built).toBe(true);
+        },
+      ),
+      fuzzParams(5),
+    );
+  });
+});
+
+describe("apiKeyAccepted", () => {
+  const known = "k3y-ä€😀-known";
+  const hash = createHash("sha256").update(known, "utf8").digest("hex");
+  const other = createHash("sha256").update("another key", "utf8").digest("hex");
+
+  it("never throws on a key of any length or content, and accepts only the right key", () => {
+    const key = fc.oneof(
+      fc.constant(undefined),
+      fc.constant(known),
+      fc.constant(`${known} `),
+      hostileString(300),
+      bytesAsString,
+      fc.integer({ min: 0, max: 70_000 }).map((length) => "k".repeat(length)),
+    );
+    fc.assert(
+      fc.property(key, fc.constantFrom([hash], [other, hash], [other]), (candidate, hashes) => {
+        let accepted: boolean | undefined;
+        expect(() => {
+          accepted = apiKeyAccepted(candidate, hashes);
+        }).not.toThrow();
+        expect(accepted).toBe(candidate === known && hashes.includes(hash));
+      }),
+      fuzzParams(1000),
+    );
+  });
+
+  it("accepts everything when no key is configured", () => {
+    fc.assert(
+      fc.property(fc.option(hostileString(40), { nil: undefined }), (candidate) => {
+        expect(apiKeyAccepted(candidate, [])).toBe(true);
+      }),
+      fuzzParams(200),
+    );
+  });
+});
+
+/** encodeURIComponent that does not throw on lone surrogates (they become U+FFFD first). */
+function encodeURIComponentLoose(text: string): string {
+  return encodeURIComponent(text.toWellFormed());
+}
