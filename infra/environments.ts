@@ -1,0 +1,117 @@
+import { RemovalPolicy } from "aws-cdk-lib";
+import { ApplicationLogLevel } from "aws-cdk-lib/aws-lambda";
+import { RetentionDays } from "aws-cdk-lib/aws-logs";
+
+/**
+ * Per-environment settings of the deployed gateway: the ONE place where dev and prod differ.
+ * `local` is an environment of the config files (config/local.json, `npm start`) but is never
+ * deployed by CDK.
+ */
+
+/** A wrong environment name or config file: reported as one line, without a stack trace. */
+export class SetupError extends Error {
+  override readonly name = "SetupError";
+}
+
+export const DEPLOYED_ENVIRONMENTS = ["dev", "prod"] as const;
+export type DeployedEnvironmentName = (typeof DEPLOYED_ENVIRONMENTS)[number];
+
+export interface AlarmSettings {
+  /** HTTP API 5xx responses as a percentage of all requests that raises the 5xx alarm. */
+  readonly serverErrorRatePercent: number;
+  /** The 5xx rate is judged over periods of this many minutes... */
+  readonly serverErrorPeriodMinutes: number;
+  /** ...and only when a period saw at least this many requests (no alarm on 1 of 2). */
+  readonly serverErrorMinRequests: number;
+  /** Minutes of a network being served by a backup (`backup_in_use` ≥ 1) before alarming. */
+  readonly backupInUseMinutes: number;
+  /** Consecutive minutes without quorum (`quorum_size` < 1) before alarming. */
+  readonly noQuorumMinutes: number;
+  /** Consecutive minutes with no primary available (`primaries_available` < 1). */
+  readonly primariesDownMinutes: number;
+  /** Consecutive minutes without a monitor tick (`monitor_ticks` < 1 or missing). */
+  readonly monitorMissingMinutes: number;
+  /** Optional e-mail subscribed to the alarm topic (confirm the subscription once). */
+  readonly email?: string;
+}
+
+export interface EnvironmentSettings {
+  readonly name: DeployedEnvironmentName;
+  /** Target account; unset → CDK_DEFAULT_ACCOUNT (the credentials in use), else env-agnostic. */
+  readonly account?: string;
+  /** Target region; unset → CDK_DEFAULT_REGION, else env-agnostic. */
+  readonly region?: string;
+  readonly proxy: { readonly memoryMb: number };
+  readonly monitor: { readonly memoryMb: number };
+  /** Lambda application log level (Powertools honours the Lambda logging config). */
+  readonly logLevel: ApplicationLogLevel;
+  /** Retention of the Lambda log groups and the API access log group. */
+  readonly logRetention: RetentionDays;
+  readonly api: {
+    /** Stage-level throttling: steady requests per second and burst bucket size. */
+    readonly throttle: { readonly rateLimit: number; readonly burstLimit: number };
+  };
+  readonly alarms: AlarmSettings;
+  /** Removal policy of the stateful resources (table, bucket, log groups). */
+  readonly removalPolicy: RemovalPolicy;
+  /** DynamoDB deletion protection and CloudFormation stack termination protection. */
+  readonly deletionProtection: boolean;
+}
+
+export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentSettings>> = {
+  dev: {
+    name: "dev",
+    proxy: { memoryMb: 512 },
+    monitor: { memoryMb: 256 },
+    logLevel: ApplicationLogLevel.DEBUG,
+    logRetention: RetentionDays.ONE_WEEK,
+    api: { throttle: { rateLimit: 50, burstLimit: 100 } },
+    alarms: {
+      serverErrorRatePercent: 10,
+      serverErrorPeriodMinutes: 5,
+      serverErrorMinRequests: 20,
+      backupInUseMinutes: 10,
+      noQuorumMinutes: 3,
+      primariesDownMinutes: 3,
+      monitorMissingMinutes: 3,
+    },
+    removalPolicy: RemovalPolicy.DESTROY,
+    deletionProtection: false,
+  },
+  prod: {
+    name: "prod",
+    proxy: { memoryMb: 1024 },
+    monitor: { memoryMb: 256 },
+    logLevel: ApplicationLogLevel.INFO,
+    logRetention: RetentionDays.THREE_MONTHS,
+    api: { throttle: { rateLimit: 1000, burstLimit: 2000 } },
+    alarms: {
+      serverErrorRatePercent: 2,
+      serverErrorPeriodMinutes: 5,
+      serverErrorMinRequests: 50,
+      backupInUseMinutes: 10,
+      noQuorumMinutes: 2,
+      primariesDownMinutes: 2,
+      monitorMissingMinutes: 3,
+    },
+    removalPolicy: RemovalPolicy.RETAIN,
+    deletionProtection: true,
+  },
+};
+
+/** The settings of `name` (the `-c env=<name>` context value), or a clear error. */
+export function environmentSettings(name: unknown): EnvironmentSettings {
+  const valid = DEPLOYED_ENVIRONMENTS.join(", ");
+  if (name === undefined || name === null || name === "") {
+    throw new SetupError(`no environment given: pass -c env=<name> with one of: ${valid}`);
+  }
+  if (name === "local") {
+    throw new SetupError(
+      `environment "local" is not deployed (it runs with \`npm start\`); deployable environments: ${valid}`,
+    );
+  }
+  if (typeof name === "string" && Object.hasOwn(ENVIRONMENTS, name)) {
+    return ENVIRONMENTS[name as DeployedEnvironmentName];
+  }
+  throw new SetupError(`unknown environment "${String(name)}": use one of: ${valid}`);
+}

@@ -1,0 +1,302 @@
+import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
+import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
+import {
+  HttpApi,
+  HttpMethod,
+  HttpStage,
+  LogGroupLogDestination,
+  PayloadFormatVersion,
+} from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import { AttributeType, BillingMode, Table } from "aws-cdk-lib/aws-dynamodb";
+import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { LogGroup } from "aws-cdk-lib/aws-logs";
+import { BlockPublicAccess, Bucket, BucketEncryption } from "aws-cdk-lib/aws-s3";
+import { BucketDeployment, Source } from "aws-cdk-lib/aws-s3-deployment";
+import { Schedule, ScheduleExpression } from "aws-cdk-lib/aws-scheduler";
+import { LambdaInvoke } from "aws-cdk-lib/aws-scheduler-targets";
+import type { Construct } from "constructs";
+import { GatewayFunction } from "./constructs/node-function.ts";
+import type { EnvironmentSettings } from "./environments.ts";
+import type { GatewayConfigFile } from "./gateway-config.ts";
+import { dashboardUrl, METRICS_NAMESPACE, Monitoring, serviceNameOf } from "./monitoring.ts";
+import { acknowledge, acknowledgeCdkManaged, acknowledgeWildcardResources } from "./nag.ts";
+
+export interface GatewayStackProps extends StackProps {
+  readonly settings: EnvironmentSettings;
+  readonly config: GatewayConfigFile;
+  /** Repository root (handler entries and config files are relative to it). */
+  readonly projectRoot: string;
+}
+
+/** The routes of SPEC §2, all served by the proxy Lambda. */
+export const ROUTES: ReadonlyArray<{ method: HttpMethod; path: string }> = [
+  { method: HttpMethod.POST, path: "/{network}" },
+  { method: HttpMethod.GET, path: "/{network}/get/{method}/{params}" },
+  { method: HttpMethod.GET, path: "/{network}/status" },
+  { method: HttpMethod.GET, path: "/status" },
+  { method: HttpMethod.GET, path: "/health" },
+];
+
+/** API Gateway's integration timeout is 30 s; the proxy stops just before it. */
+const PROXY_TIMEOUT = Duration.seconds(29);
+/** The monitor loops for about one schedule interval (60 s) and needs a margin to finish. */
+const MONITOR_TIMEOUT = Duration.seconds(90);
+
+/** One environment of the gateway: API, proxy, monitor, state table, config bucket, alarms. */
+export class GatewayStack extends Stack {
+  readonly table: Table;
+  readonly bucket: Bucket;
+  readonly proxy: GatewayFunction;
+  readonly monitor: GatewayFunction;
+  readonly api: HttpApi;
+  readonly monitoring: Monitoring;
+
+  constructor(scope: Construct, id: string, props: GatewayStackProps) {
+    super(scope, id, props);
+    const { settings, config, projectRoot } = props;
+    const env = settings.name;
+    const secretsPrefix = `/rpc-gateway/${env}/`;
+    const serviceName = serviceNameOf(env);
+
+    // State: provider health, quorum, leases (ARCHITECTURE "State in DynamoDB").
+    const table = new Table(this, "StateTable", {
+      partitionKey: { name: "pk", type: AttributeType.STRING },
+      sortKey: { name: "sk", type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: "ttl",
+      deletionProtection: settings.deletionProtection,
+      removalPolicy: settings.removalPolicy,
+    });
+
+    // Config-as-code: config/<env>.json, uploaded unchanged; versions are the rollback history.
+    const destroy = settings.removalPolicy === RemovalPolicy.DESTROY;
+    const bucket = new Bucket(this, "ConfigBucket", {
+      versioned: true,
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      removalPolicy: settings.removalPolicy,
+      autoDeleteObjects: destroy,
+    });
+    acknowledge(
+      bucket,
+      "S1",
+      "Holds one small config object written only by CloudFormation deploys (audited by CloudTrail) and read by the gateway's own roles; every version is kept, so server access logs would add a bucket and cost without telling anything new.",
+    );
+    const configDeployment = new BucketDeployment(this, "ConfigDeployment", {
+      destinationBucket: bucket,
+      sources: [Source.data(config.key, config.text)],
+      prune: false,
+      extract: true,
+      retainOnDelete: !destroy,
+      logGroup: new LogGroup(this, "ConfigDeploymentLogs", {
+        retention: settings.logRetention,
+        removalPolicy: settings.removalPolicy,
+      }),
+    });
+
+    const environment = {
+      TABLE_NAME: table.tableName,
+      CONFIG_BUCKET: bucket.bucketName,
+      CONFIG_KEY: config.key,
+      GATEWAY_ENV: env,
+      SECRETS_SOURCE: "ssm",
+      SECRETS_PREFIX: secretsPrefix,
+      POWERTOOLS_SERVICE_NAME: serviceName,
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+      POWERTOOLS_LOG_LEVEL: settings.logLevel,
+    };
+    const common = {
+      projectRoot,
+      configFile: config.key,
+      environment,
+      logLevel: settings.logLevel,
+      logRetention: settings.logRetention,
+      removalPolicy: settings.removalPolicy,
+    };
+
+    const proxy = new GatewayFunction(this, "Proxy", {
+      ...common,
+      description: `RPC gateway ${env}: JSON-RPC proxy behind the HTTP API`,
+      entry: "functions/proxy/handler.ts",
+      memoryMb: settings.proxy.memoryMb,
+      timeout: PROXY_TIMEOUT,
+    });
+    const monitor = new GatewayFunction(this, "Monitor", {
+      ...common,
+      description: `RPC gateway ${env}: quorum checks and recovery probes, one loop per minute`,
+      entry: "functions/monitor/handler.ts",
+      memoryMb: settings.monitor.memoryMb,
+      timeout: MONITOR_TIMEOUT,
+      reservedConcurrency: 1,
+    });
+    // A throttled start (the previous loop still finishing) is dropped, not queued for hours:
+    // the next schedule comes within a minute.
+    monitor.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
+
+    // Least privilege, the same for both functions: the state table, the env's config object,
+    // and the env's secrets. SecureStrings under the AWS managed key aws/ssm need no kms grant
+    // (its key policy allows use through SSM by principals of the account).
+    const ssmArn = this.formatArn({
+      service: "ssm",
+      resource: "parameter",
+      resourceName: `${secretsPrefix.slice(1)}*`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+    const secretArn = this.formatArn({
+      service: "secretsmanager",
+      resource: "secret",
+      resourceName: `${secretsPrefix}*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    const statements = (): PolicyStatement[] => [
+      new PolicyStatement({
+        sid: "StateTable",
+        actions: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+        resources: [table.tableArn],
+      }),
+      new PolicyStatement({
+        sid: "ConfigObject",
+        actions: ["s3:GetObject"],
+        resources: [bucket.arnForObjects(config.key)],
+      }),
+      new PolicyStatement({
+        sid: "SecretsParameters",
+        actions: ["ssm:GetParameters", "ssm:GetParameter"],
+        resources: [ssmArn],
+      }),
+      new PolicyStatement({
+        sid: "SecretsManagerSecrets",
+        actions: ["secretsmanager:GetSecretValue"],
+        resources: [secretArn],
+      }),
+    ];
+    for (const fn of [proxy, monitor]) {
+      for (const statement of statements()) fn.role.addToPolicy(statement);
+      acknowledgeWildcardResources(
+        fn.role,
+        [ssmArn, secretArn],
+        `Secrets are one parameter (or secret) per provider key, so they are granted by this environment's prefix ${secretsPrefix} and nothing wider.`,
+      );
+    }
+
+    // Schedule: the monitor loops inside each invocation (EventBridge cannot go below 1 min).
+    const scheduleRole = new Role(this, "MonitorScheduleRole", {
+      assumedBy: new ServicePrincipal("scheduler.amazonaws.com", {
+        conditions: { StringEquals: { "aws:SourceAccount": this.account } },
+      }),
+      description: `RPC gateway ${env}: lets EventBridge Scheduler start the monitor`,
+    });
+    new Schedule(this, "MonitorSchedule", {
+      description: `RPC gateway ${env}: start the monitor loop every minute`,
+      schedule: ScheduleExpression.rate(Duration.minutes(1)),
+      target: new LambdaInvoke(monitor.function, {
+        role: scheduleRole,
+        retryAttempts: 0,
+        maxEventAge: Duration.minutes(1),
+      }),
+    });
+    acknowledgeWildcardResources(
+      scheduleRole,
+      [`${monitor.function.functionArn}:*`],
+      "CDK's grantInvoke adds the function's qualified ARNs (versions, aliases) next to the function itself; the role can invoke the monitor function and nothing else.",
+    );
+
+    // HTTP API: payload 2.0 to the proxy on the routes of SPEC §2, default stage throttled,
+    // access logs in their own group. Keys (optional) are checked in the handler.
+    const api = new HttpApi(this, "HttpApi", {
+      apiName: `rpc-gateway-${env}`,
+      description: `RPC gateway ${env}: one JSON-RPC endpoint per EVM network`,
+      createDefaultStage: false,
+    });
+    const integration = new HttpLambdaIntegration("ProxyIntegration", proxy.function, {
+      payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
+    });
+    for (const route of ROUTES) {
+      api.addRoutes({ path: route.path, methods: [route.method], integration });
+    }
+    const accessLogs = new LogGroup(this, "ApiAccessLogs", {
+      retention: settings.logRetention,
+      removalPolicy: settings.removalPolicy,
+    });
+    const stage = new HttpStage(this, "DefaultStage", {
+      httpApi: api,
+      stageName: "$default",
+      autoDeploy: true,
+      throttle: settings.api.throttle,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        // No query string and no headers: an API key may travel in `?key=` or `x-api-key`.
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: "$context.requestId",
+            time: "$context.requestTimeEpoch",
+            ip: "$context.identity.sourceIp",
+            method: "$context.httpMethod",
+            route: "$context.routeKey",
+            path: "$context.path",
+            status: "$context.status",
+            bytes: "$context.responseLength",
+            latencyMs: "$context.responseLatency",
+            integrationMs: "$context.integrationLatency",
+            integrationStatus: "$context.integrationStatus",
+            integrationError: "$context.integrationErrorMessage",
+            error: "$context.error.message",
+            userAgent: "$context.identity.userAgent",
+          }),
+        ),
+      },
+    });
+    acknowledge(
+      api,
+      "APIG4",
+      "A public JSON-RPC endpoint like the providers it fronts: the optional API keys (x-api-key or ?key=, stored hashed) are checked in the proxy handler (SPEC §8); an authorizer would add latency and cost to every request.",
+    );
+
+    const monitoring = new Monitoring(this, "Monitoring", {
+      settings,
+      serviceName,
+      networks: config.networks,
+      api,
+      proxy: proxy.function,
+      monitor: monitor.function,
+    });
+
+    new CfnOutput(this, "ApiUrl", {
+      value: stage.url,
+      description: "Base URL: POST <url><network> for JSON-RPC",
+    });
+    new CfnOutput(this, "TableName", { value: table.tableName });
+    new CfnOutput(this, "ConfigBucketName", { value: bucket.bucketName });
+    new CfnOutput(this, "ConfigObjectKey", { value: config.key });
+    new CfnOutput(this, "DashboardName", { value: monitoring.dashboard.dashboardName });
+    new CfnOutput(this, "DashboardUrl", {
+      value: dashboardUrl(monitoring.dashboard.dashboardName),
+    });
+    new CfnOutput(this, "AlarmTopicArn", { value: monitoring.topic.topicArn });
+    new CfnOutput(this, "SecretParameters", {
+      description: "SecureString parameters the config's ${NAME} placeholders need",
+      value:
+        config.secretNames.map((name) => `${secretsPrefix}${name}`).join(", ") || "(none needed)",
+    });
+
+    this.table = table;
+    this.bucket = bucket;
+    this.proxy = proxy;
+    this.monitor = monitor;
+    this.api = api;
+    this.monitoring = monitoring;
+
+    // BucketDeployment's singleton handler (aws-cdk-lib's own Lambda, runtime and policy).
+    const deploymentHandler = configDeployment.handlerRole.node.scope;
+    if (deploymentHandler !== undefined) {
+      acknowledgeCdkManaged(
+        deploymentHandler,
+        ["L1"],
+        "aws-cdk-lib's BucketDeployment handler: its runtime, AWSLambdaBasicExecutionRole and s3 grants on the asset and config buckets are set by the library, and it runs only during deploys.",
+      );
+    }
+  }
+}
