@@ -1,8 +1,8 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { CfnElement } from "aws-cdk-lib";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { PROJECT_ROOT } from "../../infra/gateway-config.ts";
 import { synthGateway } from "./synth.ts";
 
@@ -23,6 +23,7 @@ const MAX_PROXY_BYTES = 600 * 1024;
 describe.skipIf(missing.length > 0)(title, () => {
   it("bundles each handler as one ESM file with the env's config.json beside it", () => {
     const { stack, template, outdir } = synthGateway("dev", { bundle: true });
+    onTestFinished(() => rmSync(outdir, { recursive: true, force: true }));
     const resources = template.toJSON().Resources as Record<
       string,
       { Properties: { Code: { S3Key: string } } }

@@ -1,11 +1,11 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { type CfnElement, Stack, Validations } from "aws-cdk-lib";
 import { Match } from "aws-cdk-lib/assertions";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { flattenCfnReference } from "cdk-nag/lib/utils/flatten-cfn-reference.js";
 import type { IConstruct } from "constructs";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ENVIRONMENTS, type EnvironmentSettings } from "../../infra/environments.ts";
 import { PROJECT_ROOT, readGatewayConfig } from "../../infra/gateway-config.ts";
 import { METRIC_DIMENSIONS, METRICS_NAMESPACE, serviceNameOf } from "../../infra/monitoring.ts";
@@ -65,6 +65,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
     stack = synth.stack;
     resources = synth.template.toJSON().Resources as Record<string, Resource>;
   });
+  afterAll(() => rmSync(synth.outdir, { recursive: true, force: true }));
 
   it("is one stack named RpcGateway-<env>, protected from deletion in prod", () => {
     expect(synth.app.node.children.filter((child) => child instanceof Stack)).toHaveLength(1);
