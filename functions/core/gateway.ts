@@ -553,6 +553,8 @@ export class Gateway {
         providers.set(provider.name, health);
         return { ...state, providers };
       });
+    // This container acts on its own verdict at once, however slow the store is to agree.
+    apply(next);
     try {
       const outcome = await this.#deps.store.writeHealth(
         network.name,
@@ -560,11 +562,11 @@ export class Gateway {
         expected.version,
         next,
       );
-      apply(outcome.written ? next : outcome.current);
-      return outcome.written ? "written" : outcome.current;
+      if (outcome.written) return "written";
+      apply(outcome.current);
+      return outcome.current;
     } catch (error) {
-      // The store is down: this container still avoids the provider (fail open, locally).
-      apply(next);
+      // The store is down: the local copy stands (fail open, locally).
       this.#storeError(network, error);
       return "failed";
     }
