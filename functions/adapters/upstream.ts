@@ -1,87 +1,152 @@
-import { Agent, errors, request } from "undici";
+import http from "node:http";
+import https from "node:https";
 import type { Upstream, UpstreamRequest, UpstreamResult } from "../core/ports.ts";
 import type { TransportFailure } from "../core/verdict.ts";
 
 /**
- * Upstream HTTP on undici. One keep-alive Agent per container (module scope in the handler)
- * reuses connections across invocations. The idle timeout stays under the few seconds many
- * providers allow, so a pooled socket is rarely stale; a reset before any answer is retried
- * once on a fresh connection rather than blamed on the provider.
+ * Upstream HTTP on Node's own client with keep-alive agents at module scope, so connections
+ * are reused across invocations. Node's client costs nothing to bundle or load, where undici
+ * added 720 KB and most of a cold start; against anvil both move the same requests per second
+ * (bench/RESULTS.md). Idle sockets close after a few seconds, under what providers allow; a
+ * reset on a reused socket before any answer is retried once on a fresh connection rather
+ * than blamed on the provider.
  */
-export function createUpstream(
-  options: { clock?: () => number } = {},
-): Upstream & { close(): Promise<void> } {
-  const clock = options.clock ?? (() => performance.now());
-  const agent = new Agent({
-    keepAliveTimeout: 4_000,
-    keepAliveMaxTimeout: 30_000,
-    connections: 256,
-    pipelining: 1,
-    connect: { timeout: 5_000 },
-  });
 
-  async function attempt(req: UpstreamRequest, started: number): Promise<UpstreamResult> {
-    // Timer APIs take whole milliseconds only.
+const IDLE_SOCKET_MS = 4_000;
+const MAX_SOCKETS_PER_HOST = 256;
+
+export interface UpstreamClient extends Upstream {
+  close(): Promise<void>;
+}
+
+export function createUpstream(options: { clock?: () => number } = {}): UpstreamClient {
+  const clock = options.clock ?? (() => performance.now());
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets: MAX_SOCKETS_PER_HOST,
+    // Most recently used first, so spare sockets idle out instead of going stale in rotation.
+    scheduling: "lifo" as const,
+    timeout: IDLE_SOCKET_MS,
+  };
+  const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+
+  /** One HTTP exchange; `retryable` marks a reset on a reused socket before any answer. */
+  function attempt(
+    req: UpstreamRequest,
+    started: number,
+  ): Promise<{ result: UpstreamResult; retryable: boolean }> {
     const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
-    const signal = AbortSignal.timeout(timeoutMs);
-    try {
-      const response = await request(req.url, {
-        dispatcher: agent,
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
-        body: req.body,
-        signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
-      const declared = Number(response.headers["content-length"]);
-      if (Number.isFinite(declared) && declared > req.maxResponseBytes) {
-        response.body.destroy();
-        return {
-          ok: false,
-          tooLarge: true,
-          limit: req.maxResponseBytes,
-          elapsedMs: clock() - started,
-        };
+    return new Promise((resolve) => {
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (result: UpstreamResult, retryable = false) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({ result, retryable });
+      };
+      let url: URL;
+      try {
+        url = new URL(req.url);
+      } catch (error) {
+        finish({ ok: false, failure: transportFailure(error), elapsedMs: clock() - started });
+        return;
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of response.body) {
-        const buffer = chunk as Buffer;
-        size += buffer.length;
-        if (size > req.maxResponseBytes) {
-          response.body.destroy();
-          return {
+      const secure = url.protocol === "https:";
+      const body = Buffer.from(req.body, "utf8");
+      const outgoing = (secure ? https : http).request(url, {
+        method: "POST",
+        agent: secure ? agents.https : agents.http,
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json",
+          "content-length": body.length,
+        },
+      });
+      timer = setTimeout(() => {
+        finish({
+          ok: false,
+          failure: {
+            kind: "timeout",
+            message: `timeout: no complete answer within ${timeoutMs} ms`,
+          },
+          elapsedMs: clock() - started,
+        });
+        outgoing.destroy();
+      }, timeoutMs);
+      outgoing.on("error", (error) => {
+        const failure = transportFailure(error);
+        finish(
+          { ok: false, failure, elapsedMs: clock() - started },
+          outgoing.reusedSocket && isStaleSocket(failure),
+        );
+      });
+      outgoing.on("response", (response) => {
+        const declared = Number(response.headers["content-length"]);
+        if (Number.isFinite(declared) && declared > req.maxResponseBytes) {
+          finish({
             ok: false,
             tooLarge: true,
             limit: req.maxResponseBytes,
             elapsedMs: clock() - started,
-          };
+          });
+          response.destroy();
+          return;
         }
-        chunks.push(buffer);
-      }
-      return {
-        ok: true,
-        status: response.statusCode,
-        body: Buffer.concat(chunks, size).toString("utf8"),
-        elapsedMs: clock() - started,
-      };
-    } catch (error) {
-      return { ok: false, failure: transportFailure(error, signal), elapsedMs: clock() - started };
-    }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > req.maxResponseBytes) {
+            finish({
+              ok: false,
+              tooLarge: true,
+              limit: req.maxResponseBytes,
+              elapsedMs: clock() - started,
+            });
+            response.destroy();
+            return;
+          }
+          chunks.push(chunk);
+        });
+        response.on("end", () => {
+          finish({
+            ok: true,
+            status: response.statusCode ?? 0,
+            body: Buffer.concat(chunks, size).toString("utf8"),
+            elapsedMs: clock() - started,
+          });
+        });
+        // A body cut short (reset, premature close) is a connection failure, not an answer.
+        response.on("error", (error) => {
+          finish({ ok: false, failure: transportFailure(error), elapsedMs: clock() - started });
+        });
+        response.on("aborted", () => {
+          finish({
+            ok: false,
+            failure: { kind: "connection", message: "connection: the answer was cut short" },
+            elapsedMs: clock() - started,
+          });
+        });
+      });
+      outgoing.end(body);
+    });
   }
 
   return {
     async send(req) {
       const started = clock();
       const first = await attempt(req, started);
-      if (!first.ok && "failure" in first && isStaleSocket(first.failure)) {
-        const left = req.timeoutMs - (clock() - started);
-        if (left > 0) return attempt({ ...req, timeoutMs: left }, started);
+      const left = req.timeoutMs - (clock() - started);
+      if (first.retryable && left >= 1) {
+        return (await attempt({ ...req, timeoutMs: left }, started)).result;
       }
-      return first;
+      return first.result;
     },
-    close: () => agent.close(),
+    async close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
   };
 }
 
@@ -93,44 +158,24 @@ function errorCode(error: unknown): string {
   return cause === undefined ? "" : errorCode(cause);
 }
 
-function errorMessage(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
-  return `${error.message}${cause}`;
-}
+const TIMEOUT_CODES = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
-const TIMEOUT_CODES = new Set([
-  "UND_ERR_CONNECT_TIMEOUT",
-  "UND_ERR_HEADERS_TIMEOUT",
-  "UND_ERR_BODY_TIMEOUT",
-  "ETIMEDOUT",
-]);
-
-/** Maps undici/Node errors onto the classifier's three transport kinds. */
-export function transportFailure(error: unknown, signal?: AbortSignal): TransportFailure {
+/** Maps Node's network errors onto the classifier's three transport kinds. */
+export function transportFailure(error: unknown): TransportFailure {
   const code = errorCode(error);
-  const message = errorMessage(error);
-  if (
-    signal?.aborted ||
-    TIMEOUT_CODES.has(code) ||
-    error instanceof errors.HeadersTimeoutError ||
-    error instanceof errors.BodyTimeoutError ||
-    (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError"))
-  ) {
+  const message = error instanceof Error ? error.message : String(error);
+  if (TIMEOUT_CODES.has(code) || (error instanceof Error && error.name === "TimeoutError")) {
     return { kind: "timeout", message: `timeout: ${message}` };
   }
   if (
-    /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code) ||
+    /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|EPROTO)/.test(code) ||
     /\b(tls|ssl)\b/i.test(message)
   ) {
-    return { kind: "tls", message: `tls: ${message}` };
+    return { kind: "tls", message: `tls: ${code ? `${code} ` : ""}${message}` };
   }
   return { kind: "connection", message: `connection: ${code ? `${code} ` : ""}${message}` };
 }
 
 function isStaleSocket(failure: TransportFailure): boolean {
-  return (
-    failure.kind === "connection" &&
-    /ECONNRESET|UND_ERR_SOCKET|EPIPE|other side closed/i.test(failure.message)
-  );
+  return failure.kind === "connection" && /ECONNRESET|EPIPE|socket hang up/i.test(failure.message);
 }
