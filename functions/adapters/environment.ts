@@ -34,13 +34,7 @@ export function configSourceFromEnv(
     bucket: required(env, "CONFIG_BUCKET"),
     key: required(env, "CONFIG_KEY"),
     s3Client: new S3Client({
-      ...(env.S3_ENDPOINT
-        ? {
-            endpoint: env.S3_ENDPOINT,
-            forcePathStyle: true,
-            credentials: { accessKeyId: "local", secretAccessKey: "local" },
-          }
-        : {}),
+      ...(env.S3_ENDPOINT ? { endpoint: env.S3_ENDPOINT, forcePathStyle: true } : {}),
       region: env.AWS_REGION ?? "us-east-1",
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",

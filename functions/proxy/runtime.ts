@@ -47,7 +47,8 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
   let scrubber: (text: string) => string = (text) => text;
   const scrub = (text: string) => scrubber(text);
   const telemetry = createTelemetry({
-    serviceName: options.serviceName ?? "rpc-gateway-proxy",
+    // The alarms match metrics by their `service` dimension: the stack sets this variable.
+    serviceName: options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "rpc-gateway-proxy",
     namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? "RpcGateway",
     scrub,
     clock,
