@@ -84,11 +84,46 @@ export const prototypeKey = fc.constantFrom(
 
 const rpcKey = fc.constantFrom("id", "jsonrpc", "method", "params", "result", "error", "ID", "id ");
 
-export const objectKey = fc.oneof(
-  { weight: 3, arbitrary: rpcKey },
-  { weight: 2, arbitrary: prototypeKey },
-  { weight: 3, arbitrary: hostileString(8) },
-);
+/**
+ * Object keys never contain a backslash once decoded (escape sequences in the key's TEXT are
+ * generated, see jsonStringText). The reason is a V8 bug, not the gateway: on Node 24.21
+ * (V8 13.6) JSON.parse, after it has seen an object whose key contains "\\", matches a later
+ * escaped key against that key by raw prefix and returns the wrong key:
+ * JSON.parse('{"M":"","\\\\":0}') then JSON.parse('{"M":"","\\u0077":0}') gives {"M":"","\\":0}.
+ * That poisons the oracle (JSON.parse) of these properties. Node 20 (V8 11.3) is right.
+ */
+export function withoutBackslash(key: string): string {
+  return key.replaceAll("\\", "/");
+}
+
+export const objectKey = fc
+  .oneof(
+    { weight: 3, arbitrary: rpcKey },
+    { weight: 2, arbitrary: prototypeKey },
+    { weight: 3, arbitrary: hostileString(8) },
+  )
+  .map(withoutBackslash);
+
+/** A deep copy whose object keys have no backslash (see withoutBackslash); `__proto__` stays an own key. */
+export function cleanKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(cleanKeys);
+  if (typeof value !== "object" || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    Object.defineProperty(out, withoutBackslash(key), {
+      value: cleanKeys(item),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}
+
+/** fc.jsonValue, with keys cleaned as above. */
+export function jsonValue(constraints: fc.JsonSharedConstraints = {}): fc.Arbitrary<unknown> {
+  return fc.jsonValue(constraints).map(cleanKeys);
+}
 
 /** Number literals at and beyond the edges of IEEE-754 doubles, all valid JSON. */
 export const numberText = fc.oneof(
@@ -267,8 +302,10 @@ export const callSpec: fc.Arbitrary<CallSpec> = fc.record({
   hasId: fc.boolean(),
   method: methodName,
   params: fc.oneof(
-    fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }),
-    fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
+    fc.array(jsonValue({ maxDepth: 2 }), { maxLength: 3 }),
+    fc.dictionary(fc.string({ maxLength: 6 }).map(withoutBackslash), jsonValue({ maxDepth: 2 }), {
+      maxKeys: 3,
+    }),
   ),
   hasParams: fc.boolean(),
   withJsonrpc: fc.boolean(),

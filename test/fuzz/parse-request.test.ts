@@ -17,6 +17,7 @@ import {
   fuzzParams,
   hostileString,
   jsonText,
+  jsonValue,
   methodName,
   prototypeSnapshot,
 } from "./arbitraries.ts";
@@ -135,7 +136,7 @@ describe("parseRequest never throws and answers a documented kind", () => {
 
   it("arbitrary JSON values (fc.jsonValue), alone and as batch members", () => {
     fc.assert(
-      fc.property(fc.jsonValue(), fc.boolean(), (value, asBatch) => {
+      fc.property(jsonValue(), fc.boolean(), (value, asBatch) => {
         const body = JSON.stringify(asBatch ? [value] : value);
         parseAndCheck(body);
       }),
@@ -291,7 +292,7 @@ describe("known bug: duplicate `id` members (see the report)", () => {
   // upstream sees a different id than the gateway put there (see test/e2e/security.test.ts).
   it.fails("the raw id of a call is the id JSON.parse sees, or the request is refused", () => {
     fc.assert(
-      fc.property(fc.jsonValue({ maxDepth: 2 }), methodName, (firstId, method) => {
+      fc.property(jsonValue({ maxDepth: 2 }), methodName, (firstId, method) => {
         const body = `{"id":${JSON.stringify(firstId)},"jsonrpc":"2.0","id":1,"method":${JSON.stringify(method)}}`;
         const parsed = parseRequest(body, roomy);
         if (parsed.kind !== "single") return;
