@@ -2,16 +2,17 @@ import { writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { configEventLogger } from "../functions/adapters/config-events.ts";
 import { createConfigSource } from "../functions/adapters/config-source.ts";
+import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
 import { createDynamoClient, DynamoStateStore } from "../functions/adapters/state-store.ts";
+import { DynamoStatsStore } from "../functions/adapters/stats-store.ts";
 import { createUpstream } from "../functions/adapters/upstream.ts";
 import type { ConfigInput } from "../functions/core/config-schema.ts";
-import {
-  configEventLogger,
-  createProxyRuntime,
-  type ProxyRuntime,
-} from "../functions/proxy/runtime.ts";
+import { startMonitorTimer } from "../functions/monitor/loop.ts";
+import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/runtime.ts";
+import { createProxyRuntime, type ProxyRuntime } from "../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "./anvil.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
 import { type LocalDynamoDb, startDynalite } from "./dynamodb.ts";
@@ -32,6 +33,8 @@ export interface LocalStackOptions {
   readonly writeMetrics?: (line: string) => void;
   /** Environment for `${NAME}` placeholders (default: process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Run the monitor on a timer every check interval, as the schedule does in AWS (default off). */
+  readonly monitor?: boolean;
 }
 
 export interface LocalStack {
@@ -41,6 +44,7 @@ export interface LocalStack {
   readonly dynamo: LocalDynamoDb;
   readonly store: DynamoStateStore;
   readonly runtime: ProxyRuntime;
+  readonly monitor: MonitorRuntime | null;
   close(): Promise<void>;
 }
 
@@ -81,6 +85,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
     const upstream = createUpstream();
     cleanups.push(() => upstream.close());
+    const tables = { client: store.client, tableName: store.tableName };
+    const statsStore = new DynamoStatsStore(tables);
+    const secrets = envSecretResolver(options.env ?? process.env);
+    const clockOption = options.clock ? { clock: options.clock } : {};
+    const metricsOption = options.writeMetrics ? { writeMetrics: options.writeMetrics } : {};
 
     let runtime: ProxyRuntime | undefined;
     const configSource = createConfigSource({
@@ -91,22 +100,47 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
     runtime = createProxyRuntime({
       configSource,
-      secrets: envSecretResolver(options.env ?? process.env),
+      secrets,
       store,
+      statsStore,
       upstream,
-      ...(options.clock ? { clock: options.clock } : {}),
+      ...clockOption,
       ...(options.random ? { random: options.random } : {}),
-      ...(options.writeMetrics ? { writeMetrics: options.writeMetrics } : {}),
+      ...metricsOption,
     });
     // Fail at start-up, not on the first request, when the config cannot load.
     await runtime.current();
     const proxy = runtime;
+
+    let monitor: MonitorRuntime | null = null;
+    if (options.monitor) {
+      let monitorRuntime: MonitorRuntime | undefined;
+      monitorRuntime = createMonitorRuntime({
+        configSource: createConfigSource({
+          kind: "file",
+          path: configPath,
+          ...clockOption,
+          onEvent: configEventLogger(() => monitorRuntime?.telemetry),
+        }),
+        secrets,
+        store,
+        monitorStore: new DynamoMonitorStore(tables),
+        statsStore,
+        upstream,
+        ...clockOption,
+        ...metricsOption,
+      });
+      monitor = monitorRuntime;
+      const { checkIntervalSeconds } = await monitorRuntime.model();
+      // Pushed after the upstream and the table, so it stops (and finishes its tick) first.
+      cleanups.push(startMonitorTimer(monitorRuntime.monitor, checkIntervalSeconds * 1000));
+    }
     const api: ApiGatewayEmulator = await startApiGateway({
       port: options.port ?? 0,
       handler: (event, context) => proxy.handle(event, context.getRemainingTimeInMillis()),
     });
     cleanups.push(() => api.close());
-    return { url: api.url, configPath, nodes, dynamo, store, runtime: proxy, close };
+    return { url: api.url, configPath, nodes, dynamo, store, runtime: proxy, monitor, close };
   } catch (error) {
     await close();
     throw error;

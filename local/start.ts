@@ -18,12 +18,13 @@ const { values } = parseArgs({
     port: { type: "string", default: "8545" },
     config: { type: "string" },
     devnet: { type: "boolean", default: false },
+    metrics: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
 });
 
 if (values.help) {
-  console.log("usage: npm start -- [--port 8545] [--config FILE] [--devnet]");
+  console.log("usage: npm start -- [--port 8545] [--config FILE] [--devnet] [--metrics]");
   process.exit(0);
 }
 
@@ -40,6 +41,9 @@ try {
     config: values.config ?? "config/local.json",
     port,
     devnet: withDevnet ? DEVNET : [],
+    monitor: true,
+    // CloudWatch reads EMF lines from stdout in AWS; locally they only drown the logs.
+    ...(values.metrics ? {} : { writeMetrics: () => undefined }),
   });
   const { model } = await stack.runtime.current();
   const networks = [...model.networks.keys()];
@@ -51,6 +55,7 @@ RPC gateway running at ${stack.url}  (ready in ${Math.round(performance.now() - 
   networks   ${networks.map((name) => `${stack.url}/${name}`).join("\n             ")}
   status     ${stack.url}/status  (JSON, or a page in a browser)
   dynamodb   dynalite at ${stack.dynamo.endpoint} (table ${stack.dynamo.tableName})
+  monitor    quorum and probes every ${model.checkIntervalSeconds} s
   devnet     ${withDevnet ? stack.nodes.map((node) => `anvil chain ${node.chainId} at ${node.url}`).join("\n             ") : "not started (--devnet to start it)"}
 
 Try:

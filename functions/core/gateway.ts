@@ -45,6 +45,8 @@ export interface GatewayDeps {
   readonly telemetry: Telemetry;
   /** Removes secrets from any text that may leave the process. */
   readonly scrub: (text: string) => string;
+  /** Masks secret values in an answer to the caller (an upstream may echo its own URL). */
+  readonly scrubAnswer: (text: string) => string;
   /** Called with each attempt's outcome, for request stats (failing often, latency). */
   readonly recordOutcome?: (
     network: string,
@@ -72,8 +74,8 @@ interface CallProgress {
   attempts: number;
   /** The answer to hand back: set once final. */
   answer: string | null;
-  /** The last non-final answer (inner error) kept in case attempts run out. */
-  fallback: string | null;
+  /** The last upstream answer kept in case attempts run out (inner or upstream error). */
+  fallback: { readonly text: string; readonly provider: string } | null;
   lastError: string;
 }
 
@@ -298,6 +300,13 @@ export class Gateway {
       this.#apply(scope, slot, calls, classifyTransport(result.failure), result.elapsedMs);
       return;
     }
+    const [only] = calls;
+    if (single && only?.call.rawId === null && result.status >= 200 && result.status < 300) {
+      // A notification: whatever the upstream sent (often 204 and no body) is no answer to judge.
+      only.answer = "";
+      this.#succeeded(scope, provider, { outcome: "ok" }, result.elapsedMs);
+      return;
+    }
     const parsed = parseJson(result.body);
     const infos = calls.map((entry) => entry.info);
     const whole = classifyHttp(result.status, result.body, parsed, infos);
@@ -312,7 +321,7 @@ export class Gateway {
           single || !isObjectText(result.body)
             ? result.body
             : withId(result.body, String(entry.call.position));
-        this.#settle(entry, whole, text, model);
+        this.#settle(entry, whole, text, model, provider);
       }
       this.#succeeded(scope, provider, whole, result.elapsedMs);
       return;
@@ -343,7 +352,9 @@ export class Gateway {
       // An upstream error answer is kept: if every provider fails, the caller gets the last
       // one as is rather than a summary. Null or garbage results are never kept (stale data).
       if ((verdict.outcome === "retry" || verdict.outcome === "capability") && text !== null) {
-        if (hasErrorMember(single ? parsed : parseJson(text))) entry.fallback = text;
+        if (hasErrorMember(single ? parsed : parseJson(text))) {
+          entry.fallback = { text, provider: provider.name };
+        }
       }
     }
     const retried = verdicts.filter(
@@ -352,7 +363,7 @@ export class Gateway {
     for (const { entry, verdict, text } of verdicts) {
       if (verdict.outcome === "retry" || verdict.outcome === "capability" || text === null)
         continue;
-      this.#settle(entry, verdict, text, model);
+      this.#settle(entry, verdict, text, model, provider);
     }
     if (retried.length > 0) {
       const [first] = retried;
@@ -373,7 +384,13 @@ export class Gateway {
   }
 
   /** Settles a call with a non-retry verdict; an inner error stays open while attempts remain. */
-  #settle(entry: CallProgress, verdict: Verdict, text: string, model: GatewayModel): void {
+  #settle(
+    entry: CallProgress,
+    verdict: Verdict,
+    text: string,
+    model: GatewayModel,
+    provider: Provider,
+  ): void {
     const inner =
       verdict.outcome === "inner_error"
         ? verdict.detail
@@ -381,7 +398,7 @@ export class Gateway {
           ? findInnerError(text, model.innerErrors)
           : null;
     if (inner !== null) {
-      entry.fallback = text;
+      entry.fallback = { text, provider: provider.name };
       entry.lastError = `inner error ${inner}`;
       return;
     }
@@ -606,16 +623,16 @@ export class Gateway {
     used: string[],
     attempts: number,
   ): GatewayResponse {
-    const headers: Record<string, string> = { ...JSON_HEADERS };
-    if (network.settings.diagnostic_headers) {
-      headers["x-gateway-provider"] = used.join(",");
-      headers["x-gateway-attempts"] = String(attempts);
-    }
+    const providers = [...used];
     const answers = new Map(immediate);
     let failed = 0;
     for (const entry of progress) {
-      const text = entry.answer ?? entry.fallback;
-      if (text !== null) {
+      if (entry.answer === null && entry.fallback && !providers.includes(entry.fallback.provider)) {
+        providers.push(entry.fallback.provider);
+      }
+      const upstreamText = entry.answer ?? entry.fallback?.text ?? null;
+      if (upstreamText !== null) {
+        const text = this.#deps.scrubAnswer(upstreamText);
         answers.set(
           entry.call.position,
           entry.call.rawId === null ? text : withId(text, entry.call.rawId),
@@ -637,8 +654,15 @@ export class Gateway {
         ),
       );
     }
+    const headers: Record<string, string> = { ...JSON_HEADERS };
+    if (network.settings.diagnostic_headers) {
+      headers["x-gateway-provider"] = providers.join(",");
+      headers["x-gateway-attempts"] = String(attempts);
+    }
     const allFailed = progress.length > 0 && failed === progress.length;
     if (request.kind === "single") {
+      // A notification gets no answer (JSON-RPC 2.0 §4.1), only the HTTP status.
+      if (request.call.rawId === null && !allFailed) return { status: 204, headers, body: "" };
       return { status: allFailed ? 502 : 200, headers, body: answers.get(0) ?? "" };
     }
     const ordered = request.members.flatMap((member) => {

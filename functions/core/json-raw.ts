@@ -74,24 +74,67 @@ export function arrayElementSpans(text: string): Span[] {
   return spans;
 }
 
-/** The span of the value of top-level key `key` in a JSON object text, or null. */
-export function memberValueSpan(text: string, key: string): Span | null {
+const SIMPLE_ESCAPES: Record<string, string> = {
+  '"': '"',
+  "\\": "\\",
+  "/": "/",
+  b: "\b",
+  f: "\f",
+  n: "\n",
+  r: "\r",
+  t: "\t",
+};
+
+/**
+ * The text of a JSON string body (between the quotes), decoded. By hand rather than with
+ * JSON.parse: plain keys need no work, and V8 13.6 (Node 24) can mis-read later single-character
+ * keys after JSON.parse decodes an escaped one.
+ */
+function decodeJsonString(body: string): string {
+  if (!body.includes("\\")) return body;
+  return body.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_, escape: string) =>
+    escape.length === 5
+      ? String.fromCharCode(Number.parseInt(escape.slice(1), 16))
+      : (SIMPLE_ESCAPES[escape] ?? escape),
+  );
+}
+
+/** Calls `visit` with each top-level member of a JSON object text, in order. */
+function forEachMember(text: string, visit: (name: string, value: Span) => void): void {
   let i = skipWhitespace(text, 0);
-  if (text[i] !== "{") return null;
+  if (text[i] !== "{") return;
   i = skipWhitespace(text, i + 1);
   while (i < text.length && text[i] === '"') {
     const keyEnd = stringEnd(text, i);
-    const name = JSON.parse(text.slice(i, keyEnd)) as string;
+    const name = decodeJsonString(text.slice(i + 1, keyEnd - 1));
     i = skipWhitespace(text, keyEnd);
-    if (text[i] !== ":") return null;
+    if (text[i] !== ":") return;
     const valueStart = skipWhitespace(text, i + 1);
     const end = valueEnd(text, valueStart);
-    if (name === key) return { start: valueStart, end };
+    visit(name, { start: valueStart, end });
     i = skipWhitespace(text, end);
-    if (text[i] !== ",") return null;
+    if (text[i] !== ",") return;
     i = skipWhitespace(text, i + 1);
   }
-  return null;
+}
+
+/**
+ * The span of the value of top-level key `key` in a JSON object text, or null. When the key
+ * appears twice, the last one, as JSON.parse (and most JSON-RPC servers) read it.
+ */
+export function memberValueSpan(text: string, key: string): Span | null {
+  let found: Span | null = null;
+  forEachMember(text, (name, span) => {
+    if (name === key) found = span;
+  });
+  return found;
+}
+
+/** The names of a JSON object text's top-level members, duplicates included. */
+export function memberNames(text: string): string[] {
+  const names: string[] = [];
+  forEachMember(text, (name) => names.push(name));
+  return names;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { arrayElementSpans, memberValueSpan } from "./json-raw.ts";
+import { arrayElementSpans, memberNames, memberValueSpan } from "./json-raw.ts";
 
 /** JSON-RPC 2.0 error codes the gateway itself answers with. */
 export const ErrorCode = {
@@ -60,9 +60,57 @@ function echoableId(value: Record<string, unknown>, rawId: string | null): strin
   return typeof id === "string" || typeof id === "number" || id === null ? rawId : "null";
 }
 
+/** Members whose duplicates servers resolve differently (first or last wins). */
+const SIGNIFICANT_MEMBERS = new Set(["jsonrpc", "id", "method", "params"]);
+/** Printable ASCII without spaces, quotes or backslashes: every real JSON-RPC method name. */
+const METHOD_NAME = /^[\x21\x23-\x5b\x5d-\x7e]{1,128}$/;
+/** A `\uD800`–`\uDFFF` escape: the cheap sign that a lone surrogate may be present. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+function duplicateMember(text: string): string | null {
+  const seen = new Set<string>();
+  for (const name of memberNames(text)) {
+    if (!SIGNIFICANT_MEMBERS.has(name)) continue;
+    if (seen.has(name)) return name;
+    seen.add(name);
+  }
+  return null;
+}
+
+/** True when a string anywhere in the value holds a lone surrogate (not valid Unicode). */
+function hasLoneSurrogate(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const next = pending.pop();
+    if (typeof next === "string") {
+      if (!next.isWellFormed()) return true;
+    } else if (typeof next === "object" && next !== null) {
+      for (const [key, item] of Object.entries(next)) {
+        if (!key.isWellFormed()) return true;
+        pending.push(item);
+      }
+    }
+  }
+  return false;
+}
+
 function parseMember(text: string, value: unknown, position: number): Call | InvalidMember {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { position, rawId: "null", message: "invalid request: expected a JSON-RPC object" };
+  }
+  // Upstreams disagree on which duplicate wins, so one of them could run a method this
+  // gateway never checked (a denied one, say): such requests are refused.
+  const duplicate = duplicateMember(text);
+  if (duplicate !== null) {
+    return { position, rawId: "null", message: `invalid request: "${duplicate}" appears twice` };
+  }
+  // Lone surrogates are not Unicode: upstreams refuse the whole body, a batch's other calls too.
+  if (SURROGATE_ESCAPE.test(text) && hasLoneSurrogate(value)) {
+    return {
+      position,
+      rawId: "null",
+      message: "invalid request: a string holds a lone UTF-16 surrogate (\\uD800-\\uDFFF)",
+    };
   }
   const object = value as Record<string, unknown>;
   const rawId = rawIdOf(text, object);
@@ -77,11 +125,11 @@ function parseMember(text: string, value: unknown, position: number): Call | Inv
   if (object.jsonrpc !== undefined && object.jsonrpc !== "2.0") {
     return { position, rawId: safeId ?? "null", message: 'invalid request: jsonrpc must be "2.0"' };
   }
-  if (typeof object.method !== "string" || object.method.length === 0) {
+  if (typeof object.method !== "string" || !METHOD_NAME.test(object.method)) {
     return {
       position,
       rawId: safeId ?? "null",
-      message: "invalid request: method must be a string",
+      message: "invalid request: method must be a name of printable characters, e.g. eth_call",
     };
   }
   const params = object.params;
@@ -175,11 +223,21 @@ export function errorResponse(
 
 /** Matches a method against patterns like `admin_*`, `debug_setHead`, `*`. */
 export function methodMatches(method: string, patterns: readonly string[]): boolean {
-  return patterns.some((pattern) => {
-    if (!pattern.includes("*")) return pattern === method;
+  return patterns.some((pattern) =>
+    pattern.includes("*") ? patternRegExp(pattern).test(method) : pattern === method,
+  );
+}
+
+const compiledPatterns = new Map<string, RegExp>();
+
+function patternRegExp(pattern: string): RegExp {
+  let compiled = compiledPatterns.get(pattern);
+  if (compiled === undefined) {
     const parts = pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"));
-    return new RegExp(`^${parts.join(".*")}$`).test(method);
-  });
+    compiled = new RegExp(`^${parts.join("[\\s\\S]*")}$`);
+    compiledPatterns.set(pattern, compiled);
+  }
+  return compiled;
 }
 
 /** Whether the method may be called at all under a deny list and an optional allow list. */

@@ -6,7 +6,7 @@ import {
   type Settings,
   settingsSchema,
 } from "./config-schema.ts";
-import { redactUrl } from "./redact.ts";
+import { redactTemplate } from "./redact.ts";
 
 /** A provider as the gateway uses it: name settled, secrets resolved, URL redacted once. */
 export interface Provider {
@@ -144,7 +144,8 @@ export function buildModel(config: Config, resolveUrl: (template: string) => str
         name: names[index] ?? `provider-${index}`,
         index,
         url,
-        redactedUrl: redactUrl(url),
+        // From the template, so a secret that looks like a word is masked all the same.
+        redactedUrl: redactTemplate(provider.url),
         priority: provider.priority,
         tiebreakWeight: provider.tiebreak_weight,
         priorityMatch: Object.entries(provider.priority_match),
@@ -168,4 +169,14 @@ export function buildModel(config: Config, resolveUrl: (template: string) => str
     apiKeySha256: config.api_keys.map((key) => key.sha256),
     networks,
   };
+}
+
+/** Each provider's resolved URL with its redacted form, for scrubbing free text. */
+export function urlRedactions(model: GatewayModel): Array<{ resolved: string; redacted: string }> {
+  return [...model.networks.values()].flatMap((network) =>
+    network.providers.map((provider) => ({
+      resolved: provider.url,
+      redacted: provider.redactedUrl,
+    })),
+  );
 }

@@ -41,20 +41,13 @@ function decodeURIComponentSafe(text: string): string {
   }
 }
 
-/**
- * A scrubber for free text (upstream error messages, exception text): every occurrence of a
- * known secret, and of each resolved URL, is replaced by its redacted form.
- */
-export function makeScrubber(
-  resolvedUrls: readonly string[],
-  secrets: readonly string[],
-): (text: string) => string {
+/** Replaces `${NAME}` placeholders so the redaction masks them whatever their value. */
+export function redactTemplate(template: string): string {
+  return redactUrl(template.replace(/\$\{[^}]*\}/g, MASK));
+}
+
+function secretReplacements(secrets: readonly string[]): Array<[string, string]> {
   const replacements: Array<[string, string]> = [];
-  for (const url of resolvedUrls) {
-    replacements.push([url, redactUrl(url)]);
-    const withoutSlash = url.replace(/\/+$/, "");
-    if (withoutSlash !== url) replacements.push([withoutSlash, redactUrl(url)]);
-  }
   for (const secret of secrets) {
     if (secret.length >= 4) {
       replacements.push([secret, MASK]);
@@ -62,6 +55,37 @@ export function makeScrubber(
       if (encoded !== secret) replacements.push([encoded, MASK]);
     }
   }
+  return replacements;
+}
+
+/**
+ * A scrubber for free text (upstream error messages, exception text): every occurrence of a
+ * resolved URL is replaced by its redacted form, then every known secret by a mask.
+ */
+export function makeScrubber(
+  urls: ReadonlyArray<{ readonly resolved: string; readonly redacted: string }>,
+  secrets: readonly string[],
+): (text: string) => string {
+  const replacements: Array<[string, string]> = [];
+  for (const { resolved, redacted } of urls) {
+    replacements.push([resolved, redacted]);
+    const withoutSlash = resolved.replace(/\/+$/, "");
+    if (withoutSlash !== resolved) replacements.push([withoutSlash, redacted]);
+  }
+  replacements.push(...secretReplacements(secrets));
+  return replacer(replacements);
+}
+
+/**
+ * For answers to callers: masks secret values only, so an upstream that echoes its own URL
+ * cannot hand a key to a caller. Without secrets it is the identity, and costs nothing.
+ */
+export function makeSecretScrubber(secrets: readonly string[]): (text: string) => string {
+  const replacements = secretReplacements(secrets);
+  return replacements.length === 0 ? (text) => text : replacer(replacements);
+}
+
+function replacer(replacements: Array<[string, string]>): (text: string) => string {
   // Longest first, so a URL is replaced whole before a secret inside it.
   replacements.sort((a, b) => b[0].length - a[0].length);
   return (text) => {

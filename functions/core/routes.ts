@@ -79,8 +79,10 @@ export function getModeBody(method: string, params: string): { body: string } | 
   if (!Array.isArray(parsed)) {
     return { error: "GET mode: params must be a JSON array" };
   }
+  // The params text itself is spliced in: it is valid JSON, and re-serialising it would
+  // recurse as deep as its nesting (a stack overflow on hostile input).
   return {
-    body: `{"jsonrpc":"2.0","id":1,"method":${JSON.stringify(method)},"params":${JSON.stringify(parsed)}}`,
+    body: `{"jsonrpc":"2.0","id":1,"method":${JSON.stringify(method)},"params":${params.trim()}}`,
   };
 }
 

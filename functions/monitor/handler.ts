@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import middy from "@middy/core";
 import type { Context, ScheduledEvent } from "aws-lambda";
+import { configEventLogger } from "../adapters/config-events.ts";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
 import { DynamoMonitorStore } from "../adapters/monitor-store.ts";
 import { createSecretResolver } from "../adapters/secrets.ts";
 import { DynamoStatsStore } from "../adapters/stats-store.ts";
 import { createUpstream } from "../adapters/upstream.ts";
-import { configEventLogger } from "../proxy/runtime.ts";
 import { type MonitorLoopResult, runScheduled } from "./loop.ts";
 import { createMonitorRuntime, type MonitorRuntime } from "./runtime.ts";
 

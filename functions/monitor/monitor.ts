@@ -1,4 +1,4 @@
-import type { GatewayModel, Network } from "../core/network-model.ts";
+import { type GatewayModel, type Network, urlRedactions } from "../core/network-model.ts";
 import type { NetworkState } from "../core/network-state.ts";
 import type { StateStore, Telemetry, Upstream } from "../core/ports.ts";
 import { makeScrubber } from "../core/redact.ts";
@@ -70,14 +70,7 @@ export function createMonitor(deps: MonitorDeps): Monitor {
   return {
     async tick() {
       const model = await deps.model();
-      const scrub =
-        deps.scrub ??
-        makeScrubber(
-          [...model.networks.values()].flatMap((network) =>
-            network.providers.map((provider) => provider.url),
-          ),
-          [],
-        );
+      const scrub = deps.scrub ?? makeScrubber(urlRedactions(model), []);
       await Promise.all(
         [...model.networks.values()].map((network) =>
           tickNetwork(network, model.checkIntervalSeconds, scrub).catch((error: unknown) => {

@@ -1,10 +1,9 @@
-import type { ConfigSource, LoadedConfig } from "../adapters/config-source.ts";
+import type { ConfigSource } from "../adapters/config-source.ts";
+import { createModelSource } from "../adapters/model-source.ts";
 import type { SecretResolver } from "../adapters/secrets.ts";
 import { createTelemetry, type FlushableTelemetry } from "../adapters/telemetry.ts";
-import { buildModel, type GatewayModel } from "../core/network-model.ts";
-import { resolveUrlTemplate, secretNamesOf } from "../core/placeholders.ts";
+import type { GatewayModel } from "../core/network-model.ts";
 import type { StateStore, Upstream } from "../core/ports.ts";
-import { makeScrubber } from "../core/redact.ts";
 import { createMonitor, type Monitor } from "./monitor.ts";
 import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
 
@@ -48,32 +47,22 @@ export function createMonitorRuntime(options: MonitorRuntimeOptions): MonitorRun
     ...(options.writeMetrics ? { write: options.writeMetrics } : {}),
   });
 
-  let active: { config: LoadedConfig["config"]; model: GatewayModel } | null = null;
-
-  async function model(): Promise<GatewayModel> {
-    const loaded = await options.configSource.current();
-    if (active !== null && active.config === loaded.config) return active.model;
-    try {
-      const values = await options.secrets.resolve(secretNamesOf(loaded.config));
-      const built = buildModel(loaded.config, (template) => resolveUrlTemplate(template, values));
-      scrubber = makeScrubber(
-        [...built.networks.values()].flatMap((network) => network.providers.map((p) => p.url)),
-        [...values.values()],
-      );
-      active = { config: loaded.config, model: built };
+  const models = createModelSource({
+    configSource: options.configSource,
+    secrets: options.secrets,
+    onChange: (inForce) => {
+      scrubber = inForce.scrub;
       telemetry.log("info", "config in force", {
-        source: loaded.source,
-        networks: [...built.networks.keys()],
+        source: inForce.loaded.source,
+        networks: [...inForce.model.networks.keys()],
       });
-      return built;
-    } catch (error) {
-      if (active === null) throw error;
+    },
+    onSecretsFailed: (error) =>
       telemetry.log("error", "new config not applied: secrets could not be resolved", {
         error: error instanceof Error ? error.message : String(error),
-      });
-      return active.model;
-    }
-  }
+      }),
+  });
+  const model = async (): Promise<GatewayModel> => (await models.current()).model;
 
   const monitor = createMonitor({
     model,

@@ -91,7 +91,8 @@ export async function handleEvent(
       return rpcError(400, ErrorCode.parse, route.message);
   }
   const model = deps.model();
-  const key = event.headers?.["x-api-key"] ?? event.queryStringParameters?.key;
+  // An empty header must not hide a key given in the query.
+  const key = event.headers?.["x-api-key"] || event.queryStringParameters?.key;
   if (!apiKeyAccepted(key, model.apiKeySha256)) {
     return rpcError(
       401,

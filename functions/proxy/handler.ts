@@ -4,12 +4,15 @@ import type {
   APIGatewayProxyStructuredResultV2,
   Context,
 } from "aws-lambda";
+import { configEventLogger } from "../adapters/config-events.ts";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
 import { createSecretResolver } from "../adapters/secrets.ts";
+import { DynamoStatsStore } from "../adapters/stats-store.ts";
 import { createUpstream } from "../adapters/upstream.ts";
-import { configEventLogger, createProxyRuntime, type ProxyRuntime } from "./runtime.ts";
+import { createProxyRuntime, type ProxyRuntime } from "./runtime.ts";
 
 /** The proxy Lambda: wiring only. Everything at module scope lives as long as the container. */
+const store = stateStoreFromEnv(process.env);
 let runtime: ProxyRuntime | undefined;
 runtime = createProxyRuntime({
   configSource: configSourceFromEnv(
@@ -17,7 +20,8 @@ runtime = createProxyRuntime({
     configEventLogger(() => runtime?.telemetry),
   ),
   secrets: createSecretResolver(process.env),
-  store: stateStoreFromEnv(process.env),
+  store,
+  statsStore: new DynamoStatsStore({ client: store.client, tableName: store.tableName }),
   upstream: createUpstream(),
 });
 const proxy = runtime;

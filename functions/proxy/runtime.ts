@@ -1,12 +1,15 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import type { ConfigSource, ConfigSourceEvent, LoadedConfig } from "../adapters/config-source.ts";
+import type { ConfigSource } from "../adapters/config-source.ts";
+import { createModelSource, type ModelInForce } from "../adapters/model-source.ts";
 import type { SecretResolver } from "../adapters/secrets.ts";
+import {
+  createStatsFlusher,
+  type DynamoStatsStore,
+  STATS_BUCKET_SECONDS,
+} from "../adapters/stats-store.ts";
 import { createTelemetry, type FlushableTelemetry } from "../adapters/telemetry.ts";
 import { Gateway } from "../core/gateway.ts";
-import { buildModel, type GatewayModel } from "../core/network-model.ts";
-import { resolveUrlTemplate, secretNamesOf } from "../core/placeholders.ts";
 import type { StateStore, Upstream } from "../core/ports.ts";
-import { makeScrubber } from "../core/redact.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
 import { StateCache } from "../core/state-cache.ts";
 import { type NetworkStatus, networkStatus } from "../core/status.ts";
@@ -17,6 +20,11 @@ export interface ProxyRuntimeOptions {
   readonly secrets: SecretResolver;
   readonly store: StateStore;
   readonly upstream: Upstream;
+  /**
+   * Where request stats from every container add up (failing often, status `stats`). Without
+   * it, stats stay in this container's memory.
+   */
+  readonly statsStore?: DynamoStatsStore;
   readonly clock?: () => number;
   readonly random?: () => number;
   /** Where EMF metric lines go (stdout by default). */
@@ -31,10 +39,9 @@ export interface ProxyRuntime {
   ): Promise<APIGatewayProxyStructuredResultV2>;
   readonly telemetry: FlushableTelemetry;
   /** The config and model in force (loads them on first use). */
-  current(): Promise<{ loaded: LoadedConfig; model: GatewayModel }>;
+  current(): Promise<ModelInForce>;
 }
 
-const STATS_BUCKET_SECONDS = 10;
 const STATS_WINDOW_SECONDS = 300;
 
 /**
@@ -44,8 +51,8 @@ const STATS_WINDOW_SECONDS = 300;
 export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
   const clock = options.clock ?? Date.now;
   const random = options.random ?? Math.random;
-  let scrubber: (text: string) => string = (text) => text;
-  const scrub = (text: string) => scrubber(text);
+  let active: ModelInForce | null = null;
+  const scrub = (text: string) => (active ? active.scrub(text) : text);
   const telemetry = createTelemetry({
     // The alarms match metrics by their `service` dimension: the stack sets this variable.
     serviceName: options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "rpc-gateway-proxy",
@@ -55,58 +62,39 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     ...(options.writeMetrics ? { write: options.writeMetrics } : {}),
   });
 
-  let active: { loaded: LoadedConfig; model: GatewayModel } | null = null;
-  let building: Promise<{ loaded: LoadedConfig; model: GatewayModel }> | null = null;
+  const models = createModelSource({
+    configSource: options.configSource,
+    secrets: options.secrets,
+    onChange: (inForce) => {
+      active = inForce;
+      telemetry.log("info", "config in force", {
+        source: inForce.loaded.source,
+        networks: [...inForce.model.networks.keys()],
+      });
+      telemetry.count("config_loaded", { source: inForce.loaded.source.kind });
+    },
+    onSecretsFailed: (error) => {
+      telemetry.log("error", "new config not applied: secrets could not be resolved", {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      telemetry.count("config_rejected", { reason: "secrets" });
+    },
+  });
+  const current = () => models.current();
 
-  async function build(
-    loaded: LoadedConfig,
-  ): Promise<{ loaded: LoadedConfig; model: GatewayModel }> {
-    const names = secretNamesOf(loaded.config);
-    const values = await options.secrets.resolve(names);
-    const model = buildModel(loaded.config, (template) => resolveUrlTemplate(template, values));
-    const urls = [...model.networks.values()].flatMap((network) =>
-      network.providers.map((p) => p.url),
-    );
-    scrubber = makeScrubber(urls, [...values.values()]);
-    telemetry.log("info", "config in force", {
-      source: loaded.source,
-      networks: [...model.networks.keys()],
-    });
-    telemetry.count("config_loaded", { source: loaded.source.kind });
-    return { loaded, model };
-  }
-
-  async function current(): Promise<{ loaded: LoadedConfig; model: GatewayModel }> {
-    const loaded = await options.configSource.current();
-    if (active !== null && active.loaded.config === loaded.config) {
-      if (active.loaded !== loaded) active = { loaded, model: active.model };
-      return active;
-    }
-    if (building === null) {
-      building = build(loaded).then(
-        (built) => {
-          active = built;
-          building = null;
-          return built;
-        },
-        (error: unknown) => {
-          building = null;
-          // A new config whose secrets cannot be resolved must not replace a working one.
-          if (active !== null) {
-            telemetry.log("error", "new config not applied: secrets could not be resolved", {
-              error: error instanceof Error ? error.message : String(error),
-            });
-            telemetry.count("config_rejected", { reason: "secrets" });
-            return active;
-          }
-          throw error;
-        },
-      );
-    }
-    return building;
-  }
-
-  const stats = new Map<string, RequestStats>();
+  const localStats = new Map<string, RequestStats>();
+  const statsStore = options.statsStore;
+  const statsFlusher = statsStore
+    ? createStatsFlusher({
+        statsStore,
+        clock,
+        onError: (network, error) =>
+          telemetry.log("warn", "request stats not flushed", {
+            network,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+      })
+    : null;
   const observedHeads = new Map<string, Map<string, number>>();
 
   const cache = new StateCache({
@@ -128,11 +116,16 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     random,
     telemetry,
     scrub,
+    scrubAnswer: (text) => (active ? active.scrubAnswer(text) : text),
     recordOutcome: (network, provider, ok, latencyMs) => {
-      let networkStats = stats.get(network);
+      if (statsFlusher) {
+        statsFlusher.record(network, provider, ok, latencyMs);
+        return;
+      }
+      let networkStats = localStats.get(network);
       if (!networkStats) {
         networkStats = {};
-        stats.set(network, networkStats);
+        localStats.set(network, networkStats);
       }
       recordOutcome(networkStats, provider, ok, latencyMs, clock(), STATS_BUCKET_SECONDS);
     },
@@ -152,6 +145,9 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     if (!spec) throw new Error(`unknown network ${network}`);
     const state = await cache.get(network);
     const now = clock();
+    const stats = statsStore
+      ? await statsStore.read(network, now, STATS_WINDOW_SECONDS).catch(() => ({}) as RequestStats)
+      : (localStats.get(network) ?? {});
     return networkStatus({
       model,
       network: spec,
@@ -160,7 +156,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       configSource: loaded.source,
       stats: (provider) => ({
         window_seconds: STATS_WINDOW_SECONDS,
-        ...windowOf(stats.get(network)?.[provider] ?? [], now, STATS_WINDOW_SECONDS),
+        ...windowOf(stats[provider] ?? [], now, STATS_WINDOW_SECONDS),
       }),
       observedHeads: observedHeads.get(network) ?? new Map(),
     });
@@ -187,35 +183,9 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
           body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal gateway error"}}',
         };
       } finally {
+        await statsFlusher?.flushIfDue();
         telemetry.flushIfDue();
       }
     },
-  };
-}
-
-/** Logs and counts what the config source reports (rejections, outages, changes). */
-export function configEventLogger(getTelemetry: () => FlushableTelemetry | undefined) {
-  return (event: ConfigSourceEvent): void => {
-    const telemetry = getTelemetry();
-    if (!telemetry) return;
-    switch (event.type) {
-      case "config_changed":
-        telemetry.log("info", "config source changed", { source: event.source });
-        break;
-      case "config_rejected":
-        telemetry.log("error", "config rejected: the previous config stays in force", {
-          location: event.location,
-          problems: event.problems,
-        });
-        telemetry.count("config_rejected", { reason: "invalid" });
-        break;
-      case "config_source_error":
-        telemetry.log("warn", "config source unreachable: the previous config stays in force", {
-          location: event.location,
-          error: event.error,
-        });
-        telemetry.count("config_rejected", { reason: "unreachable" });
-        break;
-    }
   };
 }

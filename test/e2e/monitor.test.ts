@@ -11,7 +11,12 @@ import { createStatsFlusher, DynamoStatsStore } from "../../functions/adapters/s
 import { createUpstream } from "../../functions/adapters/upstream.ts";
 import type { ConfigInput } from "../../functions/core/config-schema.ts";
 import type { ProviderHealth } from "../../functions/core/health.ts";
-import { buildModel, type GatewayModel, parseConfig } from "../../functions/core/network-model.ts";
+import {
+  buildModel,
+  type GatewayModel,
+  parseConfig,
+  urlRedactions,
+} from "../../functions/core/network-model.ts";
 import type { QuorumSnapshot } from "../../functions/core/network-state.ts";
 import { resolveUrlTemplate } from "../../functions/core/placeholders.ts";
 import type { LogLevel, Telemetry } from "../../functions/core/ports.ts";
@@ -210,10 +215,7 @@ async function scenario(label: string, providers: readonly ProviderSpec[]) {
   const monitorStore = new DynamoMonitorStore(tables);
   const statsStore = new DynamoStatsStore(tables);
   const telemetry = recordingTelemetry();
-  const scrub = makeScrubber(
-    model.networks.get(network)?.providers.map((provider) => provider.url) ?? [],
-    [SECRET],
-  );
+  const scrub = makeScrubber(urlRedactions(model), [SECRET]);
   const newMonitor = (recorder: Telemetry = telemetry): Monitor =>
     createMonitor({
       model: () => model,

@@ -468,7 +468,7 @@ describe("known bugs (see the report)", () => {
   // GET mode re-serialises params with a recursive JSON.stringify (routes.ts getModeBody);
   // deep params throw RangeError, handleEvent does not catch it, and the runtime answers 500.
   // Through HTTP: GET /fuzznet/get/eth_call/[[[…]]] with ~4 500 levels (a 9 KB path).
-  it.fails("GET mode with deeply nested params answers 400, not 500", async () => {
+  it("GET mode with deeply nested params answers 400, not 500", async () => {
     const deep = `[${deepText(20_000, "array")}]`;
     const result = await open.runtime.handle(
       buildEvent({
@@ -485,7 +485,7 @@ describe("known bugs (see the report)", () => {
     checkAnswer(result, "deep GET");
   });
 
-  it.fails("the same through HTTP: 4 500 levels in a 9 KB URL", async () => {
+  it("the same through HTTP: 4 500 levels in a 9 KB URL", async () => {
     const depth = 4500;
     const response = await request(
       `${open.url}/${NETWORK}/get/eth_call/${"[".repeat(depth)}${"]".repeat(depth)}`,
@@ -499,7 +499,7 @@ describe("known bugs (see the report)", () => {
   // upstream rightly sends no answer (anvil: HTTP 204, empty body), the classifier calls that
   // "HTTP 204: not a JSON-RPC answer", blacklists the provider (transient, one strike) and the
   // caller gets 502 -32603. Any caller can blacklist every provider this way.
-  it.fails("a single notification gets no error answer (and so blames no provider)", async () => {
+  it("a single notification gets no error answer (and so blames no provider)", async () => {
     const result = await open.runtime.handle(
       buildEvent({
         keyed: false,

@@ -10,6 +10,7 @@ import {
 import {
   fuzzParams,
   hostileString,
+  jsonKeyText,
   jsonStringText,
   jsonText,
   jsonValue,
@@ -60,7 +61,7 @@ function serialize(value: unknown, layout: Layout): string {
   return `{${entries
     .map(
       ([key, item]) =>
-        `${layout.ws()}${jsonStringText(key, layout.escape())}${layout.ws()}:${layout.ws()}${serialize(item, layout)}${layout.ws()}`,
+        `${layout.ws()}${jsonKeyText(key, layout.escape())}${layout.ws()}:${layout.ws()}${serialize(item, layout)}${layout.ws()}`,
     )
     .join(",")}}`;
 }
@@ -81,7 +82,7 @@ function serializeObject(
   if (entries.length === 0) text += layout.ws();
   entries.forEach(([key, value], index) => {
     if (index > 0) text += ",";
-    text += `${layout.ws()}${jsonStringText(key, layout.escape())}${layout.ws()}:${layout.ws()}`;
+    text += `${layout.ws()}${jsonKeyText(key, layout.escape())}${layout.ws()}:${layout.ws()}`;
     const start = text.length;
     text += serialize(value, layout);
     members.push({ key, value, span: { start, end: text.length } });
@@ -266,7 +267,7 @@ describe("arrayElementSpans against JSON.parse", () => {
 describe("known bug: duplicate `id` members (see the report)", () => {
   // memberValueSpan returns the FIRST `id` member, JSON.parse keeps the LAST, so withId
   // rewrites an id nobody reads: `{"id":0,"method":"m","id":1}` keeps reading as id 1.
-  it.fails("withId sets the id JSON.parse reads, even when `id` appears twice", () => {
+  it("withId sets the id JSON.parse reads, even when `id` appears twice", () => {
     fc.assert(
       fc.property(jsonValue({ maxDepth: 1 }), fc.integer(), fc.integer(), (first, last, next) => {
         const text = `{"id":${JSON.stringify(first)},"method":"m","id":${last}}`;

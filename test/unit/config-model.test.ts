@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../../functions/core/config-schema.ts";
 import { buildModel, deriveProviderName, parseConfig } from "../../functions/core/network-model.ts";
-import { makeScrubber, redactUrl } from "../../functions/core/redact.ts";
+import { makeScrubber, makeSecretScrubber, redactUrl } from "../../functions/core/redact.ts";
 import { cacheControlFor, getModeBody, matchRoute } from "../../functions/core/routes.ts";
 
 describe("config: invictus configs load unchanged, defaults filled", () => {
@@ -182,8 +182,37 @@ describe("redaction: origin kept, key-like parts masked", () => {
     expect(redactUrl(url)).toBe(redacted);
   });
 
+  it("a secret that looks like a word is masked: redaction works from the template", () => {
+    const config = configSchema.parse({
+      networks: {
+        a: { chain_id: 1, providers: [{ url: "https://rpc.test/rpc/${WORD_KEY}?k=${Q}" }] },
+      },
+    });
+    const values = new Map([
+      ["WORD_KEY", "s3cr3t-token"],
+      ["Q", "x"],
+    ]);
+    const provider = buildModel(config, (url) =>
+      url.replace(/\$\{(\w+)\}/g, (_, name: string) => values.get(name) ?? ""),
+    ).networks.get("a")?.providers[0];
+    expect(provider?.url).toBe("https://rpc.test/rpc/s3cr3t-token?k=x");
+    expect(provider?.redactedUrl).toBe("https://rpc.test/rpc/***?k=***");
+  });
+
+  it("answers to callers lose secret values only", () => {
+    const scrubAnswer = makeSecretScrubber(["s3cr3t+key/9"]);
+    expect(
+      scrubAnswer('{"error":{"message":"bad key s3cr3t+key/9 at /rpc/s3cr3t%2Bkey%2F9"}}'),
+    ).toBe('{"error":{"message":"bad key *** at /rpc/***"}}');
+    const text = '{"jsonrpc":"2.0","id":1,"result":"0x1"}';
+    expect(makeSecretScrubber([])(text)).toBe(text);
+  });
+
   it("scrubs resolved URLs and secrets from free text", () => {
-    const scrub = makeScrubber(["https://rpc.test/v2/SECRETKEY123"], ["SECRETKEY123"]);
+    const scrub = makeScrubber(
+      [{ resolved: "https://rpc.test/v2/SECRETKEY123", redacted: "https://rpc.test/v2/***" }],
+      ["SECRETKEY123"],
+    );
     expect(scrub("failed: https://rpc.test/v2/SECRETKEY123 and SECRETKEY123 again")).toBe(
       "failed: https://rpc.test/v2/*** and *** again",
     );

@@ -21,6 +21,21 @@ describe("parseRequest: gateway errors of SPEC §2", () => {
     ["wrong jsonrpc version", '{"jsonrpc":"1.0","id":1,"method":"eth_chainId"}', -32600, 400],
     ["params a string", '{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}', -32600, 400],
     ["id an object", '{"jsonrpc":"2.0","id":{},"method":"m"}', -32600, 400],
+    [
+      "duplicate method (upstreams disagree on which wins)",
+      '{"jsonrpc":"2.0","id":1,"method":"admin_peers","method":"eth_call"}',
+      -32600,
+      400,
+    ],
+    ["duplicate id", '{"jsonrpc":"2.0","id":{"x":1},"id":1,"method":"eth_chainId"}', -32600, 400],
+    [
+      "lone surrogate in params",
+      '{"jsonrpc":"2.0","id":1,"method":"eth_call","params":["\\ud800"]}',
+      -32600,
+      400,
+    ],
+    ["method with a newline", '{"jsonrpc":"2.0","id":1,"method":"admin_\\npeers"}', -32600, 400],
+    ["method with a space", '{"jsonrpc":"2.0","id":1,"method":"eth call"}', -32600, 400],
     ["empty batch", "[]", -32600, 400],
     [
       "batch over max_batch",
@@ -87,6 +102,22 @@ describe("parseRequest: valid requests", () => {
     expect(third && isCall(third) && third.rawId).toBe("null");
   });
 
+  it("a surrogate pair (valid Unicode) is accepted", () => {
+    const parsed = parseRequest(
+      '{"jsonrpc":"2.0","id":1,"method":"m","params":["\\ud83d\\ude00"]}',
+      limits,
+    );
+    expect(parsed.kind).toBe("single");
+  });
+
+  it("duplicates of other members are the upstream's business", () => {
+    const parsed = parseRequest(
+      '{"jsonrpc":"2.0","id":1,"method":"m","extra":1,"extra":2}',
+      limits,
+    );
+    expect(parsed.kind).toBe("single");
+  });
+
   it("prototype-pollution keys are plain data", () => {
     const parsed = parseRequest(
       '{"jsonrpc":"2.0","id":1,"method":"m","__proto__":{"polluted":1}}',
@@ -137,6 +168,13 @@ describe("raw JSON surgery keeps bytes", () => {
       '{"id":0,"result":[1,{"a":"]"}]}',
       '{"id":1,"error":{"code":1}}',
     ]);
+  });
+
+  it("reads the last of duplicate members, as JSON.parse does", () => {
+    const body = '{"id":1,"result":2,"id":3}';
+    const span = memberValueSpan(body, "id");
+    expect(span && body.slice(span.start, span.end)).toBe("3");
+    expect(JSON.parse(withId(body, "9")).id).toBe(9);
   });
 
   it("finds a top-level member only", () => {
