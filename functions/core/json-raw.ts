@@ -92,10 +92,10 @@ const SIMPLE_ESCAPES: Record<string, string> = {
  */
 function decodeJsonString(body: string): string {
   if (!body.includes("\\")) return body;
-  return body.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_, escape: string) =>
-    escape.length === 5
-      ? String.fromCharCode(Number.parseInt(escape.slice(1), 16))
-      : (SIMPLE_ESCAPES[escape] ?? escape),
+  return body.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_, sequence: string) =>
+    sequence.length === 5
+      ? String.fromCharCode(Number.parseInt(sequence.slice(1), 16))
+      : (SIMPLE_ESCAPES[sequence] ?? sequence),
   );
 }
 
