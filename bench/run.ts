@@ -529,7 +529,7 @@ async function main(): Promise<number> {
     command,
     primary: PRIMARY,
     setup: [
-      `Code: ${revision()}. Logging: POWERTOOLS_LOG_LEVEL=${process.env.POWERTOOLS_LOG_LEVEL}. Metrics: the gateway's EMF flushes run as in production (every 5 s, and whenever a series reaches 100 values); what it writes goes to bench/.tmp/metrics-emf.log and bench/.tmp/gateway-stdout.log.`,
+      `Code: ${revision()}. Logging: POWERTOOLS_LOG_LEVEL=${process.env.POWERTOOLS_LOG_LEVEL}. Metrics: the gateway's EMF flushes run as in production (every 5 s); what it writes goes to bench/.tmp/metrics-emf.log and bench/.tmp/gateway-stdout.log.`,
       `Upstream: one anvil node (chain ${CHAIN_ID}, no interval mining, 10 blocks). Gateway: \`startLocalStack\` (API Gateway emulator + proxy handler + dynalite, one process) with one provider pointing at that node, default settings (state_cache_ms 1000). Pass-through: \`bench/passthrough.ts\`.`,
       `Load: autocannon ${autocannonVersion()} in a worker thread (its own event loop; the servers run on the main thread), pipelining 1, one fixed body per workload. Latency percentiles are exact, over every 2xx response of the measured window.`,
       `Per target and concurrency: ${describe(first)} for ${first?.name} (primary), ${describe(second)} for ${second?.name}. Rounds alternate the targets (direct, pass-through, gateway, direct, …) so a change in the machine's load hits all three alike; a target's rounds are merged (all latencies, all responses).`,

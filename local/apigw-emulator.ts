@@ -1,5 +1,5 @@
 import { isUtf8 } from "node:buffer";
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import {
   createServer,
@@ -64,7 +64,8 @@ export async function startApiGateway(
   });
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const requestId = randomBytes(11).toString("base64");
+    // randomUUID draws from a cached pool; randomBytes per request cost tens of µs under load.
+    const requestId = randomUUID().slice(0, 15);
     const body = await readBody(req);
     if (body === undefined) return sendMessage(res, 413, "Request Entity Too Large", requestId);
     const event = buildEvent(req, body, requestId, port);
@@ -239,7 +240,7 @@ function clientIp(req: IncomingMessage): string {
 
 function traceId(): string {
   const epochSeconds = Math.floor(Date.now() / 1000).toString(16);
-  return `Root=1-${epochSeconds}-${randomBytes(12).toString("hex")}`;
+  return `Root=1-${epochSeconds}-${randomUUID().replaceAll("-", "").slice(0, 24)}`;
 }
 
 /** "12/Mar/2020:19:03:58 +0000", the format of requestContext.time. */

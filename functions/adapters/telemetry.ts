@@ -4,9 +4,10 @@ import type { LogLevel, Telemetry } from "../core/ports.ts";
 
 /**
  * Logs and CloudWatch embedded metrics through Powertools. Metrics are aggregated in memory
- * and written as EMF at most every `flushIntervalMs` (and at the end of an invocation via
- * `flush`), so a request costs no stdout write per metric. Every string that leaves here has
- * passed through `scrub`, which removes provider secrets.
+ * and written as EMF only when `flushIntervalMs` has passed, so a request costs no stdout write
+ * per metric: counts are summed, measurements kept as a uniform sample of at most 99 values
+ * (Powertools publishes a series by itself at 100, bypassing `write`). Every string that leaves
+ * here has passed through `scrub`, which removes provider secrets.
  */
 export interface TelemetryOptions {
   readonly serviceName: string;
@@ -26,12 +27,16 @@ interface Series {
   readonly unit: MetricUnit;
   readonly dimensions: Record<string, string>;
   sum: number;
+  /** How many measurements were recorded; `values` holds a uniform sample of them. */
+  seen: number;
   values: number[];
   readonly aggregate: boolean;
 }
 
-/** CloudWatch takes at most 100 values per metric in one EMF blob. */
-const MAX_VALUES = 100;
+/** Below Powertools' own limit of 100 values, at which it would publish by itself. */
+const MAX_SAMPLES = 99;
+
+const LEVEL_ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 export interface FlushableTelemetry extends Telemetry {
   /** Writes every pending metric now. */
@@ -46,9 +51,11 @@ export function createTelemetry(options: TelemetryOptions): FlushableTelemetry {
   const flushIntervalMs = options.flushIntervalMs ?? 5_000;
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
   const scrub = options.scrub;
+  const logLevel = (options.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? "INFO").toLowerCase();
+  const threshold = LEVEL_ORDER[logLevel as LogLevel] ?? LEVEL_ORDER.info;
   const logger = new Logger({
     serviceName: options.serviceName,
-    logLevel: (options.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? "INFO") as "INFO",
+    logLevel: logLevel.toUpperCase() as "INFO",
     jsonReplacerFn: (_key, value) => (typeof value === "string" ? scrub(value) : value),
   });
   const series = new Map<string, Series>();
@@ -61,18 +68,28 @@ export function createTelemetry(options: TelemetryOptions): FlushableTelemetry {
     unit: MetricUnit,
     aggregate: boolean,
   ): void {
-    const cleanDimensions: Record<string, string> = {};
-    for (const [key, dimension] of Object.entries(dimensions))
-      cleanDimensions[key] = scrub(dimension);
-    const id = `${name}|${unit}|${JSON.stringify(cleanDimensions)}`;
+    let id = `${name}|${unit}`;
+    for (const key in dimensions) id += `|${key}=${dimensions[key]}`;
     let entry = series.get(id);
     if (!entry) {
-      entry = { name, unit, dimensions: cleanDimensions, sum: 0, values: [], aggregate };
+      // Scrubbed once per series, not once per request.
+      const clean: Record<string, string> = {};
+      for (const [key, dimension] of Object.entries(dimensions)) clean[key] = scrub(dimension);
+      entry = { name, unit, dimensions: clean, sum: 0, seen: 0, values: [], aggregate };
       series.set(id, entry);
     }
-    if (aggregate) entry.sum += value;
-    else entry.values.push(value);
-    if (entry.values.length >= MAX_VALUES || clock() - lastFlush >= flushIntervalMs) flush();
+    if (aggregate) {
+      entry.sum += value;
+    } else {
+      entry.seen++;
+      if (entry.values.length < MAX_SAMPLES) entry.values.push(value);
+      else {
+        // Reservoir sampling: every measurement has the same chance to be kept.
+        const slot = Math.floor(Math.random() * entry.seen);
+        if (slot < MAX_SAMPLES) entry.values[slot] = value;
+      }
+    }
+    if (clock() - lastFlush >= flushIntervalMs) flush();
   }
 
   function flush(): void {
@@ -86,6 +103,9 @@ export function createTelemetry(options: TelemetryOptions): FlushableTelemetry {
         serviceName: options.serviceName,
       });
       metrics.addDimensions(entry.dimensions);
+      if (entry.seen > entry.values.length) {
+        metrics.addMetadata("sampled_from", String(entry.seen));
+      }
       if (entry.aggregate) metrics.addMetric(entry.name, entry.unit, entry.sum);
       else for (const value of entry.values) metrics.addMetric(entry.name, entry.unit, value);
       write(JSON.stringify(metrics.serializeMetrics()));
@@ -103,6 +123,8 @@ export function createTelemetry(options: TelemetryOptions): FlushableTelemetry {
   return {
     logger,
     log(level, message, fields = {}) {
+      // Below the level nothing is built: the per-request debug line costs nothing at INFO.
+      if (LEVEL_ORDER[level] < threshold) return;
       levels[level](message, fields);
     },
     count(name, dimensions, value = 1) {

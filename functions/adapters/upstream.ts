@@ -15,6 +15,11 @@ import type { TransportFailure } from "../core/verdict.ts";
 const IDLE_SOCKET_MS = 4_000;
 const MAX_SOCKETS_PER_HOST = 256;
 
+interface Target {
+  readonly send: typeof http.request;
+  readonly options: http.RequestOptions;
+}
+
 export interface UpstreamClient extends Upstream {
   close(): Promise<void>;
 }
@@ -29,6 +34,31 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
     timeout: IDLE_SOCKET_MS,
   };
   const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+  // Provider URLs are few and fixed: each is parsed once, not on every request.
+  const targets = new Map<string, Target>();
+  const targetOf = (raw: string): Target => {
+    let target = targets.get(raw);
+    if (target === undefined) {
+      const url = new URL(raw);
+      const secure = url.protocol === "https:";
+      target = {
+        send: secure ? https.request : http.request,
+        options: {
+          protocol: url.protocol,
+          hostname: url.hostname.replace(/^\[|\]$/g, ""),
+          port: url.port || (secure ? 443 : 80),
+          path: `${url.pathname}${url.search}`,
+          method: "POST",
+          agent: secure ? agents.https : agents.http,
+          ...(url.username
+            ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }
+            : {}),
+        },
+      };
+      targets.set(raw, target);
+    }
+    return target;
+  };
 
   /** One HTTP exchange; `retryable` marks a reset on a reused socket before any answer. */
   function attempt(
@@ -45,18 +75,16 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
         clearTimeout(timer);
         resolve({ result, retryable });
       };
-      let url: URL;
+      let target: Target;
       try {
-        url = new URL(req.url);
+        target = targetOf(req.url);
       } catch (error) {
         finish({ ok: false, failure: transportFailure(error), elapsedMs: clock() - started });
         return;
       }
-      const secure = url.protocol === "https:";
       const body = Buffer.from(req.body, "utf8");
-      const outgoing = (secure ? https : http).request(url, {
-        method: "POST",
-        agent: secure ? agents.https : agents.http,
+      const outgoing = target.send({
+        ...target.options,
         headers: {
           "content-type": "application/json",
           accept: "application/json",
@@ -121,7 +149,8 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
         response.on("error", (error) => {
           finish({ ok: false, failure: transportFailure(error), elapsedMs: clock() - started });
         });
-        response.on("aborted", () => {
+        response.on("close", () => {
+          if (response.complete) return;
           finish({
             ok: false,
             failure: { kind: "connection", message: "connection: the answer was cut short" },
