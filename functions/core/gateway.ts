@@ -17,7 +17,7 @@ import {
   parseRequest,
 } from "./jsonrpc.ts";
 import type { GatewayModel, Network, Provider } from "./network-model.ts";
-import { healthOf, type NetworkState } from "./network-state.ts";
+import { healthOf, type NetworkState, quorumInForce } from "./network-state.ts";
 import type { StateStore, Telemetry, Upstream, UpstreamResult } from "./ports.ts";
 import {
   type AttemptSlot,
@@ -56,6 +56,8 @@ export interface GatewayDeps {
   ) => void;
   /** Called with the block number an answer shows, so known heads stay fresh. */
   readonly observeBlock?: (network: string, provider: string, block: number) => void;
+  /** The highest block this container has seen in any answer of the network, if any. */
+  readonly highestObservedBlock?: (network: string) => number | null;
 }
 
 export interface RpcOptions {
@@ -205,7 +207,12 @@ export class Gateway {
       network,
       model,
       context,
-      quorumHead: state.quorum?.head ?? null,
+      // Answers between monitor ticks may show a newer head than the snapshot: a null block at
+      // or below it is stale all the same.
+      quorumHead: maxOrNull(
+        state.quorum?.head ?? null,
+        this.#deps.highestObservedBlock?.(network.name) ?? null,
+      ),
       used: [],
       writes: [],
     };
@@ -346,7 +353,7 @@ export class Gateway {
       const member = single ? parsed : parseJson(text);
       const verdict = classifyMember(member, entry.info, { quorumHead });
       verdicts.push({ entry, verdict, text });
-      if (verdict.outcome === "ok") this.#observeBlock(scope.network, provider, entry.info, member);
+      if (verdict.outcome === "ok") this.#observeBlock(scope, slot, entry.info, member);
     }
     for (const { entry, verdict, text } of verdicts) {
       // An upstream error answer is kept: if every provider fails, the caller gets the last
@@ -597,9 +604,19 @@ export class Gateway {
     this.#deps.telemetry.count("state_store_errors", { network: network.name });
   }
 
-  #observeBlock(network: Network, provider: Provider, call: CallInfo, member: unknown): void {
+  /**
+   * Raises the known head from a block number in an answer. Only quorum members used as
+   * candidates count: a provider on another chain or running ahead must not make the honest
+   * providers' nulls look stale.
+   */
+  #observeBlock(scope: RequestScope, slot: AttemptSlot, call: CallInfo, member: unknown): void {
     const observe = this.#deps.observeBlock;
-    if (!observe || typeof member !== "object" || member === null) return;
+    if (!observe || slot.emergency || typeof member !== "object" || member === null) return;
+    const { network, context } = scope;
+    const provider = slot.provider;
+    const quorum = context.state.quorum;
+    if (!quorumInForce(context.state, context.now, context.checkIntervalSeconds)) return;
+    if (!quorum?.members.includes(provider.name)) return;
     const result = (member as { result?: unknown }).result;
     let hex: unknown;
     if (call.method === "eth_blockNumber") hex = result;
@@ -706,6 +723,11 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+function maxOrNull(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  return b === null ? a : Math.max(a, b);
 }
 
 function hasErrorMember(member: unknown): boolean {

@@ -129,6 +129,10 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       }
       recordOutcome(networkStats, provider, ok, latencyMs, clock(), STATS_BUCKET_SECONDS);
     },
+    highestObservedBlock: (network) => {
+      const heads = observedHeads.get(network);
+      return heads === undefined || heads.size === 0 ? null : Math.max(...heads.values());
+    },
     observeBlock: (network, provider, block) => {
       let heads = observedHeads.get(network);
       if (!heads) {
