@@ -1,0 +1,106 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Verdict } from "../../bench/chaos/analysis.ts";
+import { runMatrix, type ScenarioResult, SIZES } from "../../bench/chaos/run.ts";
+import { SCENARIOS } from "../../bench/chaos/scenarios.ts";
+import { captureOutput, newChaosKey, SecretScanner } from "../../bench/chaos/secrets.ts";
+
+/**
+ * "Proof of resilience" in CI: the whole chaos matrix of `npm run chaos` (bench/chaos/), every
+ * scenario, with little traffic. Each scenario runs on its own anvil nodes, fault shims and
+ * local stack with the monitor on, in real time; a few run at once. The targets: with at least
+ * one healthy provider, 100 % success, no stale answer, failover within one attempt, and
+ * traffic back on the primary after the fault; with every provider down, a JSON-RPC error for
+ * every request (no hang) and service back after. The provider key shows up nowhere.
+ */
+
+/**
+ * Gateway bugs the matrix finds, asserted as the correct behaviour and marked `it.fails`
+ * (scenario → targets), until they are fixed.
+ *
+ * wrong-chain: the proxy hands out a provider's `eth_chainId` answer without checking it
+ * against the network's `chain_id`, so until the monitor's next chain-id check (every
+ * `quorum.chain_id_check_seconds`, 600 s by default) callers get the wrong chain id (and, from
+ * a provider really on another chain, its blocks). The scenario sends one eth_chainId the
+ * moment the fault is in force, so this fails every time, not by chance.
+ */
+const KNOWN_BUGS: Readonly<Record<string, ReadonlySet<string>>> = {
+  "wrong-chain": new Set(["100 % success", "failover within one attempt"]),
+};
+
+// Info-level logs (failovers, blacklists, probes, quorum changes) are what the key scan must
+// see, whatever the environment asks for.
+process.env.POWERTOOLS_LOG_LEVEL = "INFO";
+
+const secret = newChaosKey();
+const scanner = new SecretScanner(secret);
+const results = new Map<string, ScenarioResult>();
+let outputTail: string[] = [];
+
+beforeAll(async () => {
+  // Everything the gateway writes goes through the key scan (and stays out of the test log).
+  const capture = captureOutput(scanner, { passThrough: false, overlap: secret.length });
+  try {
+    for (const result of await runMatrix(SCENARIOS, SIZES.ci, { scanner, secret })) {
+      results.set(result.name, result);
+    }
+  } finally {
+    outputTail = capture.tail();
+    capture.restore();
+  }
+}, 300_000);
+
+function verdictOf(name: string, target: string): Verdict {
+  const result = results.get(name);
+  if (result === undefined) throw new Error(`scenario ${name} did not run`);
+  if (result.harnessError !== null) {
+    throw new Error(
+      `scenario ${name}: the harness failed: ${result.harnessError}\n${outputTail.slice(-20).join("\n")}`,
+    );
+  }
+  const verdict = result.verdicts.find((entry) => entry.target === target);
+  if (verdict === undefined) throw new Error(`scenario ${name} has no verdict "${target}"`);
+  return verdict;
+}
+
+function expectTarget(name: string, target: string): void {
+  const verdict = verdictOf(name, target);
+  const figures = results.get(name)?.figures;
+  const samples = figures ? [...figures.failures, ...figures.staleSamples] : [];
+  const detail = samples.map((sample) => JSON.stringify(sample)).join("\n");
+  expect(verdict.pass, `${name}: ${target}: ${verdict.measured}\n${detail}`).toBe(true);
+}
+
+function check(name: string, target: string): void {
+  const known = KNOWN_BUGS[name]?.has(target) === true;
+  (known ? it.fails : it)(target, () => expectTarget(name, target));
+}
+
+describe.each(SCENARIOS.filter((scenario) => !scenario.allDown).map((scenario) => scenario.name))(
+  "chaos %s (one healthy provider or more)",
+  (name) => {
+    check(name, "100 % success");
+    check(name, "0 stale answers");
+    check(name, "failover within one attempt");
+    check(name, "traffic returns to the primary");
+  },
+);
+
+describe.each(SCENARIOS.filter((scenario) => scenario.allDown).map((scenario) => scenario.name))(
+  "chaos %s (every provider down, then back)",
+  (name) => {
+    check(name, "100 % success before and after the outage");
+    check(name, "0 stale answers");
+    check(name, "every outage request gets a JSON-RPC error, no hang");
+    check(name, "service resumes after");
+    check(name, "traffic returns to the primary");
+  },
+);
+
+describe("chaos secret hygiene", () => {
+  it("never shows the provider key in output, metrics, answers or status", () => {
+    const summary = scanner.summary();
+    // The scan saw real traffic from every source.
+    for (const counter of Object.values(summary.scanned)) expect(counter.items).toBeGreaterThan(0);
+    expect(summary.leaks).toEqual([]);
+  });
+});
