@@ -34,6 +34,7 @@ export const TIMINGS = {
     transient: 2,
     slow: 2,
     force_rotate: 2,
+    wrong_chain: 2,
   },
   probe: { timeout_ms: 500, max_lag_seconds: 3 },
   quorum: {

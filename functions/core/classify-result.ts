@@ -93,9 +93,23 @@ export function judgeResult(result: unknown, call: CallInfo, context: ClassifyCo
       ? { outcome: "ok" }
       : noResult(`${call.method} returned no result where a value is required`);
   }
-  return SHAPE_TESTS[rule.shape](result)
-    ? { outcome: "ok" }
-    : noResult(`${call.method} returned ${preview(result)} where ${rule.shape} is required`);
+  if (!SHAPE_TESTS[rule.shape](result)) {
+    return noResult(`${call.method} returned ${preview(result)} where ${rule.shape} is required`);
+  }
+  // A provider that moved to another chain must not hand callers that chain's id (nor, after
+  // it, that chain's data): it is retried elsewhere until the monitor's next chain-id check.
+  if (call.method === "eth_chainId" && context.chainId !== undefined) {
+    const answered = Number.parseInt(result as string, 16);
+    if (answered !== context.chainId) {
+      return {
+        outcome: "retry",
+        kind: "no_result",
+        reason: "wrong_chain",
+        detail: `eth_chainId answered ${answered}, this network is chain ${context.chainId}`,
+      };
+    }
+  }
+  return { outcome: "ok" };
 }
 
 function noResult(detail: string): Verdict {

@@ -84,6 +84,7 @@ const cooldown = withDefaults(
     force_rotate: seconds,
     forbidden: seconds,
     chain_unavailable: seconds,
+    wrong_chain: seconds,
     capability: seconds,
   },
   {
@@ -98,6 +99,7 @@ const cooldown = withDefaults(
     force_rotate: 60,
     forbidden: 86_400,
     chain_unavailable: 86_400,
+    wrong_chain: 600,
     capability: 86_400,
   },
 );

@@ -351,7 +351,10 @@ export class Gateway {
         continue;
       }
       const member = single ? parsed : parseJson(text);
-      const verdict = classifyMember(member, entry.info, { quorumHead });
+      const verdict = classifyMember(member, entry.info, {
+        quorumHead,
+        chainId: scope.network.chainId,
+      });
       verdicts.push({ entry, verdict, text });
       if (verdict.outcome === "ok") this.#observeBlock(scope, slot, entry.info, member);
     }

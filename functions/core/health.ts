@@ -34,6 +34,7 @@ export const HEALTHY: ProviderHealth = {
 const TIMER_ONLY: ReadonlySet<CooldownReason> = new Set([
   "forbidden",
   "chain_unavailable",
+  "wrong_chain",
   "capability",
   "force_rotate",
   "slow",

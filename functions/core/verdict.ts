@@ -27,6 +27,7 @@ export type CooldownReason =
   | "force_rotate"
   | "forbidden"
   | "chain_unavailable"
+  | "wrong_chain"
   | "capability";
 
 export type Verdict =
@@ -64,4 +65,6 @@ export interface CallInfo {
 export interface ClassifyContext {
   /** The quorum head block number, when known: a null block at or below it is `no_result`. */
   readonly quorumHead: number | null;
+  /** The network's chain id: an `eth_chainId` answer naming another chain is a wrong answer. */
+  readonly chainId?: number;
 }

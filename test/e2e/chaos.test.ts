@@ -13,20 +13,6 @@ import { captureOutput, newChaosKey, SecretScanner } from "../../bench/chaos/sec
  * every request (no hang) and service back after. The provider key shows up nowhere.
  */
 
-/**
- * Gateway bugs the matrix finds, asserted as the correct behaviour and marked `it.fails`
- * (scenario → targets), until they are fixed.
- *
- * wrong-chain: the proxy hands out a provider's `eth_chainId` answer without checking it
- * against the network's `chain_id`, so until the monitor's next chain-id check (every
- * `quorum.chain_id_check_seconds`, 600 s by default) callers get the wrong chain id (and, from
- * a provider really on another chain, its blocks). The scenario sends one eth_chainId the
- * moment the fault is in force, so this fails every time, not by chance.
- */
-const KNOWN_BUGS: Readonly<Record<string, ReadonlySet<string>>> = {
-  "wrong-chain": new Set(["100 % success", "failover within one attempt"]),
-};
-
 // Info-level logs (failovers, blacklists, probes, quorum changes) are what the key scan must
 // see, whatever the environment asks for.
 process.env.POWERTOOLS_LOG_LEVEL = "INFO";
@@ -71,8 +57,7 @@ function expectTarget(name: string, target: string): void {
 }
 
 function check(name: string, target: string): void {
-  const known = KNOWN_BUGS[name]?.has(target) === true;
-  (known ? it.fails : it)(target, () => expectTarget(name, target));
+  it(target, () => expectTarget(name, target));
 }
 
 describe.each(SCENARIOS.filter((scenario) => !scenario.allDown).map((scenario) => scenario.name))(
