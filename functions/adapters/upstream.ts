@@ -110,8 +110,7 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
         );
       });
       outgoing.on("response", (response) => {
-        const declared = Number(response.headers["content-length"]);
-        if (Number.isFinite(declared) && declared > req.maxResponseBytes) {
+        const refuseAsTooLarge = () => {
           finish({
             ok: false,
             tooLarge: true,
@@ -119,23 +118,18 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
             elapsedMs: clock() - started,
           });
           response.destroy();
+        };
+        const declared = Number(response.headers["content-length"]);
+        if (Number.isFinite(declared) && declared > req.maxResponseBytes) {
+          refuseAsTooLarge();
           return;
         }
         const chunks: Buffer[] = [];
         let size = 0;
         response.on("data", (chunk: Buffer) => {
           size += chunk.length;
-          if (size > req.maxResponseBytes) {
-            finish({
-              ok: false,
-              tooLarge: true,
-              limit: req.maxResponseBytes,
-              elapsedMs: clock() - started,
-            });
-            response.destroy();
-            return;
-          }
-          chunks.push(chunk);
+          if (size > req.maxResponseBytes) refuseAsTooLarge();
+          else chunks.push(chunk);
         });
         response.on("end", () => {
           finish({

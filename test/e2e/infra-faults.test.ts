@@ -4,7 +4,6 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createConfigSource } from "../../functions/adapters/config-source.ts";
 import { envSecretResolver } from "../../functions/adapters/secrets.ts";
@@ -14,6 +13,7 @@ import { createProxyRuntime, type ProxyRuntime } from "../../functions/proxy/run
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
+import { rpcEvent } from "../support/api-gateway-event.ts";
 
 /**
  * Infrastructure faults (SPEC §3, §6; issue "Proof of resilience"): DynamoDB unreachable or
@@ -74,19 +74,6 @@ async function startDynamoFront(
         server.closeAllConnections();
       }),
   };
-}
-
-function event(body: string): APIGatewayProxyEventV2 {
-  return {
-    version: "2.0",
-    routeKey: "$default",
-    rawPath: "/devnet",
-    rawQueryString: "",
-    headers: { "content-type": "application/json" },
-    body,
-    isBase64Encoded: false,
-    requestContext: { http: { method: "POST", path: "/devnet" } },
-  } as unknown as APIGatewayProxyEventV2;
 }
 
 let dynalite: LocalDynamoDb;
@@ -166,7 +153,7 @@ afterAll(async () => {
 });
 
 const call = (runtime: ProxyRuntime, id: number) =>
-  runtime.handle(event(`{"jsonrpc":"2.0","id":${id},"method":"eth_chainId","params":[]}`));
+  runtime.handle(rpcEvent(`{"jsonrpc":"2.0","id":${id},"method":"eth_chainId","params":[]}`));
 
 describe.each<[string, DynamoMode]>([
   ["unreachable", "down"],

@@ -1,7 +1,6 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigSource } from "../../functions/adapters/config-source.ts";
 import { envSecretResolver } from "../../functions/adapters/secrets.ts";
@@ -16,6 +15,7 @@ import {
   startDynamoDbLocal,
 } from "../../local/dynamodb.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
+import { rpcEvent } from "../support/api-gateway-event.ts";
 
 /**
  * Many Lambda containers share provider health through DynamoDB (SPEC §6): four gateway
@@ -28,19 +28,6 @@ const backends: Array<[string, () => Promise<LocalDynamoDb>, boolean]> = [
   ["dynalite", () => startDynalite({ tableName: "shared-state" }), false],
   ["DynamoDB Local", () => startDynamoDbLocal({ tableName: "shared-state" }), !isJavaAvailable()],
 ];
-
-function event(body: string): APIGatewayProxyEventV2 {
-  return {
-    version: "2.0",
-    routeKey: "$default",
-    rawPath: "/devnet",
-    rawQueryString: "",
-    headers: { "content-type": "application/json" },
-    body,
-    isBase64Encoded: false,
-    requestContext: { http: { method: "POST", path: "/devnet" } },
-  } as unknown as APIGatewayProxyEventV2;
-}
 
 describe.each(backends)("shared state on %s", (_name, start, skip) => {
   let dynamo: LocalDynamoDb;
@@ -113,7 +100,7 @@ describe.each(backends)("shared state on %s", (_name, start, skip) => {
       const answers = await Promise.all(
         Array.from({ length: 50 }, (_, i) =>
           gateways[i % 4]?.handle(
-            event(`{"jsonrpc":"2.0","id":${i},"method":"eth_chainId","params":[]}`),
+            rpcEvent(`{"jsonrpc":"2.0","id":${i},"method":"eth_chainId","params":[]}`),
           ),
         ),
       );
@@ -139,7 +126,7 @@ describe.each(backends)("shared state on %s", (_name, start, skip) => {
       now += 1100;
       const answers = await Promise.all(
         gateways.map((gateway, i) =>
-          gateway.handle(event(`{"jsonrpc":"2.0","id":${i},"method":"eth_blockNumber"}`)),
+          gateway.handle(rpcEvent(`{"jsonrpc":"2.0","id":${i},"method":"eth_blockNumber"}`)),
         ),
       );
       for (const answer of answers) {
