@@ -5,6 +5,29 @@ interface Entry {
   state: NetworkState;
   loadedAt: number;
   refreshing: Promise<NetworkState> | null;
+  /** Counts this container's own updates, so a refresh that raced one can tell. */
+  localChanges: number;
+}
+
+/**
+ * A read that started before this container's own update may land after it: it must not undo
+ * it. Per provider the higher `version` wins, per method blacklist the later expiry.
+ */
+function keepNewer(local: NetworkState, fresh: NetworkState): NetworkState {
+  const providers = new Map(fresh.providers);
+  for (const [name, health] of local.providers) {
+    const stored = providers.get(name);
+    if (stored === undefined || stored.version < health.version) providers.set(name, health);
+  }
+  const capabilities = new Map(fresh.capabilities);
+  for (const [name, methods] of local.capabilities) {
+    const merged = new Map(capabilities.get(name) ?? []);
+    for (const [method, until] of methods) {
+      if ((merged.get(method) ?? 0) < until) merged.set(method, until);
+    }
+    capabilities.set(name, merged);
+  }
+  return { ...fresh, providers, capabilities };
 }
 
 export interface StateCacheOptions {
@@ -46,18 +69,25 @@ export class StateCache {
   /** Applies this container's own write at once, before the next read shows it. */
   update(network: string, change: (state: NetworkState) => NetworkState): void {
     const entry = this.#entries.get(network);
-    if (entry) entry.state = change(entry.state);
+    if (!entry) return;
+    entry.state = change(entry.state);
+    entry.localChanges++;
   }
 
   #refresh(network: string): Promise<NetworkState> {
     const existing = this.#entries.get(network);
     if (existing?.refreshing) return existing.refreshing;
+    const changesBefore = existing?.localChanges ?? 0;
     const refreshing = this.#options.store.readNetwork(network).then(
-      (state) => {
+      (fresh) => {
+        const current = this.#entries.get(network);
+        const raced = current !== undefined && current.localChanges !== changesBefore;
+        const state = raced ? keepNewer(current.state, fresh) : fresh;
         this.#entries.set(network, {
           state,
           loadedAt: this.#options.clock(),
           refreshing: null,
+          localChanges: current?.localChanges ?? 0,
         });
         return state;
       },
@@ -71,7 +101,12 @@ export class StateCache {
         this.#options.telemetry.count("state_store_errors", { network });
         const state = kept?.state ?? EMPTY_NETWORK_STATE;
         // Served as if fresh for one TTL, so a down store is retried about once per TTL.
-        this.#entries.set(network, { state, loadedAt: this.#options.clock(), refreshing: null });
+        this.#entries.set(network, {
+          state,
+          loadedAt: this.#options.clock(),
+          refreshing: null,
+          localChanges: kept?.localChanges ?? 0,
+        });
         return state;
       },
     );
@@ -81,6 +116,7 @@ export class StateCache {
         state: EMPTY_NETWORK_STATE,
         loadedAt: Number.NEGATIVE_INFINITY,
         refreshing,
+        localChanges: 0,
       });
     return refreshing;
   }
