@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { Config } from "../core/config-schema.ts";
 import { parseConfig } from "../core/network-model.ts";
+import type { ConfigSourceInfo } from "../core/status.ts";
 import { type ConfigFileProblem, describeProblems, parseConfigText } from "./config-file.ts";
 
 /**
@@ -10,14 +11,6 @@ import { type ConfigFileProblem, describeProblems, parseConfigText } from "./con
  * `config_refresh_seconds` with a conditional GET; a bad or unreachable object keeps the last
  * good config; at cold start the copy bundled with the function stands in.
  */
-
-export interface ConfigSourceInfo {
-  readonly kind: "s3" | "bundled" | "file";
-  /** The S3 object's ETag; only for kind "s3". */
-  readonly etag?: string;
-  /** ISO-8601 time this config came into force. */
-  readonly loaded_at: string;
-}
 
 export interface LoadedConfig {
   readonly config: Config;
