@@ -2,7 +2,6 @@ import { writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { configEventLogger } from "../functions/adapters/config-events.ts";
 import { createConfigSource } from "../functions/adapters/config-source.ts";
 import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
@@ -12,6 +11,7 @@ import { createUpstream } from "../functions/adapters/upstream.ts";
 import type { ConfigInput } from "../functions/core/config-schema.ts";
 import { startMonitorTimer } from "../functions/monitor/loop.ts";
 import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/runtime.ts";
+import { createProxyHandler, type ProxyHandler } from "../functions/proxy/lambda.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "./anvil.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
@@ -44,6 +44,8 @@ export interface LocalStack {
   readonly dynamo: LocalDynamoDb;
   readonly store: DynamoStateStore;
   readonly runtime: ProxyRuntime;
+  /** The proxy as Lambda runs it (middy and its middlewares), behind the emulator. */
+  readonly handler: ProxyHandler;
   readonly monitor: MonitorRuntime | null;
   close(): Promise<void>;
 }
@@ -91,15 +93,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const clockOption = options.clock ? { clock: options.clock } : {};
     const metricsOption = options.writeMetrics ? { writeMetrics: options.writeMetrics } : {};
 
-    let runtime: ProxyRuntime | undefined;
-    const configSource = createConfigSource({
-      kind: "file",
-      path: configPath,
-      ...(options.clock ? { clock: options.clock } : {}),
-      onEvent: configEventLogger(() => runtime?.telemetry),
-    });
-    runtime = createProxyRuntime({
-      configSource,
+    const runtime = createProxyRuntime({
+      configSource: createConfigSource({ kind: "file", path: configPath, ...clockOption }),
       secrets,
       store,
       statsStore,
@@ -110,18 +105,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
     // Fail at start-up, not on the first request, when the config cannot load.
     await runtime.current();
-    const proxy = runtime;
+    const handler = createProxyHandler(runtime);
 
     let monitor: MonitorRuntime | null = null;
     if (options.monitor) {
-      let monitorRuntime: MonitorRuntime | undefined;
-      monitorRuntime = createMonitorRuntime({
-        configSource: createConfigSource({
-          kind: "file",
-          path: configPath,
-          ...clockOption,
-          onEvent: configEventLogger(() => monitorRuntime?.telemetry),
-        }),
+      monitor = createMonitorRuntime({
+        configSource: createConfigSource({ kind: "file", path: configPath, ...clockOption }),
         secrets,
         store,
         monitorStore: new DynamoMonitorStore(tables),
@@ -130,17 +119,16 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         ...clockOption,
         ...metricsOption,
       });
-      monitor = monitorRuntime;
-      const { checkIntervalSeconds } = await monitorRuntime.model();
+      const { checkIntervalSeconds } = await monitor.model();
       // Pushed after the upstream and the table, so it stops (and finishes its tick) first.
-      cleanups.push(startMonitorTimer(monitorRuntime.monitor, checkIntervalSeconds * 1000));
+      cleanups.push(startMonitorTimer(monitor.monitor, checkIntervalSeconds * 1000));
     }
     const api: ApiGatewayEmulator = await startApiGateway({
       port: options.port ?? 0,
-      handler: (event, context) => proxy.handle(event, context.getRemainingTimeInMillis()),
+      handler,
     });
     cleanups.push(() => api.close());
-    return { url: api.url, configPath, nodes, dynamo, store, runtime: proxy, monitor, close };
+    return { url: api.url, configPath, nodes, dynamo, store, runtime, handler, monitor, close };
   } catch (error) {
     await close();
     throw error;

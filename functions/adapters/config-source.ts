@@ -32,7 +32,6 @@ interface CommonOptions {
   readonly refreshSeconds?: number;
   /** Milliseconds since the epoch; default `Date.now`. */
   readonly clock?: () => number;
-  readonly onEvent?: (event: ConfigSourceEvent) => void;
 }
 
 export interface S3ConfigSourceOptions extends CommonOptions {
@@ -57,6 +56,8 @@ export type ConfigSourceOptions = S3ConfigSourceOptions | FileConfigSourceOption
 export interface ConfigSource {
   /** The config in force. Throws only when no config has ever loaded. */
   current(): Promise<LoadedConfig>;
+  /** Tells `listener` of every change, rejection and outage from now on. */
+  subscribe(listener: (event: ConfigSourceEvent) => void): void;
 }
 
 /** A document's text and version (ETag or content hash), or "unchanged" from `knownVersion`. */
@@ -118,11 +119,14 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
   let checkedAt = 0;
   let inflight: Promise<LoadedConfig> | undefined;
 
+  const listeners: Array<(event: ConfigSourceEvent) => void> = [];
   const emit = (event: ConfigSourceEvent): void => {
-    try {
-      options.onEvent?.(event);
-    } catch {
-      // A failing listener must not take the config down with it.
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A failing listener must not take the config down with it.
+      }
     }
   };
 
@@ -174,6 +178,9 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
     clock() - checkedAt >= (options.refreshSeconds ?? config.config_refresh_seconds) * 1000;
 
   return {
+    subscribe(listener) {
+      listeners.push(listener);
+    },
     current() {
       if (inForce && !due(inForce.loaded.config)) return Promise.resolve(inForce.loaded);
       inflight ??= refresh().finally(() => {

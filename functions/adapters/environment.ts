@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { S3Client } from "@aws-sdk/client-s3";
-import { type ConfigSource, type ConfigSourceEvent, createConfigSource } from "./config-source.ts";
+import { type ConfigSource, createConfigSource } from "./config-source.ts";
 import { createDynamoClient, DynamoStateStore } from "./state-store.ts";
 
 /**
@@ -17,11 +17,8 @@ function required(env: Env, name: string): string {
   return value;
 }
 
-export function configSourceFromEnv(
-  env: Env,
-  onEvent: (event: ConfigSourceEvent) => void,
-): ConfigSource {
-  if (env.CONFIG_FILE) return createConfigSource({ kind: "file", path: env.CONFIG_FILE, onEvent });
+export function configSourceFromEnv(env: Env): ConfigSource {
+  if (env.CONFIG_FILE) return createConfigSource({ kind: "file", path: env.CONFIG_FILE });
   const bundledPath = env.BUNDLED_CONFIG_PATH ?? new URL("./config.json", import.meta.url).pathname;
   let bundled: unknown;
   try {
@@ -40,7 +37,6 @@ export function configSourceFromEnv(
       responseChecksumValidation: "WHEN_REQUIRED",
     }),
     bundled,
-    onEvent,
   });
 }
 

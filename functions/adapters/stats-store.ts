@@ -4,6 +4,7 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
+import { STATS_BUCKET_SECONDS, STATS_FLUSH_INTERVAL_MS } from "../core/policies.ts";
 import {
   LATENCY_BOUNDS_MS,
   type RequestStats,
@@ -153,12 +154,10 @@ export interface StatsFlusherOptions {
   readonly onError: (network: string, error: unknown) => void;
 }
 
-export const STATS_BUCKET_SECONDS = 10;
-
 /** The proxy container's accumulator: no DynamoDB write per request, one batch per interval. */
 export function createStatsFlusher(options: StatsFlusherOptions): StatsFlusher {
   const { statsStore, clock, onError } = options;
-  const intervalMs = options.intervalMs ?? 5000;
+  const intervalMs = options.intervalMs ?? STATS_FLUSH_INTERVAL_MS;
   const bucketSeconds = options.bucketSeconds ?? STATS_BUCKET_SECONDS;
   let pending = new Map<string, RequestStats>();
   let lastFlush = clock();

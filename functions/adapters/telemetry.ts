@@ -122,6 +122,9 @@ export function createTelemetry(options: TelemetryOptions): FlushableTelemetry {
 
   return {
     logger,
+    enabled(level) {
+      return LEVEL_ORDER[level] >= threshold;
+    },
     log(level, message, fields = {}) {
       // Below the level nothing is built: the per-request debug line costs nothing at INFO.
       if (LEVEL_ORDER[level] < threshold) return;

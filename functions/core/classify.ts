@@ -28,7 +28,7 @@ const TRANSPORT_PENALTIES: Readonly<Record<TransportFailure["kind"], Penalty>> =
 };
 
 /** A failure below HTTP (connect refused/reset, TLS, timeout). */
-export function classifyTransport(failure: TransportFailure): Verdict {
+export function classifyTransport(failure: TransportFailure): RetryVerdict {
   return retry(TRANSPORT_PENALTIES[failure.kind], `${failure.kind}: ${failure.message}`);
 }
 

@@ -1,4 +1,5 @@
 import type { CooldownSeconds } from "./config-schema.ts";
+import { SAME_INCIDENT_MS } from "./policies.ts";
 import type { CooldownReason } from "./verdict.ts";
 
 /**
@@ -40,9 +41,6 @@ const TIMER_ONLY: ReadonlySet<CooldownReason> = new Set([
   "slow",
 ]);
 
-/** Failures whose cooldown would end within this of the current expiry extend nothing. */
-export const SAME_INCIDENT_MS = 1000;
-
 export type HealthState = "healthy" | "blacklisted" | "awaiting_probe";
 
 export function healthState(health: ProviderHealth, now: number): HealthState {
@@ -54,6 +52,17 @@ export function healthState(health: ProviderHealth, now: number): HealthState {
 export interface CooldownPolicy {
   readonly cooldownSeconds: CooldownSeconds;
   readonly maxBlacklistMinutes: number;
+}
+
+/** A network's cooldown policy, the same for live traffic and the monitor's probes. */
+export function cooldownPolicy(settings: {
+  readonly cooldown_seconds: CooldownSeconds;
+  readonly max_blacklist_minutes: number;
+}): CooldownPolicy {
+  return {
+    cooldownSeconds: settings.cooldown_seconds,
+    maxBlacklistMinutes: settings.max_blacklist_minutes,
+  };
 }
 
 /**

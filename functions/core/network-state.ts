@@ -1,4 +1,5 @@
 import { HEALTHY, type ProviderHealth } from "./health.ts";
+import { QUORUM_STALE_INTERVALS } from "./policies.ts";
 import type { QuorumReason } from "./quorum.ts";
 
 export type { QuorumReason };
@@ -63,5 +64,5 @@ export function quorumInForce(
 ): boolean {
   const quorum = state.quorum;
   if (quorum === null) return false;
-  return now - quorum.computedAt <= 3 * checkIntervalSeconds * 1000;
+  return now - quorum.computedAt <= QUORUM_STALE_INTERVALS * checkIntervalSeconds * 1000;
 }

@@ -60,6 +60,8 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
 
 export interface Telemetry {
   log(level: LogLevel, message: string, fields?: Record<string, unknown>): void;
+  /** Whether lines of `level` are written, so costly fields are built only then (absent: all are). */
+  enabled?(level: LogLevel): boolean;
   /** A count metric with dimensions (never URLs: provider names only). */
   count(name: string, dimensions: Record<string, string>, value?: number): void;
   /** A measurement (ms, seconds, or a plain number). */

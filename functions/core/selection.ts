@@ -81,10 +81,58 @@ export function whyNotCandidate(
   return null;
 }
 
-export interface AttemptSlot {
+/**
+ * Where a provider stands for one call (docs/behaviour.md §3):
+ * - `candidate`: in the normal walk, by priority (a backup is one while no primary is);
+ * - `demoted`: a candidate this container rotated away from, tried after every other
+ *   candidate of its kind (primaries, or backups in use) and before the backups;
+ * - `backup`: a backup while a primary is a candidate, tried after the primaries;
+ * - `emergency`: not a candidate, tried last (earliest expiry first) so no call is refused
+ *   while a provider exists; failures there add no strikes;
+ * - `skipped`: configured not to serve the method, never tried.
+ */
+export type RoutingSlot = "candidate" | "demoted" | "backup" | "emergency" | "skipped";
+
+export interface RoutingEntry {
   readonly provider: Provider;
-  /** Tried although not a candidate: failures add no strikes (SPEC §3.5). */
-  readonly emergency: boolean;
+  readonly slot: RoutingSlot;
+  /** Why the provider is in its slot, as one line an operator can read. */
+  readonly reason: string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The effective priority of a candidate, and the `priority_match` key that set it. */
+function priorityReason(provider: Provider, body: string): string {
+  const effective = effectivePriority(provider, body);
+  if (effective === provider.priority) return `priority ${effective}`;
+  const match = provider.priorityMatch.find(
+    ([needle, priority]) => priority === effective && body.includes(needle),
+  );
+  return `priority ${effective} from priority_match ${JSON.stringify(match?.[0] ?? "")}`;
+}
+
+function notCandidateReason(
+  provider: Provider,
+  method: string,
+  why: NotCandidateReason,
+  context: SelectionContext,
+): string {
+  const health = healthOf(context.state, provider.name);
+  switch (why) {
+    case "method_not_served":
+      return `configured not to serve ${method} (methods_deny / methods_allow)`;
+    case "blacklisted":
+      return `blacklisted (${health.reason ?? "unknown"}) until ${iso(health.blacklistedUntil)}`;
+    case "awaiting_probe":
+      return `awaiting the monitor's probe after a ${health.reason ?? "blacklist"} cooldown`;
+    case "capability": {
+      const until = capabilityBlacklistedUntil(context.state, provider.name, method, context.now);
+      return `does not serve ${method} (capability blacklist until ${iso(until ?? 0)})`;
+    }
+    case "out_of_quorum":
+      return `out of quorum (${context.state.quorum?.excluded[provider.name] ?? "no_answer"})`;
+  }
 }
 
 function emergencyRank(provider: Provider, method: string, context: SelectionContext): number {
@@ -94,49 +142,110 @@ function emergencyRank(provider: Provider, method: string, context: SelectionCon
 }
 
 /**
- * The order in which one call walks the providers (SPEC §3): candidates by rank, backups
- * only while no primary is a candidate, then — so that no request is refused while a
- * provider exists — the rest in order of earliest blacklist expiry, as emergency use.
- * Providers configured not to serve the method are never tried.
+ * The routing explanation: every provider of `ranked` in the order one call walks them, each
+ * with its slot and the reason. The attempt order, the active provider, the status route's
+ * `routing` and the per-request debug line all derive from this one function, so the answer
+ * to "why did this provider get no traffic" lives here. `body` only words the priority reason.
  */
+export function explainRouting(
+  ranked: readonly Provider[],
+  method: string,
+  context: SelectionContext,
+  body = "",
+): RoutingEntry[] {
+  const candidates: Provider[] = [];
+  const others: Array<{ provider: Provider; why: NotCandidateReason }> = [];
+  for (const provider of ranked) {
+    const why = whyNotCandidate(provider, method, context);
+    if (why === null) candidates.push(provider);
+    else others.push({ provider, why });
+  }
+  const primaries = candidates.filter((provider) => !provider.backup);
+  const backupsInUse = primaries.length === 0;
+  const preferred = backupsInUse ? candidates : primaries;
+  const inUse = (provider: Provider): RoutingEntry => ({
+    provider,
+    slot: "candidate",
+    reason: backupsInUse
+      ? `backup in use: no primary is a candidate; ${priorityReason(provider, body)}`
+      : priorityReason(provider, body),
+  });
+  const demoted = (provider: Provider): RoutingEntry => ({
+    provider,
+    slot: "demoted",
+    reason: "demoted in this container after unclassified errors in a row (force-rotate)",
+  });
+  const standby = (provider: Provider): RoutingEntry => ({
+    provider,
+    slot: "backup",
+    reason: "backup: tried after the primaries while a primary is a candidate",
+  });
+  const emergency = others
+    .filter(({ why }) => why !== "method_not_served")
+    .map((entry, order) => ({
+      ...entry,
+      order,
+      rank: emergencyRank(entry.provider, method, context),
+    }))
+    .sort((a, b) => a.rank - b.rank || a.order - b.order)
+    .map(
+      ({ provider, why }): RoutingEntry => ({
+        provider,
+        slot: "emergency",
+        reason: `${notCandidateReason(provider, method, why, context)}; tried only when no candidate answers`,
+      }),
+    );
+  const skipped = others
+    .filter(({ why }) => why === "method_not_served")
+    .map(
+      ({ provider, why }): RoutingEntry => ({
+        provider,
+        slot: "skipped",
+        reason: notCandidateReason(provider, method, why, context),
+      }),
+    );
+  return [
+    ...preferred.filter((provider) => !context.demoted.has(provider.name)).map(inUse),
+    ...preferred.filter((provider) => context.demoted.has(provider.name)).map(demoted),
+    ...(backupsInUse ? [] : candidates.filter((provider) => provider.backup).map(standby)),
+    ...emergency,
+    ...skipped,
+  ];
+}
+
+export interface AttemptSlot {
+  readonly provider: Provider;
+  /** Tried although not a candidate: failures add no strikes (docs/behaviour.md §3.5). */
+  readonly emergency: boolean;
+}
+
+/** The order in which one call walks the providers: the routing explanation, skipped left out. */
 export function attemptOrder(
   ranked: readonly Provider[],
   method: string,
   context: SelectionContext,
 ): AttemptSlot[] {
-  const candidates: Provider[] = [];
-  const others: Provider[] = [];
-  for (const provider of ranked) {
-    const reason = whyNotCandidate(provider, method, context);
-    if (reason === null) candidates.push(provider);
-    else if (reason !== "method_not_served") others.push(provider);
-  }
-  const primaries = candidates.filter((provider) => !provider.backup);
-  const preferred = primaries.length > 0 ? primaries : candidates;
-  const undemoted = preferred.filter((provider) => !context.demoted.has(provider.name));
-  const demoted = preferred.filter((provider) => context.demoted.has(provider.name));
-  const backups = primaries.length > 0 ? candidates.filter((provider) => provider.backup) : [];
-  const emergency = others
-    .map((provider, order) => ({ provider, order, rank: emergencyRank(provider, method, context) }))
-    .sort((a, b) => a.rank - b.rank || a.order - b.order)
-    .map((entry) => entry.provider);
-  return [
-    ...undemoted.map((provider) => ({ provider, emergency: false })),
-    ...demoted.map((provider) => ({ provider, emergency: false })),
-    ...backups.map((provider) => ({ provider, emergency: false })),
-    ...emergency.map((provider) => ({ provider, emergency: true })),
-  ];
+  return explainRouting(ranked, method, context)
+    .filter((entry) => entry.slot !== "skipped")
+    .map((entry) => ({ provider: entry.provider, emergency: entry.slot === "emergency" }));
 }
 
-/** The provider traffic goes to now: the first candidate for a plain read. */
-export function activeProvider(network: Network, context: SelectionContext): Provider | null {
-  const ranked = [...network.providers].sort(
+/** The configured order without randomness: for the status route and the monitor. */
+export function configuredOrder(network: Network): Provider[] {
+  return [...network.providers].sort(
     (a, b) =>
       Number(a.backup) - Number(b.backup) ||
       b.priority - a.priority ||
       b.tiebreakWeight - a.tiebreakWeight ||
       a.index - b.index,
   );
-  const first = attemptOrder(ranked, "eth_blockNumber", context)[0];
-  return first && !first.emergency ? first.provider : null;
+}
+
+/** The method a plain read stands for, when the status route and the monitor ask "who serves". */
+export const PLAIN_READ = "eth_blockNumber";
+
+/** The provider traffic goes to now: the first candidate for a plain read. */
+export function activeProvider(network: Network, context: SelectionContext): Provider | null {
+  const first = explainRouting(configuredOrder(network), PLAIN_READ, context)[0];
+  return first && (first.slot === "candidate" || first.slot === "demoted") ? first.provider : null;
 }

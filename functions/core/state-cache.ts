@@ -1,4 +1,5 @@
 import { EMPTY_NETWORK_STATE, type NetworkState } from "./network-state.ts";
+import { STATE_MAX_STALE_FACTOR, STATE_MAX_STALE_FLOOR_MS } from "./policies.ts";
 import type { StateStore, Telemetry } from "./ports.ts";
 
 interface Entry {
@@ -62,7 +63,9 @@ export class StateCache {
     const ttl = this.#options.ttlMs(network);
     if (age < ttl) return entry.state;
     const refreshing = entry.refreshing ?? this.#refresh(network);
-    if (age > (this.#options.maxStaleMs ?? Math.max(10 * ttl, 10_000))) return refreshing;
+    const maxStale =
+      this.#options.maxStaleMs ?? Math.max(STATE_MAX_STALE_FACTOR * ttl, STATE_MAX_STALE_FLOOR_MS);
+    if (age > maxStale) return refreshing;
     return entry.state;
   }
 

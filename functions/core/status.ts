@@ -1,9 +1,16 @@
 import { healthState } from "./health.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
-import { activeProvider, type SelectionContext } from "./selection.ts";
+import {
+  activeProvider,
+  configuredOrder,
+  explainRouting,
+  PLAIN_READ,
+  type RoutingSlot,
+  type SelectionContext,
+} from "./selection.ts";
 
-/** The stable status JSON of SPEC §2: fields may be added, never renamed. */
+/** The stable status JSON (docs/behaviour.md §2): fields may be added, never renamed. */
 
 /** Which config is in force: the S3 object (with its ETag), the bundled copy, or a file. */
 export interface ConfigSourceInfo {
@@ -30,11 +37,63 @@ export interface StatusInput {
   readonly stats: (provider: string) => ProviderStats;
   /** Heads this container saw in answers, newer than the monitor's when higher. */
   readonly observedHeads?: ReadonlyMap<string, number>;
+  /** Providers this container has rotated away from (force-rotate). */
+  readonly demoted?: ReadonlySet<string>;
+}
+
+export type ProviderState = "healthy" | "blacklisted" | "awaiting_probe" | "out_of_quorum";
+
+export interface ProviderStatus {
+  readonly name: string;
+  /** Redacted: origin kept, secrets masked. */
+  readonly url: string;
+  readonly priority: number;
+  readonly backup: boolean;
+  readonly state: ProviderState;
+  readonly in_quorum: boolean;
+  readonly quorum_reason: QuorumReason | null;
+  readonly head: {
+    readonly number: number | null;
+    readonly timestamp: number | null;
+    readonly lag_seconds: number | null;
+  };
+  readonly strikes: number;
+  readonly blacklist: { readonly reason: string; readonly until: string } | null;
+  readonly capability_blacklists: ReadonlyArray<{
+    readonly method: string;
+    readonly until: string;
+  }>;
+  readonly last_probe: {
+    readonly at: string;
+    readonly result: "pass" | "fail";
+    readonly detail: string;
+  } | null;
+  readonly stats: ProviderStats;
+  /** Where a plain read would put this provider now, and why (the routing explanation). */
+  readonly routing: { readonly slot: RoutingSlot; readonly reason: string };
+}
+
+export interface NetworkStatus {
+  readonly network: string;
+  readonly chain_id: number;
+  readonly config_source: ConfigSourceInfo;
+  readonly monitor: {
+    readonly last_tick_at: string | null;
+    readonly stale: boolean;
+    readonly note?: string;
+  };
+  readonly quorum: {
+    readonly head: number | null;
+    readonly head_timestamp: number | null;
+    readonly members: readonly string[];
+  };
+  readonly active_provider: string | null;
+  readonly providers: readonly ProviderStatus[];
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export function networkStatus(input: StatusInput) {
+export function networkStatus(input: StatusInput): NetworkStatus {
   const { network, state, now, model } = input;
   const inForce = quorumInForce(state, now, model.checkIntervalSeconds);
   const quorum = state.quorum;
@@ -43,10 +102,16 @@ export function networkStatus(input: StatusInput) {
     state,
     now,
     checkIntervalSeconds: model.checkIntervalSeconds,
-    demoted: new Set(),
+    demoted: input.demoted ?? new Set(),
   };
+  const routing = new Map(
+    explainRouting(configuredOrder(network), PLAIN_READ, context).map((entry) => [
+      entry.provider.name,
+      { slot: entry.slot, reason: entry.reason },
+    ]),
+  );
   const monitorTickAt = Math.max(state.monitorTickAt, quorum?.computedAt ?? 0);
-  const providers = network.providers.map((provider) => {
+  const providers = network.providers.map((provider): ProviderStatus => {
     const health = healthOf(state, provider.name);
     const blacklistState = healthState(health, now);
     const member = !inForce || (quorum?.members.includes(provider.name) ?? false);
@@ -86,6 +151,7 @@ export function networkStatus(input: StatusInput) {
           }
         : null,
       stats: input.stats(provider.name),
+      routing: routing.get(provider.name) ?? { slot: "skipped", reason: "not routed" },
     };
   });
   return {
@@ -110,5 +176,3 @@ export function networkStatus(input: StatusInput) {
     providers,
   };
 }
-
-export type NetworkStatus = ReturnType<typeof networkStatus>;

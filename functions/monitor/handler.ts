@@ -1,35 +1,31 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import middy from "@middy/core";
 import type { Context, ScheduledEvent } from "aws-lambda";
-import { configEventLogger } from "../adapters/config-events.ts";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
 import { DynamoMonitorStore } from "../adapters/monitor-store.ts";
 import { createSecretResolver } from "../adapters/secrets.ts";
 import { DynamoStatsStore } from "../adapters/stats-store.ts";
 import { createUpstream } from "../adapters/upstream.ts";
 import { type MonitorLoopResult, runScheduled } from "./loop.ts";
-import { createMonitorRuntime, type MonitorRuntime } from "./runtime.ts";
+import { reportFailedRun } from "./middlewares.ts";
+import { createMonitorRuntime } from "./runtime.ts";
 
 /** The monitor Lambda: wiring only. Started once a minute; ticks until the next start. */
 const store = stateStoreFromEnv(process.env);
 const tables = { client: store.client, tableName: store.tableName };
 const monitorStore = new DynamoMonitorStore(tables);
-let runtime: MonitorRuntime | undefined;
-runtime = createMonitorRuntime({
-  configSource: configSourceFromEnv(
-    process.env,
-    configEventLogger(() => runtime?.telemetry),
-  ),
+const monitor = createMonitorRuntime({
+  configSource: configSourceFromEnv(process.env),
   secrets: createSecretResolver(process.env),
   store,
   monitorStore,
   statsStore: new DynamoStatsStore(tables),
   upstream: createUpstream(),
 });
-const monitor = runtime;
 
-export const handler = middy<ScheduledEvent, MonitorLoopResult, Error, Context>().handler(
-  (_event, context) =>
+export const handler = middy<ScheduledEvent, MonitorLoopResult, Error, Context>()
+  .use(reportFailedRun(monitor.telemetry))
+  .handler((_event, context) =>
     runScheduled({
       monitor: monitor.monitor,
       model: monitor.model,
@@ -39,4 +35,4 @@ export const handler = middy<ScheduledEvent, MonitorLoopResult, Error, Context>(
       clock: Date.now,
       sleep: (ms) => sleep(ms),
     }),
-);
+  );

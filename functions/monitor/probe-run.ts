@@ -1,7 +1,7 @@
 import {
   applyProbeFail,
   applyProbePass,
-  type CooldownPolicy,
+  cooldownPolicy,
   healthState,
   type ProbeRecord,
   type ProviderHealth,
@@ -141,14 +141,10 @@ async function probe(
       result: verdict.result,
       detail: deps.scrub(verdict.detail),
     };
-    const policy: CooldownPolicy = {
-      cooldownSeconds: settings.cooldown_seconds,
-      maxBlacklistMinutes: settings.max_blacklist_minutes,
-    };
     const next =
       verdict.result === "pass"
         ? applyProbePass(health, record)
-        : applyProbeFail(health, record, now, policy);
+        : applyProbeFail(health, record, now, cooldownPolicy(settings));
     const outcome = await deps.store.writeHealth(
       network.name,
       candidate.name,

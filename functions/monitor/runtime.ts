@@ -1,17 +1,11 @@
+import { createConfigInForce } from "../adapters/config-in-force.ts";
 import type { ConfigSource } from "../adapters/config-source.ts";
-import { createModelSource } from "../adapters/model-source.ts";
 import type { SecretResolver } from "../adapters/secrets.ts";
-import { createTelemetry, type FlushableTelemetry } from "../adapters/telemetry.ts";
+import type { FlushableTelemetry } from "../adapters/telemetry.ts";
 import type { GatewayModel } from "../core/network-model.ts";
 import type { StateStore, Upstream } from "../core/ports.ts";
 import { createMonitor, type Monitor } from "./monitor.ts";
 import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
-
-/**
- * Wires config, secrets, state and upstreams into a monitor, as `proxy/runtime.ts` does for
- * the gateway: the model is rebuilt (and secrets resolved) only when the config source hands
- * out a new config object, and a new config whose secrets fail keeps the old one in force.
- */
 
 export interface MonitorRuntimeOptions {
   readonly configSource: ConfigSource;
@@ -34,50 +28,35 @@ export interface MonitorRuntime {
   model(): Promise<GatewayModel>;
 }
 
+/**
+ * The monitor's composition root, used by the Lambda handler and the local stack alike: the
+ * config in force (shared wiring with the proxy), state, stats and upstreams into a monitor.
+ */
 export function createMonitorRuntime(options: MonitorRuntimeOptions): MonitorRuntime {
   const clock = options.clock ?? Date.now;
-  let scrubber: (text: string) => string = (text) => text;
-  const scrub = (text: string) => scrubber(text);
-  const telemetry = createTelemetry({
-    serviceName:
-      options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "rpc-gateway-monitor",
-    namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? "RpcGateway",
-    scrub,
-    clock,
-    ...(options.writeMetrics ? { write: options.writeMetrics } : {}),
-  });
-
-  const models = createModelSource({
+  const config = createConfigInForce({
     configSource: options.configSource,
     secrets: options.secrets,
-    onChange: (inForce) => {
-      scrubber = inForce.scrub;
-      telemetry.log("info", "config in force", {
-        source: inForce.loaded.source,
-        networks: [...inForce.model.networks.keys()],
-      });
-    },
-    onSecretsFailed: (error) =>
-      telemetry.log("error", "new config not applied: secrets could not be resolved", {
-        error: error instanceof Error ? error.message : String(error),
-      }),
+    serviceName:
+      options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "rpc-gateway-monitor",
+    clock,
+    ...(options.writeMetrics ? { writeMetrics: options.writeMetrics } : {}),
   });
-  const model = async (): Promise<GatewayModel> => (await models.current()).model;
-
+  const { telemetry } = config;
   const monitor = createMonitor({
-    model,
+    model: () => config.model(),
     store: options.store,
     monitorStore: options.monitorStore,
     statsStore: options.statsStore,
     upstream: options.upstream,
     clock,
     telemetry,
-    scrub,
+    scrub: config.scrub,
   });
 
   return {
     telemetry,
-    model,
+    model: () => config.model(),
     monitor: {
       async tick() {
         try {

@@ -1,14 +1,12 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { type ConfigInForce, createConfigInForce } from "../adapters/config-in-force.ts";
 import type { ConfigSource } from "../adapters/config-source.ts";
-import { createModelSource, type ModelInForce } from "../adapters/model-source.ts";
+import type { ModelInForce } from "../adapters/model-source.ts";
 import type { SecretResolver } from "../adapters/secrets.ts";
-import {
-  createStatsFlusher,
-  type DynamoStatsStore,
-  STATS_BUCKET_SECONDS,
-} from "../adapters/stats-store.ts";
-import { createTelemetry, type FlushableTelemetry } from "../adapters/telemetry.ts";
+import { createStatsFlusher, type DynamoStatsStore } from "../adapters/stats-store.ts";
+import type { FlushableTelemetry } from "../adapters/telemetry.ts";
 import { Gateway } from "../core/gateway.ts";
+import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
 import type { StateStore, Upstream } from "../core/ports.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
 import { StateCache } from "../core/state-cache.ts";
@@ -33,6 +31,7 @@ export interface ProxyRuntimeOptions {
 }
 
 export interface ProxyRuntime {
+  /** Serves one API Gateway event; may throw (the handler's middlewares answer then). */
   handle(
     event: APIGatewayProxyEventV2,
     remainingMs?: number,
@@ -40,95 +39,48 @@ export interface ProxyRuntime {
   readonly telemetry: FlushableTelemetry;
   /** The config and model in force (loads them on first use). */
   current(): Promise<ModelInForce>;
+  /** Writes the request stats and metrics gathered since the last flush, when due. */
+  flushIfDue(): Promise<void>;
 }
 
-const STATS_WINDOW_SECONDS = 300;
-
 /**
- * Wires config, secrets, state and upstreams into one gateway. The model is rebuilt only
- * when the config source hands out a new config object, and secrets are resolved then.
+ * The proxy's composition root, used by the Lambda handler and the local stack alike: config,
+ * secrets, shared state, stats and upstreams wired into one gateway and its HTTP surface.
  */
 export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
   const clock = options.clock ?? Date.now;
-  const random = options.random ?? Math.random;
-  let active: ModelInForce | null = null;
-  const scrub = (text: string) => (active ? active.scrub(text) : text);
-  const telemetry = createTelemetry({
-    // The alarms match metrics by their `service` dimension: the stack sets this variable.
-    serviceName: options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "rpc-gateway-proxy",
-    namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? "RpcGateway",
-    scrub,
-    clock,
-    ...(options.writeMetrics ? { write: options.writeMetrics } : {}),
-  });
-
-  const models = createModelSource({
+  const config: ConfigInForce = createConfigInForce({
     configSource: options.configSource,
     secrets: options.secrets,
-    onChange: (inForce) => {
-      active = inForce;
-      telemetry.log("info", "config in force", {
-        source: inForce.loaded.source,
-        networks: [...inForce.model.networks.keys()],
-      });
-      telemetry.count("config_loaded", { source: inForce.loaded.source.kind });
-    },
-    onSecretsFailed: (error) => {
-      telemetry.log("error", "new config not applied: secrets could not be resolved", {
-        error: error instanceof Error ? error.message : String(error),
-      });
-      telemetry.count("config_rejected", { reason: "secrets" });
-    },
+    serviceName: options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "rpc-gateway-proxy",
+    clock,
+    ...(options.writeMetrics ? { writeMetrics: options.writeMetrics } : {}),
   });
-  const current = () => models.current();
+  const { telemetry } = config;
+  let inForce: ModelInForce | null = null;
 
-  const localStats = new Map<string, RequestStats>();
-  const statsStore = options.statsStore;
-  const statsFlusher = statsStore
-    ? createStatsFlusher({
-        statsStore,
-        clock,
-        onError: (network, error) =>
-          telemetry.log("warn", "request stats not flushed", {
-            network,
-            error: error instanceof Error ? error.message : String(error),
-          }),
-      })
-    : null;
+  const stats = requestStats(options.statsStore, clock, telemetry);
   const observedHeads = new Map<string, Map<string, number>>();
-
   const cache = new StateCache({
     store: options.store,
     clock,
     telemetry,
-    ttlMs: (network) => active?.model.networks.get(network)?.settings.state_cache_ms ?? 1000,
+    ttlMs: (network) => inForce?.model.networks.get(network)?.settings.state_cache_ms ?? 1000,
   });
-
   const gateway = new Gateway({
     model: () => {
-      if (active === null) throw new Error("the gateway model is used before the config loaded");
-      return active.model;
+      if (inForce === null) throw new Error("the gateway model is used before the config loaded");
+      return inForce.model;
     },
     upstream: options.upstream,
     store: options.store,
     cache,
     clock,
-    random,
+    random: options.random ?? Math.random,
     telemetry,
-    scrub,
-    scrubAnswer: (text) => (active ? active.scrubAnswer(text) : text),
-    recordOutcome: (network, provider, ok, latencyMs) => {
-      if (statsFlusher) {
-        statsFlusher.record(network, provider, ok, latencyMs);
-        return;
-      }
-      let networkStats = localStats.get(network);
-      if (!networkStats) {
-        networkStats = {};
-        localStats.set(network, networkStats);
-      }
-      recordOutcome(networkStats, provider, ok, latencyMs, clock(), STATS_BUCKET_SECONDS);
-    },
+    scrub: config.scrub,
+    scrubAnswer: config.scrubAnswer,
+    recordOutcome: stats.record,
     highestObservedBlock: (network) => {
       const heads = observedHeads.get(network);
       return heads === undefined || heads.size === 0 ? null : Math.max(...heads.values());
@@ -144,23 +96,22 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
   });
 
   async function status(network: string): Promise<NetworkStatus> {
-    const { loaded, model } = await current();
+    const { loaded, model } = await config.current();
     const spec = model.networks.get(network);
     if (!spec) throw new Error(`unknown network ${network}`);
     const state = await cache.get(network);
     const now = clock();
-    const stats = statsStore
-      ? await statsStore.read(network, now, STATS_WINDOW_SECONDS).catch(() => ({}) as RequestStats)
-      : (localStats.get(network) ?? {});
+    const window = await stats.read(network, now);
     return networkStatus({
       model,
       network: spec,
       state,
       now,
       configSource: loaded.source,
+      demoted: gateway.demoted(spec),
       stats: (provider) => ({
         window_seconds: STATS_WINDOW_SECONDS,
-        ...windowOf(stats[provider] ?? [], now, STATS_WINDOW_SECONDS),
+        ...windowOf(window[provider] ?? [], now, STATS_WINDOW_SECONDS),
       }),
       observedHeads: observedHeads.get(network) ?? new Map(),
     });
@@ -168,28 +119,62 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
 
   return {
     telemetry,
-    current,
+    current: () => config.current(),
     async handle(event, remainingMs) {
-      try {
-        const { model } = await current();
-        return await handleEvent(
-          event,
-          { gateway, model: () => model, status, clock },
-          remainingMs,
-        );
-      } catch (error) {
-        telemetry.log("error", "request failed inside the gateway", {
-          error: error instanceof Error ? error.message : String(error),
-        });
-        return {
-          statusCode: 500,
-          headers: { "content-type": "application/json" },
-          body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal gateway error"}}',
-        };
-      } finally {
-        await statsFlusher?.flushIfDue();
-        telemetry.flushIfDue();
-      }
+      inForce = await config.current();
+      const { model } = inForce;
+      return handleEvent(event, { gateway, model: () => model, status, clock }, remainingMs);
     },
+    async flushIfDue() {
+      await stats.flushIfDue();
+      telemetry.flushIfDue();
+    },
+  };
+}
+
+interface RequestStatsSink {
+  record(network: string, provider: string, ok: boolean, latencyMs: number): void;
+  read(network: string, now: number): Promise<RequestStats>;
+  flushIfDue(): Promise<void>;
+}
+
+/**
+ * Request stats: added up across containers in DynamoDB when a stats store is given (flushed
+ * at most every few seconds, never per request), else kept in this container's memory.
+ */
+function requestStats(
+  statsStore: DynamoStatsStore | undefined,
+  clock: () => number,
+  telemetry: FlushableTelemetry,
+): RequestStatsSink {
+  if (statsStore === undefined) {
+    const local = new Map<string, RequestStats>();
+    return {
+      record(network, provider, ok, latencyMs) {
+        let networkStats = local.get(network);
+        if (!networkStats) {
+          networkStats = {};
+          local.set(network, networkStats);
+        }
+        recordOutcome(networkStats, provider, ok, latencyMs, clock(), STATS_BUCKET_SECONDS);
+      },
+      read: async (network) => local.get(network) ?? {},
+      flushIfDue: async () => undefined,
+    };
+  }
+  const flusher = createStatsFlusher({
+    statsStore,
+    clock,
+    onError: (network, error) =>
+      telemetry.log("warn", "request stats not flushed", {
+        network,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+  });
+  return {
+    record: (network, provider, ok, latencyMs) => flusher.record(network, provider, ok, latencyMs),
+    read: (network, now) =>
+      statsStore.read(network, now, STATS_WINDOW_SECONDS).catch(() => ({}) as RequestStats),
+    flushIfDue: () => flusher.flushIfDue(),
   };
 }

@@ -125,15 +125,16 @@ async function put(port: number, body: object | string): Promise<string> {
 }
 
 function s3Source(port: number, bundled: unknown = configDocument("bundled")) {
-  return createConfigSource({
+  const source = createConfigSource({
     kind: "s3",
     bucket: BUCKET,
     key: KEY,
     s3Client: client(port),
     bundled,
     clock,
-    onEvent,
   });
+  source.subscribe(onEvent);
+  return source;
 }
 
 describe("S3 config source", () => {
@@ -304,7 +305,8 @@ describe("file config source", () => {
   it("loads the file and applies a valid edit after the interval, keeping the last good on a bad one", async () => {
     const path = join(directory, "local.json");
     await writeFile(path, JSON.stringify(configDocument("first")));
-    const source = createConfigSource({ kind: "file", path, clock, onEvent });
+    const source = createConfigSource({ kind: "file", path, clock });
+    source.subscribe(onEvent);
 
     const first = await source.current();
     expect(first.source).toEqual({ kind: "file", loaded_at: "2026-01-01T00:00:00.000Z" });

@@ -1,0 +1,59 @@
+/**
+ * The fixed numbers that shape the gateway's behaviour and are not config keys, in one place,
+ * each with the reason for its value. Config keys (docs/behaviour.md §1) cover everything an
+ * operator tunes; these are the mechanics around them.
+ */
+
+/**
+ * The slow rule (docs/behaviour.md §6) blacklists a provider for a slow success only while at
+ * least this many providers could take a plain read: with fewer, rotating one out leaves too
+ * little to compare against and too little to serve.
+ */
+export const SLOW_RULE_MIN_CANDIDATES = 3;
+
+/**
+ * A request waits at most this long for its own health writes before it answers (a frozen
+ * Lambda may never finish them later), so a slow or throttled DynamoDB never holds an answer.
+ */
+export const HEALTH_WRITE_WAIT_MS = 200;
+
+/**
+ * Rounds of the compare-and-set loop on a provider's health item: each lost race re-judges
+ * the incident against the stored item. Three rounds settle any realistic contention (one
+ * blip seen by many containers is one strike after the first round).
+ */
+export const HEALTH_WRITE_ROUNDS = 3;
+
+/**
+ * The request deadline ends this long before the platform's cut-off (Lambda's remaining
+ * time), leaving room to assemble and return the answer.
+ */
+export const DEADLINE_MARGIN_MS = 1000;
+
+/**
+ * The monitor's quorum snapshot is in force for this many check intervals; older, the proxy
+ * treats every provider as in quorum (fail open on a stalled monitor).
+ */
+export const QUORUM_STALE_INTERVALS = 3;
+
+/** The window of the request stats shown on the status route (`stats.window_seconds`). */
+export const STATS_WINDOW_SECONDS = 300;
+
+/** Request stats are added up in buckets of this length; every writer of a network agrees. */
+export const STATS_BUCKET_SECONDS = 10;
+
+/** A container flushes its request stats (and metrics) at most this often. */
+export const STATS_FLUSH_INTERVAL_MS = 5000;
+
+/**
+ * Failures whose cooldown would end within this of a provider's current expiry are the same
+ * incident seen again by another request: no write, no strike.
+ */
+export const SAME_INCIDENT_MS = 1000;
+
+/**
+ * Past this age (at least this many state_cache_ms, and never under the floor) a container's
+ * copy of the shared state is too old to serve while it refreshes: the request waits.
+ */
+export const STATE_MAX_STALE_FACTOR = 10;
+export const STATE_MAX_STALE_FLOOR_MS = 10_000;

@@ -1,0 +1,47 @@
+import type { Settings } from "../config-schema.ts";
+import type { Upstream, UpstreamResult } from "../ports.ts";
+import type { OpenCall } from "./open-call.ts";
+import { type AttemptGroup, nextRound, upstreamBody } from "./plan.ts";
+
+export interface AttemptLoop {
+  readonly upstream: Upstream;
+  readonly clock: () => number;
+  /** No attempt starts after this (ms), and none runs past it. */
+  readonly deadline: number;
+  readonly settings: Pick<Settings, "max_attempts" | "request_timeout_ms" | "max_response_bytes">;
+  readonly single: boolean;
+  /** The caller's body, forwarded as is for a single call. */
+  readonly body: string;
+  readonly open: readonly OpenCall[];
+  /** Judges one attempt's result and records it; calls it settles leave the loop. */
+  readonly onResult: (group: AttemptGroup, result: UpstreamResult) => void;
+}
+
+/**
+ * Runs rounds of attempts until every call is answered, out of slots or attempts, or the
+ * deadline passes. Knows deadlines and timeouts, not health: what an answer means is the
+ * judge's, and what it does to a provider is the health recorder's. Returns the number of
+ * upstream calls made.
+ */
+export async function runAttempts(loop: AttemptLoop): Promise<number> {
+  const { upstream, clock, deadline, settings } = loop;
+  let attempts = 0;
+  for (;;) {
+    const remaining = deadline - clock();
+    if (remaining <= 0) return attempts;
+    const round = nextRound(loop.open, settings.max_attempts);
+    if (round.length === 0) return attempts;
+    attempts += round.length;
+    await Promise.all(
+      round.map(async (group) => {
+        const result = await upstream.send({
+          url: group.slot.provider.url,
+          body: upstreamBody(loop.single, loop.body, group.calls),
+          timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
+          maxResponseBytes: settings.max_response_bytes,
+        });
+        loop.onResult(group, result);
+      }),
+    );
+  }
+}

@@ -1,0 +1,259 @@
+import {
+  applyIncident,
+  applySuccess,
+  cooldownMs,
+  cooldownPolicy,
+  type ProviderHealth,
+} from "../health.ts";
+import type { Network, Provider } from "../network-model.ts";
+import { healthOf } from "../network-state.ts";
+import { HEALTH_WRITE_ROUNDS, SLOW_RULE_MIN_CANDIDATES } from "../policies.ts";
+import type { StateStore, Telemetry } from "../ports.ts";
+import {
+  type AttemptSlot,
+  PLAIN_READ,
+  type SelectionContext,
+  whyNotCandidate,
+} from "../selection.ts";
+import type { StateCache } from "../state-cache.ts";
+import type { CooldownReason, Verdict } from "../verdict.ts";
+import type { FailureVerdict } from "./judge.ts";
+
+export interface HealthRecorderDeps {
+  readonly store: StateStore;
+  readonly cache: StateCache;
+  readonly clock: () => number;
+  readonly telemetry: Telemetry;
+  /** Removes secrets from text that may leave the process (upstream error details). */
+  readonly scrub: (text: string) => string;
+  /** Called with each attempt's outcome, for request stats (failing often, latency). */
+  readonly recordOutcome?: (
+    network: string,
+    provider: string,
+    ok: boolean,
+    latencyMs: number,
+  ) => void;
+}
+
+/** One attempt, as the health bookkeeping needs it. */
+export interface AttemptRecord {
+  readonly network: Network;
+  readonly context: SelectionContext;
+  readonly slot: AttemptSlot;
+  readonly elapsedMs: number;
+  /** The request's state writes: they run beside the retries, and the answer waits a little. */
+  readonly writes: Promise<unknown>[];
+}
+
+/**
+ * What attempts do to providers (docs/behaviour.md §4, §6): a failure is an incident (one
+ * strike, agreed across containers by a compare-and-set write) or a per-method capability
+ * blacklist; a success resets strikes, may be too slow (the slow rule), and unclassified
+ * errors in a row rotate traffic away (force-rotate). Emergency attempts penalise nobody.
+ */
+export class HealthRecorder {
+  readonly #deps: HealthRecorderDeps;
+  /** Unclassified errors in a row per provider (force-rotate), this container only. */
+  readonly #unclassifiedInARow = new Map<string, number>();
+  /** Providers rotated away from in this container, until (ms). */
+  readonly #demotedUntil = new Map<string, number>();
+
+  constructor(deps: HealthRecorderDeps) {
+    this.#deps = deps;
+  }
+
+  /** Providers of the network this container has rotated away from at `now`. */
+  demoted(network: Network, now: number): Set<string> {
+    const demoted = new Set<string>();
+    for (const provider of network.providers) {
+      const until = this.#demotedUntil.get(key(network.name, provider.name));
+      if (until !== undefined && until > now) demoted.add(provider.name);
+    }
+    return demoted;
+  }
+
+  /** The provider failed calls of `methods` with `verdict`: the next provider takes them. */
+  failed(attempt: AttemptRecord, verdict: FailureVerdict, methods: readonly string[]): void {
+    const { network, slot } = attempt;
+    const provider = slot.provider;
+    const kind = verdict.outcome === "capability" ? "capability" : verdict.kind;
+    this.#deps.recordOutcome?.(network.name, provider.name, false, attempt.elapsedMs);
+    this.#deps.telemetry.count("retried_errors", {
+      network: network.name,
+      provider: provider.name,
+      kind,
+    });
+    this.#deps.telemetry.log("info", "failover: upstream error, trying the next provider", {
+      network: network.name,
+      provider: provider.name,
+      kind,
+      detail: this.#deps.scrub(verdict.detail),
+      emergency: slot.emergency,
+    });
+    if (slot.emergency) return;
+    if (verdict.outcome === "capability") {
+      const until = this.#deps.clock() + network.settings.cooldown_seconds.capability * 1000;
+      for (const method of new Set(methods)) {
+        attempt.writes.push(this.#blacklistCapability(network, provider, method, until));
+      }
+      return;
+    }
+    attempt.writes.push(this.#incident(network, provider, verdict.reason));
+  }
+
+  /** The provider gave an answer the caller gets. */
+  succeeded(attempt: AttemptRecord, verdict: Verdict): void {
+    const { network, context } = attempt;
+    const provider = attempt.slot.provider;
+    this.#deps.recordOutcome?.(network.name, provider.name, true, attempt.elapsedMs);
+    const counterKey = key(network.name, provider.name);
+    if (verdict.outcome === "unclassified") {
+      const inARow = (this.#unclassifiedInARow.get(counterKey) ?? 0) + 1;
+      if (inARow >= network.settings.force_rotate_errors) {
+        this.#unclassifiedInARow.delete(counterKey);
+        this.#forceRotate(attempt);
+      } else {
+        this.#unclassifiedInARow.set(counterKey, inARow);
+      }
+      return;
+    }
+    this.#unclassifiedInARow.delete(counterKey);
+    const health = healthOf(context.state, provider.name);
+    const reset = applySuccess(health, this.#deps.clock());
+    if (reset) attempt.writes.push(this.#write(network, provider, health, reset));
+    const slow = attempt.elapsedMs > network.settings.slow_response_ms;
+    if (slow && plainReadCandidates(network, context) >= SLOW_RULE_MIN_CANDIDATES) {
+      attempt.writes.push(this.#incident(network, provider, "slow"));
+    }
+  }
+
+  #forceRotate(attempt: AttemptRecord): void {
+    const { network } = attempt;
+    const provider = attempt.slot.provider;
+    const settings = network.settings;
+    this.#deps.telemetry.log("warn", "force-rotate: unclassified errors in a row", {
+      network: network.name,
+      provider: provider.name,
+      errors: settings.force_rotate_errors,
+    });
+    if (network.providers.some((candidate) => candidate.backup)) {
+      attempt.writes.push(this.#incident(network, provider, "force_rotate"));
+    } else {
+      this.#demotedUntil.set(
+        key(network.name, provider.name),
+        this.#deps.clock() + settings.cooldown_seconds.force_rotate * 1000,
+      );
+    }
+  }
+
+  async #blacklistCapability(
+    network: Network,
+    provider: Provider,
+    method: string,
+    until: number,
+  ): Promise<void> {
+    this.#deps.cache.update(network.name, (state) => {
+      const capabilities = new Map(state.capabilities);
+      const methods = new Map(capabilities.get(provider.name) ?? []);
+      methods.set(method, Math.max(until, methods.get(method) ?? 0));
+      capabilities.set(provider.name, methods);
+      return { ...state, capabilities };
+    });
+    this.#deps.telemetry.count("blacklist_events", {
+      network: network.name,
+      provider: provider.name,
+      reason: "capability",
+    });
+    try {
+      await this.#deps.store.blacklistCapability(network.name, provider.name, method, until);
+    } catch (error) {
+      this.#storeError(network, error);
+    }
+  }
+
+  /**
+   * One strike per incident, agreed across containers: the write is conditional on the
+   * version this container read; on a conflict the stored item is judged again.
+   */
+  async #incident(network: Network, provider: Provider, reason: CooldownReason): Promise<void> {
+    const policy = cooldownPolicy(network.settings);
+    const state = await this.#deps.cache.get(network.name);
+    let health = healthOf(state, provider.name);
+    for (let round = 0; round < HEALTH_WRITE_ROUNDS; round++) {
+      const next = applyIncident(health, reason, this.#deps.clock(), policy);
+      if (next === null) return;
+      const outcome = await this.#write(network, provider, health, next);
+      if (outcome === "written") {
+        const newStrike = next.strikes > health.strikes;
+        this.#deps.telemetry.count("blacklist_events", {
+          network: network.name,
+          provider: provider.name,
+          reason,
+        });
+        this.#deps.telemetry.log(newStrike ? "warn" : "info", "provider blacklisted", {
+          network: network.name,
+          provider: provider.name,
+          reason,
+          strikes: next.strikes,
+          until: new Date(next.blacklistedUntil).toISOString(),
+          cooldown_ms: cooldownMs(reason, next.strikes, policy),
+          extended_only: !newStrike,
+        });
+        return;
+      }
+      if (outcome === "failed") return;
+      health = outcome;
+    }
+  }
+
+  /** Writes health; returns the stored item when another container won the race. */
+  async #write(
+    network: Network,
+    provider: Provider,
+    expected: ProviderHealth,
+    next: ProviderHealth,
+  ): Promise<"written" | "failed" | ProviderHealth> {
+    const apply = (health: ProviderHealth) =>
+      this.#deps.cache.update(network.name, (state) => {
+        const providers = new Map(state.providers);
+        providers.set(provider.name, health);
+        return { ...state, providers };
+      });
+    // This container acts on its own verdict at once, however slow the store is to agree.
+    apply(next);
+    try {
+      const outcome = await this.#deps.store.writeHealth(
+        network.name,
+        provider.name,
+        expected.version,
+        next,
+      );
+      if (outcome.written) return "written";
+      apply(outcome.current);
+      return outcome.current;
+    } catch (error) {
+      // The store is down: the local copy stands (fail open, locally).
+      this.#storeError(network, error);
+      return "failed";
+    }
+  }
+
+  #storeError(network: Network, error: unknown): void {
+    this.#deps.telemetry.log("warn", "state store write failed: kept locally", {
+      network: network.name,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    this.#deps.telemetry.count("state_store_errors", { network: network.name });
+  }
+}
+
+/** Providers a plain read could go to now; the slow rule needs enough of them. */
+function plainReadCandidates(network: Network, context: SelectionContext): number {
+  return network.providers.filter(
+    (provider) => whyNotCandidate(provider, PLAIN_READ, context) === null,
+  ).length;
+}
+
+function key(network: string, provider: string): string {
+  return `${network}\u0000${provider}`;
+}

@@ -1,0 +1,38 @@
+import type { Call } from "../jsonrpc.ts";
+import type { AttemptSlot } from "../selection.ts";
+import type { CallInfo } from "../verdict.ts";
+
+/** An upstream answer kept in case attempts run out (an inner error or an upstream error). */
+export interface KeptAnswer {
+  readonly text: string;
+  readonly provider: string;
+}
+
+/** One call of a request while the gateway works on it: its walk over the providers. */
+export interface OpenCall {
+  readonly call: Call;
+  readonly info: CallInfo;
+  readonly order: readonly AttemptSlot[];
+  /** The next slot of `order` to try. */
+  next: number;
+  attempts: number;
+  /** The answer to hand back: set once final. */
+  answer: string | null;
+  /** The last upstream answer worth handing back if no provider does better. */
+  fallback: KeptAnswer | null;
+  /** What went wrong last, for the gateway's own error when every attempt failed. */
+  lastError: string;
+}
+
+export function openCall(call: Call, order: readonly AttemptSlot[]): OpenCall {
+  return {
+    call,
+    info: { method: call.method, params: call.params },
+    order,
+    next: 0,
+    attempts: 0,
+    answer: null,
+    fallback: null,
+    lastError: "no attempt was made",
+  };
+}

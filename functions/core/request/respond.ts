@@ -1,0 +1,96 @@
+import { withId } from "../json-raw.ts";
+import { ErrorCode, errorResponse, isCall } from "../jsonrpc.ts";
+import type { Network } from "../network-model.ts";
+import type { Telemetry } from "../ports.ts";
+import { type AcceptedRequest, callsOf } from "./admit.ts";
+import type { OpenCall } from "./open-call.ts";
+
+export interface GatewayResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+export const JSON_HEADERS: Readonly<Record<string, string>> = {
+  "content-type": "application/json",
+};
+
+export interface ResponseParts {
+  readonly network: Network;
+  readonly request: AcceptedRequest;
+  readonly open: readonly OpenCall[];
+  readonly immediate: ReadonlyMap<number, string>;
+  /** Providers that answered, in order of use. */
+  readonly used: readonly string[];
+  readonly attempts: number;
+}
+
+export interface ResponderDeps {
+  readonly telemetry: Telemetry;
+  /** Removes secrets from any text that may leave the process. */
+  readonly scrub: (text: string) => string;
+  /** Masks secret values in an answer to the caller (an upstream may echo its own URL). */
+  readonly scrubAnswer: (text: string) => string;
+}
+
+/**
+ * The answer to the caller (docs/behaviour.md §2): each call's upstream text with the caller's
+ * id, or the last upstream error kept for it, or the gateway's own -32603 naming the last
+ * error; a batch in the caller's order, notifications left out; the diagnostic headers.
+ */
+export function assembleResponse(parts: ResponseParts, deps: ResponderDeps): GatewayResponse {
+  const { network, request, open, attempts } = parts;
+  const providers = [...parts.used];
+  const answers = new Map(parts.immediate);
+  let failed = 0;
+  for (const entry of open) {
+    if (entry.answer === null && entry.fallback && !providers.includes(entry.fallback.provider)) {
+      providers.push(entry.fallback.provider);
+    }
+    const upstreamText = entry.answer ?? entry.fallback?.text ?? null;
+    if (upstreamText !== null) {
+      const text = deps.scrubAnswer(upstreamText);
+      answers.set(
+        entry.call.position,
+        entry.call.rawId === null ? text : withId(text, entry.call.rawId),
+      );
+      continue;
+    }
+    failed++;
+    deps.telemetry.log("error", "all providers failed", {
+      network: network.name,
+      method: entry.info.method,
+      last_error: entry.lastError,
+    });
+    answers.set(
+      entry.call.position,
+      errorResponse(
+        entry.call.rawId ?? "null",
+        ErrorCode.internal,
+        `all providers failed for ${entry.info.method}; last error: ${deps.scrub(entry.lastError)}`,
+      ),
+    );
+  }
+  const headers: Record<string, string> = { ...JSON_HEADERS };
+  if (network.settings.diagnostic_headers) {
+    headers["x-gateway-provider"] = providers.join(",");
+    headers["x-gateway-attempts"] = String(attempts);
+  }
+  const allFailed = open.length > 0 && failed === open.length;
+  if (request.kind === "single") {
+    // A notification gets no answer (JSON-RPC 2.0 §4.1), only the HTTP status.
+    if (request.call.rawId === null && !allFailed) return { status: 204, headers, body: "" };
+    return { status: allFailed ? 502 : 200, headers, body: answers.get(0) ?? "" };
+  }
+  const ordered = callsOf(request).flatMap((member) => {
+    // Notifications get no answer (JSON-RPC 2.0 §6).
+    if (isCall(member) && member.rawId === null) return [];
+    const text = answers.get(member.position);
+    return text === undefined ? [] : [text];
+  });
+  return {
+    status: allFailed && parts.immediate.size === 0 ? 502 : 200,
+    headers,
+    body: ordered.length === 0 ? "" : `[${ordered.join(",")}]`,
+  };
+}

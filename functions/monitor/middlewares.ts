@@ -1,0 +1,22 @@
+import type middy from "@middy/core";
+import type { Context, ScheduledEvent } from "aws-lambda";
+import type { FlushableTelemetry } from "../adapters/telemetry.ts";
+import type { MonitorLoopResult } from "./loop.ts";
+
+/**
+ * A run that fails outside a tick (the config cannot load, the lease store is down) is logged
+ * scrubbed, with the metrics gathered so far, before Lambda records the failure (missing ticks
+ * then raise the monitor alarm); the error still fails the invocation.
+ */
+export function reportFailedRun(
+  telemetry: FlushableTelemetry,
+): middy.MiddlewareObj<ScheduledEvent, MonitorLoopResult, Error, Context> {
+  return {
+    onError(request) {
+      telemetry.log("error", "monitor run failed", {
+        error: request.error instanceof Error ? request.error.message : String(request.error),
+      });
+      telemetry.flush();
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
+import type { StateStore } from "../../functions/core/ports.ts";
+import {
+  isJavaAvailable,
+  type LocalDynamoDb,
+  startDynalite,
+  startDynamoDbLocal,
+} from "../../local/dynamodb.ts";
+import { MemoryStateStore } from "../support/memory-state-store.ts";
+
+/**
+ * The state store's contract, run against the DynamoDB adapter on the real DynamoDB API
+ * (dynalite; DynamoDB Local where Java is present) and against the in-memory store the
+ * pipeline's unit tests use, so the two cannot drift apart: conditional health writes on
+ * `version`, capability blacklists that only move later, expired blacklists not read.
+ */
+
+const NOW = Date.now();
+
+interface Backend {
+  readonly store: StateStore;
+  close(): Promise<void>;
+}
+
+async function dynamoBackend(start: () => Promise<LocalDynamoDb>): Promise<Backend> {
+  const dynamo = await start();
+  return {
+    store: new DynamoStateStore({
+      client: createDynamoClient({ endpoint: dynamo.endpoint }),
+      tableName: dynamo.tableName,
+      clock: () => NOW,
+    }),
+    close: () => dynamo.close(),
+  };
+}
+
+const backends: Array<[string, () => Promise<Backend>, boolean]> = [
+  [
+    "memory",
+    async () => ({ store: new MemoryStateStore(() => NOW), close: async () => {} }),
+    false,
+  ],
+  ["dynalite", () => dynamoBackend(() => startDynalite({ tableName: "contract" })), false],
+  [
+    "DynamoDB Local",
+    () => dynamoBackend(() => startDynamoDbLocal({ tableName: "contract" })),
+    !isJavaAvailable(),
+  ],
+];
+
+const blacklisted = (version: number, strikes = 1): ProviderHealth => ({
+  ...HEALTHY,
+  strikes,
+  reason: "timeout",
+  blacklistedUntil: NOW + 180_000,
+  probeGated: true,
+  version,
+});
+
+describe.each(backends)("the state store contract on %s", (_name, start, skip) => {
+  let backend: Backend;
+  let store: StateStore;
+  let network = 0;
+  const fresh = () => `net-${++network}`;
+
+  beforeAll(async () => {
+    if (skip) return;
+    backend = await start();
+    store = backend.store;
+  }, 120_000);
+  afterAll(async () => {
+    await backend?.close();
+  });
+
+  it.skipIf(skip)("a first write at version 0 lands and is read back", async () => {
+    const net = fresh();
+    expect(await store.writeHealth(net, "p", 0, blacklisted(1))).toEqual({ written: true });
+    const state = await store.readNetwork(net);
+    expect(state.providers.get("p")).toEqual(blacklisted(1));
+  });
+
+  it.skipIf(skip)("a write at a stale version is refused with the stored item", async () => {
+    const net = fresh();
+    await store.writeHealth(net, "p", 0, blacklisted(1));
+    await store.writeHealth(net, "p", 1, blacklisted(2, 2));
+    const outcome = await store.writeHealth(net, "p", 1, blacklisted(2, 5));
+    expect(outcome).toEqual({ written: false, current: blacklisted(2, 2) });
+  });
+
+  it.skipIf(skip)("of concurrent writes at one version exactly one lands", async () => {
+    const net = fresh();
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, (_, strikes) =>
+        store.writeHealth(net, "p", 0, blacklisted(1, strikes + 1)),
+      ),
+    );
+    expect(outcomes.filter((outcome) => outcome.written)).toHaveLength(1);
+  });
+
+  it.skipIf(skip)(
+    "a capability blacklist only moves later, and expired ones are not read",
+    async () => {
+      const net = fresh();
+      await store.blacklistCapability(net, "p", "trace_block", NOW + 60_000);
+      await store.blacklistCapability(net, "p", "trace_block", NOW + 30_000);
+      await store.blacklistCapability(net, "p", "debug_x", NOW - 1);
+      const state = await store.readNetwork(net);
+      expect([...(state.capabilities.get("p") ?? [])]).toEqual([["trace_block", NOW + 60_000]]);
+    },
+  );
+
+  it.skipIf(skip)("networks do not see each other's state", async () => {
+    const [a, b] = [fresh(), fresh()];
+    await store.writeHealth(a, "p", 0, blacklisted(1));
+    const state = await store.readNetwork(b);
+    expect(state.providers.size).toBe(0);
+  });
+});

@@ -1,0 +1,94 @@
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
+import type { NetworkState, QuorumSnapshot } from "../../functions/core/network-state.ts";
+import type { StateStore, WriteOutcome } from "../../functions/core/ports.ts";
+
+/**
+ * The shared state in memory, honouring the DynamoDB adapter's contract (the contract test
+ * in test/integration/state-store-contract.test.ts runs against both): health writes succeed
+ * only at the expected version and otherwise return the stored item; capability blacklists
+ * only move later; expired capability blacklists are not read. For unit tests of the request
+ * pipeline that must run in milliseconds.
+ */
+export class MemoryStateStore implements StateStore {
+  readonly #health = new Map<string, ProviderHealth>();
+  readonly #capabilities = new Map<string, Map<string, Map<string, number>>>();
+  readonly #quorum = new Map<string, QuorumSnapshot>();
+  readonly #clock: () => number;
+  /** Writes that reached the store, in order, for tests to count. */
+  readonly healthWrites: Array<{ network: string; provider: string; next: ProviderHealth }> = [];
+  /** Conditional writes to refuse (as if another container had won), before the real check. */
+  conflictsToInject = 0;
+
+  constructor(clock: () => number = Date.now) {
+    this.#clock = clock;
+  }
+
+  setQuorum(network: string, snapshot: QuorumSnapshot): void {
+    this.#quorum.set(network, snapshot);
+  }
+
+  /** Stores health as another container would have written it. */
+  setHealth(network: string, provider: string, health: ProviderHealth): void {
+    this.#health.set(`${network}/${provider}`, health);
+  }
+
+  async readNetwork(network: string): Promise<NetworkState> {
+    const now = this.#clock();
+    const providers = new Map<string, ProviderHealth>();
+    for (const [key, health] of this.#health) {
+      const [owner, provider] = key.split("/");
+      if (owner === network && provider !== undefined) providers.set(provider, health);
+    }
+    const capabilities = new Map<string, Map<string, number>>();
+    for (const [provider, methods] of this.#capabilities.get(network) ?? []) {
+      const live = new Map([...methods].filter(([, until]) => until > now));
+      if (live.size > 0) capabilities.set(provider, live);
+    }
+    return {
+      providers,
+      capabilities,
+      quorum: this.#quorum.get(network) ?? null,
+      monitorTickAt: this.#quorum.get(network)?.computedAt ?? 0,
+    };
+  }
+
+  async writeHealth(
+    network: string,
+    provider: string,
+    expectedVersion: number,
+    next: ProviderHealth,
+  ): Promise<WriteOutcome> {
+    const key = `${network}/${provider}`;
+    const current = this.#health.get(key) ?? HEALTHY;
+    if (this.conflictsToInject > 0) {
+      this.conflictsToInject--;
+      // Another container got there first with a newer version of the same health.
+      const raced = { ...current, version: current.version + 1 };
+      this.#health.set(key, raced);
+      return { written: false, current: raced };
+    }
+    if (current.version !== expectedVersion) return { written: false, current };
+    this.#health.set(key, next);
+    this.healthWrites.push({ network, provider, next });
+    return { written: true };
+  }
+
+  async blacklistCapability(
+    network: string,
+    provider: string,
+    method: string,
+    until: number,
+  ): Promise<void> {
+    let providers = this.#capabilities.get(network);
+    if (!providers) {
+      providers = new Map();
+      this.#capabilities.set(network, providers);
+    }
+    let methods = providers.get(provider);
+    if (!methods) {
+      methods = new Map();
+      providers.set(provider, methods);
+    }
+    if ((methods.get(method) ?? 0) < until) methods.set(method, until);
+  }
+}

@@ -1,0 +1,409 @@
+import { describe, expect, it } from "vitest";
+import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
+import { Gateway } from "../../functions/core/gateway.ts";
+import { HEALTHY } from "../../functions/core/health.ts";
+import { buildModel } from "../../functions/core/network-model.ts";
+import type { LogLevel, Telemetry, UpstreamResult } from "../../functions/core/ports.ts";
+import { StateCache } from "../../functions/core/state-cache.ts";
+import { MemoryStateStore } from "../support/memory-state-store.ts";
+import { answer, refused, resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
+
+/**
+ * The request pipeline (core/gateway.ts and core/request/*) with no server, no DynamoDB and no
+ * node: a scripted upstream, the in-memory state store and a test clock that moves by each
+ * attempt's elapsed time. Everything here runs in milliseconds.
+ */
+
+const NOW = 1_800_000_000_000;
+const P1 = "http://p1.test/";
+const P2 = "http://p2.test/";
+const P3 = "http://p3.test/";
+const BACKUP = "http://backup.test/";
+
+type Providers = ConfigInput["networks"][string]["providers"];
+
+const three: Providers = [
+  { name: "p1", url: P1, priority: 3 },
+  { name: "p2", url: P2, priority: 2 },
+  { name: "p3", url: P3, priority: 1 },
+];
+
+interface Recorded {
+  readonly logs: Array<{ level: LogLevel; message: string; fields: Record<string, unknown> }>;
+  readonly counts: Array<{ name: string; dimensions: Record<string, string> }>;
+}
+
+function recordingTelemetry(): Telemetry & Recorded {
+  const logs: Recorded["logs"] = [];
+  const counts: Recorded["counts"] = [];
+  return {
+    logs,
+    counts,
+    log: (level, message, fields = {}) => logs.push({ level, message, fields }),
+    count: (name, dimensions) => counts.push({ name, dimensions }),
+    measure: () => undefined,
+  };
+}
+
+function harness(providers: Providers, overrides: Partial<ConfigInput["networks"][string]> = {}) {
+  let now = NOW;
+  const clock = () => now;
+  const advance = (ms: number) => {
+    now += ms;
+  };
+  const store = new MemoryStateStore(clock);
+  const upstream = new ScriptedUpstream(advance);
+  const telemetry = recordingTelemetry();
+  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
+  const config = configSchema.parse({
+    inner_errors: ["we can't execute this request"],
+    networks: { net: { chain_id: 1, providers, ...overrides } },
+  });
+  const model = buildModel(config, (url) => url);
+  const gateway = new Gateway({
+    model: () => model,
+    upstream,
+    store,
+    cache,
+    clock,
+    random: () => 0.5,
+    telemetry,
+    scrub: (text) => text,
+    scrubAnswer: (text) => text,
+  });
+  const rpc = (body: string, remainingMs?: number) =>
+    gateway.handleRpc("net", body, remainingMs === undefined ? {} : { remainingMs });
+  const network = model.networks.get("net");
+  if (network === undefined) throw new Error("no network");
+  return { gateway, store, upstream, telemetry, advance, rpc, clock, network };
+}
+
+const call = (id: number, method = "eth_blockNumber", params: unknown[] = []) =>
+  JSON.stringify({ jsonrpc: "2.0", id, method, params });
+const batch = (...calls: string[]) => `[${calls.join(",")}]`;
+const error = (id: unknown, code: number, message: string) =>
+  JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } });
+const UNCLASSIFIED = (id: unknown) => error(id, -32000, "missing trie node abc");
+
+describe("batches: split across providers, answered in the caller's order", () => {
+  it("retries only the failed member on the next provider and puts it back in its place", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, (request) => {
+      const calls = JSON.parse(request.body) as Array<{ id: number }>;
+      const parts = calls.map((c) =>
+        c.id === 1
+          ? error(c.id, -32005, "rate limit exceeded")
+          : JSON.stringify({ jsonrpc: "2.0", id: c.id, result: `0x${c.id}a` }),
+      );
+      return answer(`[${parts.join(",")}]`);
+    });
+    h.upstream.script(
+      P2,
+      resultFor(() => "0xb"),
+    );
+    const response = await h.rpc(batch(call(10), call(11), call(12)));
+    expect(response.status).toBe(200);
+    expect(response.body).toBe(
+      '[{"jsonrpc":"2.0","id":10,"result":"0x0a"},{"jsonrpc":"2.0","id":11,"result":"0xb"},{"jsonrpc":"2.0","id":12,"result":"0x2a"}]',
+    );
+    expect(h.upstream.callsTo(P1)).toBe(1);
+    expect(h.upstream.bodiesTo(P2)).toEqual([
+      '[{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}]',
+    ]);
+    expect(response.headers["x-gateway-provider"]).toBe("p1,p2");
+    expect(response.headers["x-gateway-attempts"]).toBe("2");
+  });
+
+  it("sends a batch the first provider failed as a whole to the next one, whole", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, () => answer("<html>bad gateway</html>", 5, 502));
+    h.upstream.script(
+      P2,
+      resultFor(() => "0x1"),
+    );
+    const response = await h.rpc(batch(call(1), call(2)));
+    expect(JSON.parse(response.body)).toEqual([
+      { jsonrpc: "2.0", id: 1, result: "0x1" },
+      { jsonrpc: "2.0", id: 2, result: "0x1" },
+    ]);
+    expect(h.upstream.callsTo(P2)).toBe(1);
+    expect(h.store.healthWrites.map((w) => [w.provider, w.next.reason])).toEqual([
+      ["p1", "connection"],
+    ]);
+  });
+
+  it("answers invalid and denied members in place without sending them", async () => {
+    const h = harness(three);
+    h.upstream.script(
+      P1,
+      resultFor(() => "0x1"),
+    );
+    const response = await h.rpc(batch(call(1), "42", call(3, "admin_peers")));
+    const answers = JSON.parse(response.body) as Array<{ id: unknown; error?: { code: number } }>;
+    expect(answers.map((a) => [a.id, a.error?.code ?? null])).toEqual([
+      [1, null],
+      [null, -32600],
+      [3, -32601],
+    ]);
+    expect(h.upstream.bodiesTo(P1)).toEqual([
+      '[{"jsonrpc":"2.0","id":0,"method":"eth_blockNumber","params":[]}]',
+    ]);
+  });
+});
+
+describe("force-rotate: unclassified errors in a row rotate traffic away", () => {
+  it.each([
+    { backup: false, errors: 3, demoted: true, incident: null },
+    { backup: false, errors: 2, demoted: false, incident: null },
+    { backup: true, errors: 3, demoted: false, incident: "force_rotate" },
+  ])(
+    "backup configured: $backup, $errors errors → demoted $demoted, incident $incident",
+    async ({ backup, errors, demoted, incident }) => {
+      const providers: Providers = [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 2 },
+        ...(backup ? [{ name: "backup", url: BACKUP, backup: true }] : []),
+      ];
+      const h = harness(providers);
+      h.upstream.script(P1, (request) => answer(UNCLASSIFIED(JSON.parse(request.body).id)));
+      h.upstream.script(
+        P2,
+        resultFor(() => "0x2"),
+      );
+      // random 0.5 for both: equal keys, config order breaks the tie, so p1 goes first.
+      for (let id = 0; id < errors; id++) {
+        const response = await h.rpc(call(id));
+        expect(response.body).toBe(UNCLASSIFIED(id));
+      }
+      expect(h.gateway.demoted(h.network).has("p1")).toBe(demoted);
+      expect(h.store.healthWrites.map((w) => w.next.reason)).toEqual(incident ? [incident] : []);
+      const next = await h.rpc(call(99));
+      expect(next.headers["x-gateway-provider"]).toBe(demoted || incident ? "p2" : "p1");
+    },
+  );
+
+  it("a success between unclassified errors starts the count again", async () => {
+    const h = harness(three);
+    let answers = [true, true, false, true, true];
+    h.upstream.script(P1, (request) => {
+      const id = JSON.parse(request.body).id;
+      const unclassified = answers[0] ?? false;
+      answers = answers.slice(1);
+      return answer(
+        unclassified ? UNCLASSIFIED(id) : JSON.stringify({ jsonrpc: "2.0", id, result: "0x1" }),
+      );
+    });
+    for (let id = 0; id < 5; id++) await h.rpc(call(id));
+    expect(h.gateway.demoted(h.network).size).toBe(0);
+  });
+});
+
+describe("the slow rule", () => {
+  it.each([
+    { providers: three, elapsedMs: 3500, blacklisted: [], slow: true },
+    { providers: three, elapsedMs: 2999, blacklisted: [], slow: false },
+    { providers: three.slice(0, 2), elapsedMs: 3500, blacklisted: [], slow: false },
+    { providers: three, elapsedMs: 3500, blacklisted: ["p3"], slow: false },
+  ])(
+    "$providers.length providers ($blacklisted.length blacklisted), $elapsedMs ms → slow $slow",
+    async ({ providers, elapsedMs, blacklisted, slow }) => {
+      const h = harness(providers);
+      for (const name of blacklisted) {
+        h.store.setHealth("net", name, {
+          ...HEALTHY,
+          strikes: 1,
+          reason: "timeout",
+          blacklistedUntil: NOW + 60_000,
+          version: 1,
+        });
+      }
+      h.upstream.script(P1, (request) =>
+        answer(
+          JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(request.body).id, result: "0x1" }),
+          elapsedMs,
+        ),
+      );
+      const response = await h.rpc(call(1));
+      expect(response.status).toBe(200);
+      expect(
+        h.store.healthWrites.filter((w) => w.provider === "p1").map((w) => w.next.reason),
+      ).toEqual(slow ? ["slow"] : []);
+    },
+  );
+});
+
+describe("one strike per incident: the compare-and-set loop", () => {
+  it.each([
+    { conflicts: 0, written: 1, strikes: 1 },
+    { conflicts: 1, written: 1, strikes: 1 },
+    { conflicts: 2, written: 1, strikes: 1 },
+    { conflicts: 3, written: 0, strikes: null },
+  ])(
+    "$conflicts lost races → $written write(s), strikes $strikes",
+    async ({ conflicts, written, strikes }) => {
+      const h = harness(three);
+      h.store.conflictsToInject = conflicts;
+      h.upstream.script(P1, () => refused());
+      h.upstream.script(
+        P2,
+        resultFor(() => "0x1"),
+      );
+      const response = await h.rpc(call(1));
+      expect(response.status).toBe(200);
+      const writes = h.store.healthWrites.filter((w) => w.provider === "p1");
+      expect(writes.length).toBe(written);
+      expect(writes[0]?.next.strikes ?? null).toBe(strikes);
+    },
+  );
+
+  it("a provider another container already blacklisted gets no second strike", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, () => refused());
+    h.upstream.script(
+      P2,
+      resultFor(() => "0x1"),
+    );
+    // Another container blacklisted p1 after this one read the state.
+    await h.rpc(call(0));
+    const before = h.store.healthWrites.length;
+    h.store.setHealth("net", "p1", {
+      ...HEALTHY,
+      strikes: 1,
+      reason: "connection",
+      blacklistedUntil: h.clock() + 120_000,
+      probeGated: true,
+      version: 7,
+    });
+    h.advance(2_000);
+    await h.rpc(call(1));
+    expect(h.store.healthWrites.length).toBe(before);
+  });
+});
+
+describe("emergency use, notifications, inner errors and the last upstream error", () => {
+  it("tries blacklisted providers when none is a candidate, and adds no strike", async () => {
+    const h = harness(three.slice(0, 2));
+    for (const name of ["p1", "p2"]) {
+      h.store.setHealth("net", name, {
+        ...HEALTHY,
+        strikes: 1,
+        reason: "timeout",
+        blacklistedUntil: NOW + (name === "p1" ? 90_000 : 30_000),
+        version: 1,
+      });
+    }
+    h.upstream.script(
+      P1,
+      resultFor(() => "0x1"),
+    );
+    const response = await h.rpc(call(1));
+    // Earliest expiry first: p2, refused; then p1 answers.
+    expect(response.headers["x-gateway-provider"]).toBe("p1");
+    expect(h.upstream.callsTo(P2)).toBe(1);
+    expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("a notification gets 204 and costs its provider nothing", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, () => answer("", 1, 204));
+    const response = await h.rpc('{"jsonrpc":"2.0","method":"eth_blockNumber","params":[]}');
+    expect(response).toMatchObject({ status: 204, body: "" });
+    expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("an inner error tries the next provider, and is returned as is when attempts run out", async () => {
+    const inner = (id: unknown) => error(id, -32000, "we can't execute this request");
+    const h = harness(three);
+    for (const url of [P1, P2, P3]) {
+      h.upstream.script(url, (request) => answer(inner(JSON.parse(request.body).id)));
+    }
+    const response = await h.rpc(call(5));
+    expect(response.body).toBe(inner(5));
+    expect(response.headers["x-gateway-attempts"]).toBe("3");
+  });
+
+  it("when every provider fails with an upstream error, the last one goes back as is", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, () => refused());
+    h.upstream.script(P2, (request) =>
+      answer(error(JSON.parse(request.body).id, -32005, "rate limited")),
+    );
+    h.upstream.script(P3, (request) =>
+      answer(error(JSON.parse(request.body).id, -32603, "temporary internal error")),
+    );
+    const response = await h.rpc(call(8));
+    expect(response.status).toBe(200);
+    expect(response.body).toBe(error(8, -32603, "temporary internal error"));
+  });
+
+  it("when every provider fails without an answer, the gateway's own error names the last one", async () => {
+    const h = harness(three);
+    const response = await h.rpc(call(9));
+    expect(response.status).toBe(502);
+    expect(JSON.parse(response.body)).toEqual({
+      jsonrpc: "2.0",
+      id: 9,
+      error: {
+        code: -32603,
+        message:
+          "all providers failed for eth_blockNumber; last error: p3: connection: connection: ECONNREFUSED",
+      },
+    });
+  });
+});
+
+describe("deadlines", () => {
+  const timeout = (request: { timeoutMs: number }): UpstreamResult => ({
+    ok: false,
+    failure: { kind: "timeout", message: "timeout" },
+    elapsedMs: request.timeoutMs,
+  });
+
+  it("the Lambda's remaining time, less a margin, bounds the attempts and their timeouts", async () => {
+    const h = harness(three);
+    for (const url of [P1, P2, P3]) h.upstream.script(url, timeout);
+    const response = await h.rpc(call(1), 12_000);
+    expect(response.status).toBe(502);
+    expect(h.upstream.calls.get(P1)?.map((r) => r.timeoutMs)).toEqual([10_000]);
+    expect(h.upstream.calls.get(P2)?.map((r) => r.timeoutMs)).toEqual([1_000]);
+    expect(h.upstream.callsTo(P3)).toBe(0);
+  });
+
+  it("request_deadline_ms bounds a request with time to spare", async () => {
+    const h = harness(three, { request_deadline_ms: 15_000 });
+    for (const url of [P1, P2, P3]) h.upstream.script(url, timeout);
+    await h.rpc(call(1));
+    expect([P1, P2, P3].map((url) => h.upstream.calls.get(url)?.map((r) => r.timeoutMs))).toEqual([
+      [10_000],
+      [5_000],
+      undefined,
+    ]);
+  });
+});
+
+describe("capability: a method one provider does not serve", () => {
+  it("goes to the next provider, and this container skips that provider for the method", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, (request) =>
+      answer(
+        error(
+          JSON.parse(request.body).id,
+          -32601,
+          "the method trace_block does not exist/is not available",
+        ),
+      ),
+    );
+    h.upstream.script(
+      P2,
+      resultFor(() => []),
+    );
+    const first = await h.rpc(call(1, "trace_block", ["0x1"]));
+    expect(first.headers["x-gateway-provider"]).toBe("p2");
+    await Promise.resolve();
+    const second = await h.rpc(call(2, "trace_block", ["0x1"]));
+    expect(second.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.upstream.callsTo(P1)).toBe(1);
+    const state = await h.store.readNetwork("net");
+    expect([...(state.capabilities.get("p1")?.keys() ?? [])]).toEqual(["trace_block"]);
+  });
+});

@@ -1,0 +1,162 @@
+import { describe, expect, it } from "vitest";
+import { configSchema } from "../../functions/core/config-schema.ts";
+import { HEALTHY } from "../../functions/core/health.ts";
+import { buildModel } from "../../functions/core/network-model.ts";
+import { EMPTY_NETWORK_STATE } from "../../functions/core/network-state.ts";
+import { type NetworkStatus, networkStatus } from "../../functions/core/status.ts";
+
+/**
+ * The status JSON is a stable interface (docs/behaviour.md §2): monitoring and scripts read it,
+ * so fields may be added but never renamed or dropped. This pins every field's name and the
+ * values for a known state.
+ */
+
+const NOW = 1_800_000_000_000;
+
+const config = configSchema.parse({
+  networks: {
+    eth: {
+      chain_id: 1,
+      providers: [
+        { name: "main", url: "https://main.example.com/v3/0123456789abcdef0123", priority: 2 },
+        { name: "second", url: "https://second.example.com/rpc" },
+        { name: "spare", url: "https://spare.example.com/", backup: true },
+      ],
+    },
+  },
+});
+const model = buildModel(config, (url) => url);
+const network = model.networks.get("eth");
+if (network === undefined) throw new Error("no network");
+
+function status(): NetworkStatus {
+  return networkStatus({
+    model,
+    network: network as NonNullable<typeof network>,
+    now: NOW,
+    configSource: { kind: "bundled", loaded_at: new Date(NOW - 60_000).toISOString() },
+    state: {
+      ...EMPTY_NETWORK_STATE,
+      providers: new Map([
+        [
+          "main",
+          {
+            ...HEALTHY,
+            strikes: 2,
+            reason: "rate_limit",
+            blacklistedUntil: NOW + 120_000,
+            probeGated: true,
+            version: 3,
+          },
+        ],
+      ]),
+      quorum: {
+        head: 1000,
+        headTimestamp: 1_799_999_990,
+        members: ["main", "second", "spare"],
+        excluded: {},
+        heads: {
+          main: { number: 1000, timestamp: 1_799_999_990 },
+          second: { number: 998, timestamp: 1_799_999_966 },
+          spare: { number: 1000, timestamp: 1_799_999_990 },
+        },
+        computedAt: NOW - 5_000,
+      },
+      monitorTickAt: NOW - 5_000,
+    },
+    stats: () => ({
+      window_seconds: 300,
+      requests: 10,
+      errors: 1,
+      latency_ms: { p50: 20, p95: 80 },
+    }),
+  });
+}
+
+describe("the status JSON", () => {
+  it("keeps every field of a network, by name", () => {
+    expect(Object.keys(status()).sort()).toEqual(
+      [
+        "active_provider",
+        "chain_id",
+        "config_source",
+        "monitor",
+        "network",
+        "providers",
+        "quorum",
+      ].sort(),
+    );
+  });
+
+  it("keeps every field of a provider, by name, with the routing explanation", () => {
+    const [main] = status().providers;
+    expect(Object.keys(main ?? {}).sort()).toEqual(
+      [
+        "backup",
+        "blacklist",
+        "capability_blacklists",
+        "head",
+        "in_quorum",
+        "last_probe",
+        "name",
+        "priority",
+        "quorum_reason",
+        "routing",
+        "state",
+        "stats",
+        "strikes",
+        "url",
+      ].sort(),
+    );
+  });
+
+  it("shows the state, lag, blacklist and routing of each provider", () => {
+    const result = status();
+    expect(result.active_provider).toBe("second");
+    expect(result.monitor).toEqual({
+      last_tick_at: new Date(NOW - 5_000).toISOString(),
+      stale: false,
+    });
+    expect(
+      result.providers.map((p) => ({
+        name: p.name,
+        url: p.url,
+        state: p.state,
+        lag: p.head.lag_seconds,
+        blacklist: p.blacklist,
+        routing: p.routing,
+      })),
+    ).toEqual([
+      {
+        name: "main",
+        url: "https://main.example.com/v3/***",
+        state: "blacklisted",
+        lag: 0,
+        blacklist: { reason: "rate_limit", until: new Date(NOW + 120_000).toISOString() },
+        routing: {
+          slot: "emergency",
+          reason: `blacklisted (rate_limit) until ${new Date(NOW + 120_000).toISOString()}; tried only when no candidate answers`,
+        },
+      },
+      {
+        name: "second",
+        url: "https://second.example.com/rpc",
+        state: "healthy",
+        lag: 24,
+        blacklist: null,
+        routing: { slot: "candidate", reason: "priority 1" },
+      },
+      {
+        name: "spare",
+        url: "https://spare.example.com",
+        state: "healthy",
+        lag: 0,
+        blacklist: null,
+        routing: {
+          slot: "backup",
+          reason: "backup: tried after the primaries while a primary is a candidate",
+        },
+      },
+    ]);
+  });
+});
