@@ -29,7 +29,7 @@ export interface GatewayStackProps extends StackProps {
   readonly projectRoot: string;
 }
 
-/** The routes of SPEC §2, all served by the proxy Lambda. */
+/** The routes of docs/behaviour.md §2, all served by the proxy Lambda. */
 export const ROUTES: ReadonlyArray<{ method: HttpMethod; path: string }> = [
   { method: HttpMethod.POST, path: "/{network}" },
   { method: HttpMethod.GET, path: "/{network}/get/{method}/{params}" },
@@ -59,7 +59,7 @@ export class GatewayStack extends Stack {
     const secretsPrefix = `/rpc-gateway/${env}/`;
     const serviceName = serviceNameOf(env);
 
-    // State: provider health, quorum, leases (ARCHITECTURE "State in DynamoDB").
+    // State: provider health, quorum, leases (docs/architecture.md, "State in DynamoDB").
     const table = new Table(this, "StateTable", {
       partitionKey: { name: "pk", type: AttributeType.STRING },
       sortKey: { name: "sk", type: AttributeType.STRING },
@@ -204,7 +204,7 @@ export class GatewayStack extends Stack {
       "CDK's grantInvoke adds the function's qualified ARNs (versions, aliases) next to the function itself; the role can invoke the monitor function and nothing else.",
     );
 
-    // HTTP API: payload 2.0 to the proxy on the routes of SPEC §2, default stage throttled,
+    // HTTP API: payload 2.0 to the proxy on the routes of docs/behaviour.md §2, default stage throttled,
     // access logs in their own group. Keys (optional) are checked in the handler.
     const api = new HttpApi(this, "HttpApi", {
       apiName: `rpc-gateway-${env}`,
@@ -252,7 +252,7 @@ export class GatewayStack extends Stack {
     acknowledge(
       api,
       "APIG4",
-      "A public JSON-RPC endpoint like the providers it fronts: the optional API keys (x-api-key or ?key=, stored hashed) are checked in the proxy handler (SPEC §8); an authorizer would add latency and cost to every request.",
+      "A public JSON-RPC endpoint like the providers it fronts: the optional API keys (x-api-key or ?key=, stored hashed) are checked in the proxy handler (docs/behaviour.md §8); an authorizer would add latency and cost to every request.",
     );
 
     const monitoring = new Monitoring(this, "Monitoring", {

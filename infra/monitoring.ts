@@ -60,7 +60,7 @@ export interface MonitoringProps {
 
 const MINUTE = Duration.minutes(1);
 
-/** Alarm topic, alarms (SPEC §7) and one dashboard for an environment. */
+/** Alarm topic, alarms (docs/behaviour.md §7) and one dashboard for an environment. */
 export class Monitoring extends Construct {
   readonly topic: Topic;
   readonly dashboard: Dashboard;

@@ -7,7 +7,7 @@ import type { ConfigSourceInfo } from "../core/status.ts";
 import { type ConfigFileProblem, describeProblems, parseConfigText } from "./config-file.ts";
 
 /**
- * The runtime config loader (SPEC §1): the S3 object, re-checked at most every
+ * The runtime config loader (docs/behaviour.md §1): the S3 object, re-checked at most every
  * `config_refresh_seconds` with a conditional GET; a bad or unreachable object keeps the last
  * good config; at cold start the copy bundled with the function stands in.
  */

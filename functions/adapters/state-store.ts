@@ -12,7 +12,7 @@ import type { StateStore, WriteOutcome } from "../core/ports.ts";
 import type { CooldownReason } from "../core/verdict.ts";
 
 /**
- * Shared state in one DynamoDB table (ARCHITECTURE.md): `pk = NET#<network>` holds a
+ * Shared state in one DynamoDB table (docs/architecture.md): `pk = NET#<network>` holds a
  * network's providers (`PROVIDER#<name>`), per-method blacklists (`CAPABILITY#<name>#<method>`),
  * the quorum (`QUORUM`) and the monitor's heartbeat (`MONITOR`), so one Query reads it all.
  */

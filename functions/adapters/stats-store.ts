@@ -13,7 +13,7 @@ import {
 } from "../core/request-stats.ts";
 
 /**
- * Request stats across containers (SPEC §5.5). Each container counts outcomes in memory and
+ * Request stats across containers (docs/behaviour.md §5.5). Each container counts outcomes in memory and
  * flushes its deltas every few seconds; one item per (bucket, provider) in the partition
  * `STATS#<network>` receives them with `ADD`, so merging many containers is plain addition
  * done by DynamoDB. The sort key leads with the zero-padded bucket start so a window is one

@@ -1,5 +1,5 @@
 /**
- * What counts as a JSON-RPC answer (seed-algorithms §B2): the envelope test that separates
+ * What counts as a JSON-RPC answer (docs/behaviour.md §4.3): the envelope test that separates
  * a node's answer from a proxy's error page or a bare error object.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Judgement of one JSON-RPC error object (SPEC §4, seed-algorithms §B3): by its message,
+ * Judgement of one JSON-RPC error object (docs/behaviour.md §4.4): by its message,
  * its code, the summary a proxy writes into the message, and the leaves of a proxy's
  * `data.cause` chain. The code alone decides only where no phrase says otherwise.
  */
@@ -39,7 +39,7 @@ interface ErrorFacts {
 }
 
 // Methods that re-execute a block already mined: a pre-check failure there means the node
-// holds the wrong state for that block (seed-algorithms §B3d), so another node may succeed.
+// holds the wrong state for that block (docs/behaviour.md §4.4), so another node may succeed.
 const TRACES_OF_MINED_BLOCKS = new Set([
   "debug_traceBlockByHash",
   "debug_traceBlockByNumber",

@@ -1,5 +1,5 @@
 /**
- * Method-aware judgement of a JSON-RPC `result` (SPEC §4, seed-algorithms §B4): a `null`, or
+ * Method-aware judgement of a JSON-RPC `result` (docs/behaviour.md §4.5): a `null`, or
  * text such as "You've been rate limited", where the method must return a value is a
  * failure of the provider (`no_result`), not an answer to pass on.
  */

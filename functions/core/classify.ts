@@ -1,5 +1,5 @@
 /**
- * The classifier: what one upstream attempt ended in (SPEC §4). Pure; the gateway calls
+ * The classifier: what one upstream attempt ended in (docs/behaviour.md §4). Pure; the gateway calls
  * classifyTransport when no status line came back, else classifyHttp on the whole answer
  * and, when that says "members", classifyMember on each JSON-RPC response object in it.
  */

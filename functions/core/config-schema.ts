@@ -6,7 +6,7 @@ import * as z from "zod/mini";
 z.config(en());
 
 /**
- * The config-as-code schema (SPEC §1). Keys keep invictus-rpc's snake_case names so an
+ * The config-as-code schema (docs/behaviour.md §1). Keys keep invictus-rpc's snake_case names so an
  * invictus config loads unchanged; every tunable has a default at the top level and may be
  * overridden inside a network.
  */

@@ -2,7 +2,7 @@ import type { Settings } from "./config-schema.ts";
 import type { RequestWindow } from "./request-stats.ts";
 
 /**
- * "Failing often" (SPEC §5.3): a provider that answers the quorum check but fails much of
+ * "Failing often" (docs/behaviour.md §5.3): a provider that answers the quorum check but fails much of
  * its real traffic, or keeps missing checks, is kept out for `exclude_seconds`.
  */
 

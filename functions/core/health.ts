@@ -3,7 +3,7 @@ import { SAME_INCIDENT_MS } from "./policies.ts";
 import type { CooldownReason } from "./verdict.ts";
 
 /**
- * A provider's shared health (SPEC §6), as stored in DynamoDB. Times are ms since the epoch.
+ * A provider's shared health (docs/behaviour.md §6), as stored in DynamoDB. Times are ms since the epoch.
  * `version` orders concurrent writers: every write is conditional on the version it read.
  */
 export interface ProviderHealth {
@@ -31,7 +31,7 @@ export const HEALTHY: ProviderHealth = {
   version: 0,
 };
 
-/** Reasons whose blacklist recovers on the timer alone (SPEC §6): no probe needed. */
+/** Reasons whose blacklist recovers on the timer alone (docs/behaviour.md §6): no probe needed. */
 const TIMER_ONLY: ReadonlySet<CooldownReason> = new Set([
   "forbidden",
   "chain_unavailable",

@@ -55,7 +55,7 @@ export function capabilityBlacklistedUntil(
 
 /**
  * A stalled monitor must not take the gateway down: when its snapshot is missing or older
- * than three check intervals, every provider counts as in quorum (SPEC §3.6).
+ * than three check intervals, every provider counts as in quorum (docs/behaviour.md §3.6).
  */
 export function quorumInForce(
   state: NetworkState,

@@ -1,5 +1,5 @@
 /**
- * Probe-gated recovery (SPEC §6): what the monitor's probe of a provider awaiting recovery
+ * Probe-gated recovery (docs/behaviour.md §6): what the monitor's probe of a provider awaiting recovery
  * compares against, and how its answers are judged. Step 1 asks the candidate for its latest
  * block (alive); step 2, concurrently, asks the provider traffic goes to now (up to date).
  */

@@ -3,7 +3,7 @@ import { isFailingOften, recordCheck } from "./failing-often.ts";
 import type { RequestWindow } from "./request-stats.ts";
 
 /**
- * The head-block quorum (SPEC §5): one tick of the monitor over one network, as a pure
+ * The head-block quorum (docs/behaviour.md §5): one tick of the monitor over one network, as a pure
  * function of this tick's head checks, what was remembered from earlier ticks, and the
  * proxied traffic. Times: `now` and memory in ms since the epoch, block timestamps in s.
  */

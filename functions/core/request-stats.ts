@@ -1,5 +1,5 @@
 /**
- * Per-provider request outcomes over real traffic (SPEC §5.5), kept in time buckets so that
+ * Per-provider request outcomes over real traffic (docs/behaviour.md §5.5), kept in time buckets so that
  * aggregates from many containers merge by plain addition: every field of a bucket is a
  * counter, latency included (a fixed histogram instead of raw samples). The same counters
  * feed "failing often" and the `stats` of the status route.

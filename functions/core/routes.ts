@@ -1,4 +1,4 @@
-/** The HTTP surface of SPEC §2, matched from method and path alone. */
+/** The HTTP surface of docs/behaviour.md §2, matched from method and path alone. */
 export type Route =
   | { readonly kind: "rpc"; readonly network: string }
   | {

@@ -1,5 +1,5 @@
 /**
- * What one upstream attempt ended in (SPEC §4). Shared by the classifier, which produces
+ * What one upstream attempt ended in (docs/behaviour.md §4). Shared by the classifier, which produces
  * verdicts, and the gateway and health model, which act on them.
  */
 

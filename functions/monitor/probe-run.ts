@@ -15,7 +15,7 @@ import type { MonitorStore } from "./monitor-ports.ts";
 import { type CallOptions, latestBlock } from "./upstream-calls.ts";
 
 /**
- * Probe-gated recovery (SPEC §6): every provider whose cooldown ran out is probed once,
+ * Probe-gated recovery (docs/behaviour.md §6): every provider whose cooldown ran out is probed once,
  * under a lease so overlapping monitors never probe it twice, and the verdict is written
  * only if its health did not move on meanwhile.
  */

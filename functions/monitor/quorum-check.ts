@@ -12,7 +12,7 @@ import type { MonitorStore } from "./monitor-ports.ts";
 import { type CallOptions, chainIdOf, latestBlock } from "./upstream-calls.ts";
 
 /**
- * One network's head-block quorum check (SPEC §5): every provider asked at once, the verdict
+ * One network's head-block quorum check (docs/behaviour.md §5): every provider asked at once, the verdict
  * from the pure `computeQuorum`, and the snapshot published for the proxy.
  */
 

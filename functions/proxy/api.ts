@@ -9,7 +9,7 @@ import { statusPage } from "./status-page.ts";
 
 /**
  * API Gateway HTTP API (payload 2.0) events in, results out: the whole HTTP surface of
- * SPEC §2 and the API-key check of §8. The same object serves Lambda and the local server.
+ * docs/behaviour.md §2 and the API-key check of §8. The same object serves Lambda and the local server.
  */
 export interface ApiDeps {
   readonly gateway: Gateway;
