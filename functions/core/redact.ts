@@ -77,12 +77,40 @@ export function makeScrubber(
 }
 
 /**
+ * Answers are real data: a secret is masked there only as a whole token (not inside a longer
+ * run of letters and digits, as in a hash) and only when it is long enough to be a key.
+ */
+export const MIN_SECRET_LENGTH_IN_ANSWERS = 8;
+
+/**
  * For answers to callers: masks secret values only, so an upstream that echoes its own URL
- * cannot hand a key to a caller. Without secrets it is the identity, and costs nothing.
+ * cannot hand a key to a caller, while a block whose hex happens to contain a secret-like
+ * string arrives unchanged. Without secrets it is the identity, and costs nothing.
  */
 export function makeSecretScrubber(secrets: readonly string[]): (text: string) => string {
-  const replacements = secretReplacements(secrets);
-  return replacements.length === 0 ? (text) => text : replacer(replacements);
+  const needles = [
+    ...new Set(
+      secrets
+        .filter((secret) => secret.length >= MIN_SECRET_LENGTH_IN_ANSWERS)
+        .flatMap((secret) => [secret, encodeURIComponent(secret)]),
+    ),
+  ].sort((a, b) => b.length - a.length);
+  if (needles.length === 0) return (text) => text;
+  const tokens = needles.map(
+    (needle) =>
+      [needle, new RegExp(`(?<![A-Za-z0-9])${escapeRegExp(needle)}(?![A-Za-z0-9])`, "g")] as const,
+  );
+  return (text) => {
+    let out = text;
+    for (const [needle, token] of tokens) {
+      if (out.includes(needle)) out = out.replace(token, MASK);
+    }
+    return out;
+  };
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 function replacer(replacements: Array<[string, string]>): (text: string) => string {
