@@ -35,6 +35,8 @@ export function classifyTransport(failure: TransportFailure): RetryVerdict {
 const BROKEN_ANSWER: Penalty = { kind: "http", reason: "transient" };
 const SERVER_ERROR: Penalty = { kind: "http", reason: "connection" };
 const REFUSED: Penalty = { kind: "http", reason: "forbidden" };
+/** A redirect or an edge's 404 page: often brief (a deploy, a load balancer), so not 24 h. */
+const MISROUTED: Penalty = { kind: "http", reason: "redirect" };
 
 /** Statuses retried whatever the body says (a 502 even with a JSON-RPC body). */
 const RETRIED_STATUSES: ReadonlyMap<number, Penalty> = new Map<number, Penalty>([
@@ -93,17 +95,15 @@ export function classifyHttp(
       : retry(bodyHint(status, body) ?? BROKEN_ANSWER, `${label}: not a JSON-RPC answer`);
   }
   if (status > 500 || status < 200) return retry(bodyHint(status, body) ?? SERVER_ERROR, label);
-  // A redirect or a 404 page: the configured URL is wrong, which waiting will not fix.
-  if (status >= 300 && status < 400) return retry(REFUSED, label);
+  if (status >= 300 && status < 400) return retry(MISROUTED, label);
   if (answer) return judgeAnswer(parsed, calls);
   if (status < 300) {
     return retry(bodyHint(status, body) ?? BROKEN_ANSWER, `${label}: not a JSON-RPC answer`);
   }
-  if (status === 404) return retry(REFUSED, `${label}: not a JSON-RPC answer`);
-  const hint = bodyHint(status, body);
-  return hint
-    ? retry(hint, label)
-    : { outcome: "unclassified", detail: `${label}: ${snippet(body)}` };
+  if (status === 404) return retry(MISROUTED, `${label}: not a JSON-RPC answer`);
+  // Any other answer that is not JSON-RPC (a 400 text page, a 405 HTML page) is the
+  // provider's failure: never spliced into an answer for the caller.
+  return retry(bodyHint(status, body) ?? BROKEN_ANSWER, `${label}: ${snippet(body)}`);
 }
 
 /** A call that stands for a batch: its method when all calls share one, else none. */

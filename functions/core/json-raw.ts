@@ -140,11 +140,14 @@ export function memberNames(text: string): string[] {
 /**
  * The object text with its `id` value replaced by `rawId` (JSON text). Unchanged text when
  * the id already reads the same; an object without `id` gets one after its opening brace.
+ * Anything but an object is refused: an id spliced into a text page would hand the caller
+ * garbage dressed as an answer.
  */
 export function withId(objectText: string, rawId: string): string {
+  const open = skipWhitespace(objectText, 0);
+  if (objectText[open] !== "{") throw new TypeError("withId: the text is not a JSON object");
   const span = memberValueSpan(objectText, "id");
   if (span === null) {
-    const open = objectText.indexOf("{");
     const rest = objectText.slice(open + 1).trimStart();
     const separator = rest.startsWith("}") ? "" : ",";
     return `${objectText.slice(0, open + 1)}"id":${rawId}${separator}${objectText.slice(open + 1)}`;

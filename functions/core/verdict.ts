@@ -26,6 +26,7 @@ export type CooldownReason =
   | "slow"
   | "force_rotate"
   | "forbidden"
+  | "redirect"
   | "chain_unavailable"
   | "wrong_chain"
   | "capability";

@@ -31,6 +31,7 @@ const RATE_LIMITED = retry("rate_limit", "rate_limit");
 const NO_RESULT = retry("no_result", "transient");
 const BROKEN_ANSWER = retry("http", "transient");
 const REFUSED = retry("http", "forbidden");
+const MISROUTED = retry("http", "redirect");
 
 function expectVerdict(actual: Verdict | "members", expected: Expected | "members"): void {
   if (expected === "members" || actual === "members") {
@@ -102,16 +103,24 @@ describe("classifyHttp: status rules (§B2)", () => {
     ["401 unauthorized", 401, "invalid project id", REFUSED],
     ["401 even with a JSON-RPC body", 401, rpc({ code: -32000, message: "Unauthorized" }), REFUSED],
     ["403 forbidden", 403, "", REFUSED],
-    ["404 HTML page: the URL is misconfigured", 404, "<html>Not Found</html>", REFUSED],
+    ["404 HTML page (an edge or a moved URL)", 404, "<html>Not Found</html>", MISROUTED],
     ["404 with a JSON-RPC body: judged by members", 404, reverted, "members"],
-    ["301 redirect: the URL moved", 301, "", REFUSED],
+    ["301 redirect", 301, "", MISROUTED],
+    ["307 redirect", 307, "<html>Temporary Redirect</html>", MISROUTED],
     [
       "400 JSON-RPC body (dRPC free plan): judged by members",
       400,
       rpc({ code: 35, message: "chain is not available on free plan" }),
       "members",
     ],
-    ["400 plain text (ganache on malformed JSON)", 400, "Bad Request", UNCLASSIFIED],
+    ["regression: 400 plain text was spliced into a 200", 400, "Bad Request", BROKEN_ANSWER],
+    [
+      "regression: 405 HTML page was spliced into a 200",
+      405,
+      "<html><body>Method Not Allowed</body></html>",
+      BROKEN_ANSWER,
+    ],
+    ["400 bare object without a hint", 400, '{"message":"Bad Request"}', BROKEN_ANSWER],
     ["400 plain text naming a bad API key", 400, "invalid api key", REFUSED],
     ["400 bare object naming a rate limit", 400, '{"message":"rate limit exceeded"}', RATE_LIMITED],
     ["200 HTML page", 200, "<!DOCTYPE html><html><body>Welcome</body></html>", BROKEN_ANSWER],
