@@ -83,6 +83,7 @@ export class Gateway {
     const request = parseRequest(body, {
       maxBodyBytes: settings.max_body_bytes,
       maxBatch: settings.max_batch,
+      maxDepth: settings.max_json_depth,
     });
     if (request.kind === "error") {
       return {

@@ -57,6 +57,29 @@ export function valueEnd(text: string, start: number): number {
   return text.length;
 }
 
+/**
+ * How deeply arrays and objects nest in a JSON text (0 for a scalar), read without parsing:
+ * strings are skipped, so brackets inside them do not count.
+ */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let i = 0;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      i = stringEnd(text, i);
+      continue;
+    }
+    if (c === 0x7b || c === 0x5b) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+    i++;
+  }
+  return deepest;
+}
+
 /** Spans of the elements of a top-level JSON array. */
 export function arrayElementSpans(text: string): Span[] {
   const spans: Span[] = [];

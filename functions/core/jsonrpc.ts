@@ -1,4 +1,4 @@
-import { arrayElementSpans, memberNames, memberValueSpan } from "./json-raw.ts";
+import { arrayElementSpans, memberNames, memberValueSpan, nestingDepth } from "./json-raw.ts";
 
 /** JSON-RPC 2.0 error codes the gateway itself answers with. */
 export const ErrorCode = {
@@ -41,6 +41,8 @@ export type ParsedRequest =
 export interface RequestLimits {
   readonly maxBodyBytes: number;
   readonly maxBatch: number;
+  /** The deepest nesting of arrays and objects a call may have (`max_json_depth`); absent: any. */
+  readonly maxDepth?: number;
 }
 
 export function isCall(member: Call | InvalidMember): member is Call {
@@ -94,7 +96,12 @@ function hasLoneSurrogate(value: unknown): boolean {
   return false;
 }
 
-function parseMember(text: string, value: unknown, position: number): Call | InvalidMember {
+function parseMember(
+  text: string,
+  value: unknown,
+  position: number,
+  maxDepth: number,
+): Call | InvalidMember {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { position, rawId: "null", message: "invalid request: expected a JSON-RPC object" };
   }
@@ -138,6 +145,16 @@ function parseMember(text: string, value: unknown, position: number): Call | Inv
       position,
       rawId: safeId ?? "null",
       message: "invalid request: params must be an array or an object",
+    };
+  }
+  // No node accepts absurd nesting, and a provider's front (a WAF) may drop the connection
+  // instead of answering: such a call must not reach any provider.
+  const depth = nestingDepth(text);
+  if (depth > maxDepth) {
+    return {
+      position,
+      rawId: safeId ?? "null",
+      message: `invalid request: JSON nested ${depth} levels deep, over the limit of ${maxDepth} (max_json_depth)`,
     };
   }
   return { position, raw: text, method: object.method, params, rawId };
@@ -193,11 +210,11 @@ export function parseRequest(body: string, limits: RequestLimits): ParsedRequest
     const members = value.map((item, position) => {
       const span = spans[position];
       const text = span ? body.slice(span.start, span.end) : JSON.stringify(item);
-      return parseMember(text, item, position);
+      return parseMember(text, item, position, limits.maxDepth ?? Number.POSITIVE_INFINITY);
     });
     return { kind: "batch", members };
   }
-  const member = parseMember(body, value, 0);
+  const member = parseMember(body, value, 0, limits.maxDepth ?? Number.POSITIVE_INFINITY);
   if (!isCall(member)) {
     return {
       kind: "error",

@@ -100,6 +100,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     request_deadline_ms: network.request_deadline_ms ?? config.request_deadline_ms,
     max_batch: network.max_batch ?? config.max_batch,
     max_body_bytes: network.max_body_bytes ?? config.max_body_bytes,
+    max_json_depth: network.max_json_depth ?? config.max_json_depth,
     max_response_bytes: network.max_response_bytes ?? config.max_response_bytes,
     diagnostic_headers: network.diagnostic_headers ?? config.diagnostic_headers,
     state_cache_ms: network.state_cache_ms ?? config.state_cache_ms,
