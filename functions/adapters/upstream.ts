@@ -132,11 +132,13 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
           else chunks.push(chunk);
         });
         response.on("end", () => {
+          const retryAfter = response.headers["retry-after"];
           finish({
             ok: true,
             status: response.statusCode ?? 0,
             body: Buffer.concat(chunks, size).toString("utf8"),
             elapsedMs: clock() - started,
+            ...(retryAfter === undefined ? {} : { retryAfter }),
           });
         });
         // A body cut short (reset, premature close) is a connection failure, not an answer.

@@ -1,16 +1,21 @@
 import { ErrorCode, errorResponse, parseRequest } from "./jsonrpc.ts";
 import type { GatewayModel, Network, Provider } from "./network-model.ts";
-import type { NetworkState } from "./network-state.ts";
-import { DEADLINE_MARGIN_MS, HEALTH_WRITE_WAIT_MS } from "./policies.ts";
+import { type NetworkState, quorumInForce } from "./network-state.ts";
+import { DEADLINE_MARGIN_MS, HEALTH_WRITE_WAIT_MS, SUSPECT_TRAFFIC_WINDOW_MS } from "./policies.ts";
 import type { StateStore, Telemetry, Upstream, UpstreamResult } from "./ports.ts";
 import { type AcceptedRequest, admitCalls, callsOf } from "./request/admit.ts";
 import { runAttempts } from "./request/attempts.ts";
-import { HealthRecorder, type HealthRecorderDeps } from "./request/health-recorder.ts";
-import { judgeAttempt } from "./request/judge.ts";
+import {
+  type AttemptRecord,
+  HealthRecorder,
+  type HealthRecorderDeps,
+} from "./request/health-recorder.ts";
+import { type FailureVerdict, judgeAttempt } from "./request/judge.ts";
 import { blockShownBy, mayRaiseHead } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { assembleResponse, type GatewayResponse, JSON_HEADERS } from "./request/respond.ts";
+import { failureSignature, suspectRequest } from "./request/suspicion.ts";
 import { explainRouting, rankProviders, type SelectionContext } from "./selection.ts";
 import type { StateCache } from "./state-cache.ts";
 
@@ -32,8 +37,19 @@ export interface GatewayDeps extends HealthRecorderDeps {
 }
 
 export interface RpcOptions {
-  /** Time left before the platform cuts the request (Lambda remaining time). */
+  /** When the handler started on this request (ms): config and state loading count too. */
+  readonly startedAt?: number;
+  /** Time left at `startedAt` before the platform cuts the request (Lambda remaining time). */
   readonly remainingMs?: number;
+}
+
+/** A failed attempt whose penalty waits for the end of the request. */
+interface HeldPenalty {
+  readonly attempt: AttemptRecord;
+  readonly verdict: FailureVerdict;
+  readonly calls: readonly OpenCall[];
+  /** Its timeout was cut short by the request's deadline: a timeout then proves nothing. */
+  readonly cutShort: boolean;
 }
 
 /** What one request's attempts share. */
@@ -50,6 +66,7 @@ interface RequestScope {
   readonly used: string[];
   /** State writes started by this request: they run beside the retries, not before them. */
   readonly writes: Promise<unknown>[];
+  readonly held: HeldPenalty[];
 }
 
 /**
@@ -93,7 +110,7 @@ export class Gateway {
       };
     }
     const { clock } = this.#deps;
-    const started = clock();
+    const started = options.startedAt ?? clock();
     const deadline =
       started +
       Math.min(
@@ -111,8 +128,9 @@ export class Gateway {
       single: scope.single,
       body,
       open,
-      onResult: (group, result) => this.#record(scope, group, result),
+      onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
     });
+    this.#penalise(scope);
     await settleWrites(scope.writes);
 
     const response = assembleResponse(
@@ -153,11 +171,17 @@ export class Gateway {
       ),
       used: [],
       writes: [],
+      held: [],
     };
   }
 
   /** Judges one attempt, settles or reopens its calls, and records it against the provider. */
-  #record(scope: RequestScope, group: AttemptGroup, result: UpstreamResult): void {
+  #record(
+    scope: RequestScope,
+    group: AttemptGroup,
+    result: UpstreamResult,
+    cutShort: boolean,
+  ): void {
     const { network, model } = scope;
     const { slot, calls } = group;
     const provider = slot.provider.name;
@@ -165,6 +189,7 @@ export class Gateway {
       quorumHead: scope.quorumHead,
       chainId: network.chainId,
       innerErrors: model.innerErrors,
+      now: this.#deps.clock(),
     });
     judgement.outcomes.forEach((outcome, index) => {
       const entry = calls[index];
@@ -176,6 +201,7 @@ export class Gateway {
       } else {
         if (outcome.errorAnswer !== null) entry.fallback = { text: outcome.errorAnswer, provider };
         entry.lastError = `${provider}: ${outcome.verdict.detail}`;
+        entry.failures.push({ provider, signature: failureSignature(outcome.verdict) });
       }
     });
     if (mayRaiseHead(provider, slot.emergency, scope.context)) {
@@ -184,7 +210,7 @@ export class Gateway {
         if (block !== null) this.#deps.observeBlock?.(network.name, provider, block);
       }
     }
-    const attempt = {
+    const attempt: AttemptRecord = {
       network,
       context: scope.context,
       slot,
@@ -192,14 +218,63 @@ export class Gateway {
       writes: scope.writes,
     };
     if (judgement.failure !== null) {
-      const methods = calls
-        .filter((_, index) => judgement.outcomes[index]?.kind === "retry")
-        .map((entry) => entry.info.method);
-      this.#health.failed(attempt, judgement.failure, methods);
+      this.#health.noteFailure(attempt, judgement.failure);
+      scope.held.push({
+        attempt,
+        verdict: judgement.failure,
+        calls: calls.filter((_, index) => judgement.outcomes[index]?.kind === "retry"),
+        cutShort,
+      });
     }
     if (judgement.success !== null) {
       if (!scope.used.includes(provider)) scope.used.push(provider);
       this.#health.succeeded(attempt, judgement.success);
+    }
+  }
+
+  /**
+   * The penalties this request's failures earned, now that its calls are settled: none for a
+   * call every provider failed the same way (the request is suspect), none for a timeout the
+   * deadline cut short.
+   */
+  #penalise(scope: RequestScope): void {
+    const { network, context } = scope;
+    const servesOtherTraffic = (provider: string): boolean => {
+      const lastSuccess = this.#health.lastSuccessAt(network, provider);
+      if (lastSuccess !== undefined && context.now - lastSuccess <= SUSPECT_TRAFFIC_WINDOW_MS) {
+        return true;
+      }
+      return (
+        quorumInForce(context.state, context.now, context.checkIntervalSeconds) &&
+        (context.state.quorum?.members.includes(provider) ?? false)
+      );
+    };
+    const suspects = new Set<OpenCall>();
+    for (const held of scope.held) {
+      if (held.cutShort && held.verdict.outcome === "retry" && held.verdict.kind === "timeout") {
+        continue;
+      }
+      const suspected = held.calls.filter((call) => suspectRequest(call, servesOtherTraffic));
+      for (const call of suspected) suspects.add(call);
+      if (suspected.length === held.calls.length) continue;
+      this.#health.penalise(
+        held.attempt,
+        held.verdict,
+        held.calls.filter((call) => !suspected.includes(call)).map((call) => call.info.method),
+      );
+    }
+    for (const call of suspects) {
+      this.#deps.telemetry.count("suspected_requests", { network: network.name });
+      this.#deps.telemetry.log(
+        "warn",
+        "every provider failed a call the same way: nobody penalised",
+        {
+          network: network.name,
+          method: call.info.method,
+          providers: call.failures.map((failure) => failure.provider),
+          failure: call.failures[0]?.signature,
+        },
+      );
     }
   }
 

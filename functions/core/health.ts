@@ -81,9 +81,28 @@ export function cooldownMs(
   return Math.min(escalated, capMs);
 }
 
+/** The shortest cooldown a provider's `Retry-After` can ask for. */
+const MIN_REQUESTED_COOLDOWN_MS = 1000;
+
+/**
+ * The cooldown of an incident: what the provider asked for (`Retry-After`), clamped between
+ * a second and `max_blacklist_minutes`, else the escalated base.
+ */
+function incidentCooldownMs(
+  reason: CooldownReason,
+  strikes: number,
+  policy: CooldownPolicy,
+  requestedMs: number | undefined,
+): number {
+  if (requestedMs === undefined) return cooldownMs(reason, strikes, policy);
+  const capMs = policy.maxBlacklistMinutes * 60_000;
+  return Math.min(Math.max(requestedMs, MIN_REQUESTED_COOLDOWN_MS), capMs);
+}
+
 /**
  * The health after an incident. One strike per incident: a provider already blacklisted (or
  * awaiting its probe) gets no new strike; its expiry only moves later, never earlier.
+ * `requestedMs` is the cooldown the provider asked for (`Retry-After`), if any.
  * Returns null when nothing changes, so the caller skips the write.
  */
 export function applyIncident(
@@ -91,6 +110,7 @@ export function applyIncident(
   reason: CooldownReason,
   now: number,
   policy: CooldownPolicy,
+  requestedMs?: number,
 ): ProviderHealth | null {
   const state = healthState(health, now);
   if (state === "healthy") {
@@ -99,12 +119,12 @@ export function applyIncident(
       ...health,
       strikes,
       reason,
-      blacklistedUntil: now + cooldownMs(reason, strikes, policy),
+      blacklistedUntil: now + incidentCooldownMs(reason, strikes, policy, requestedMs),
       probeGated: !TIMER_ONLY.has(reason),
       version: health.version + 1,
     };
   }
-  const until = now + cooldownMs(reason, Math.max(1, health.strikes), policy);
+  const until = now + incidentCooldownMs(reason, Math.max(1, health.strikes), policy, requestedMs);
   // Within a second of the stored expiry it is the same incident seen again: no write.
   if (state === "blacklisted" && until <= health.blacklistedUntil + SAME_INCIDENT_MS) return null;
   if (state === "awaiting_probe") return null;

@@ -36,6 +36,13 @@ export const DEADLINE_MARGIN_MS = 1000;
  */
 export const QUORUM_STALE_INTERVALS = 3;
 
+/**
+ * A provider "serves other traffic" when it answered this container within this window (or is
+ * a member of a fresh quorum): only then can a call that failed on every provider the same
+ * way be blamed on the call (docs/behaviour.md §4.9).
+ */
+export const SUSPECT_TRAFFIC_WINDOW_MS = 60_000;
+
 /** The window of the request stats shown on the status route (`stats.window_seconds`). */
 export const STATS_WINDOW_SECONDS = 300;
 

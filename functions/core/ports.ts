@@ -13,6 +13,8 @@ export type UpstreamResult =
       readonly status: number;
       readonly body: string;
       readonly elapsedMs: number;
+      /** The `Retry-After` header, as sent. */
+      readonly retryAfter?: string;
     }
   | { readonly ok: false; readonly failure: TransportFailure; readonly elapsedMs: number }
   | {

@@ -45,6 +45,8 @@ export type Verdict =
       readonly kind: RetryKind;
       readonly reason: CooldownReason;
       readonly detail: string;
+      /** The cooldown the provider asked for (`Retry-After`), when it gave one. */
+      readonly retryAfterMs?: number;
     }
   /** Try the next candidate; blacklist this provider for this method only. */
   | { readonly outcome: "capability"; readonly detail: string }

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import type { Gateway } from "../core/gateway.ts";
+import type { Gateway, RpcOptions } from "../core/gateway.ts";
 import { ErrorCode, errorResponse } from "../core/jsonrpc.ts";
 import type { GatewayModel } from "../core/network-model.ts";
 import { cacheControlFor, getModeBody, matchRoute } from "../core/routes.ts";
@@ -68,7 +68,7 @@ function decodeBody(event: APIGatewayProxyEventV2): string {
 export async function handleEvent(
   event: APIGatewayProxyEventV2,
   deps: ApiDeps,
-  remainingMs?: number,
+  timing: RpcOptions = {},
 ): Promise<APIGatewayProxyStructuredResultV2> {
   const route = matchRoute(event.requestContext?.http?.method ?? "GET", event.rawPath ?? "/");
   switch (route.kind) {
@@ -125,16 +125,14 @@ export async function handleEvent(
     case "get": {
       const built = getModeBody(route.method, route.params);
       if ("error" in built) return rpcError(400, ErrorCode.invalidRequest, built.error);
-      const answer = await deps.gateway.handleRpc(route.network, built.body, { remainingMs });
+      const answer = await deps.gateway.handleRpc(route.network, built.body, timing);
       return json(answer.status, answer.body, {
         ...answer.headers,
         "cache-control": cacheControlFor(route.method, answer.body, answer.status),
       });
     }
     case "rpc": {
-      const answer = await deps.gateway.handleRpc(route.network, decodeBody(event), {
-        remainingMs,
-      });
+      const answer = await deps.gateway.handleRpc(route.network, decodeBody(event), timing);
       return json(answer.status, answer.body, answer.headers);
     }
   }

@@ -4,7 +4,7 @@ import type {
   APIGatewayProxyStructuredResultV2,
   Context,
 } from "aws-lambda";
-import { flushAfterRequest, jsonRpcErrorBoundary } from "./middlewares.ts";
+import { flushBesideRequest, jsonRpcErrorBoundary } from "./middlewares.ts";
 import type { ProxyRuntime } from "./runtime.ts";
 
 export type ProxyHandler = (
@@ -17,9 +17,8 @@ export type ProxyHandler = (
  * the end-of-request flush. The Lambda entry point and the local stack both serve this.
  */
 export function createProxyHandler(runtime: ProxyRuntime): ProxyHandler {
-  // Middlewares run their onError in reverse order: the flush runs first, then the boundary.
   return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
     .use(jsonRpcErrorBoundary(runtime.telemetry))
-    .use(flushAfterRequest(() => runtime.flushIfDue()))
+    .use(flushBesideRequest(() => runtime.flushIfDue()))
     .handler((event, context) => runtime.handle(event, context.getRemainingTimeInMillis()));
 }

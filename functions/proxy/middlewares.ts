@@ -49,16 +49,16 @@ function callerId(event: APIGatewayProxyEventV2 | undefined): string {
 }
 
 /**
- * Request stats and metrics are written at the end of an invocation, when due (every few
- * seconds, never per request): a Lambda may be frozen as soon as it answers.
+ * Request stats and metrics are written when due (every few seconds, never per request), and
+ * never in the way of an answer: a due flush starts with a request and runs beside its
+ * upstream call; the answer does not wait for it. What a frozen container has not flushed
+ * goes with its next request.
  */
-export function flushAfterRequest(flushIfDue: () => Promise<void>): ProxyMiddleware {
+export function flushBesideRequest(flushIfDue: () => Promise<void>): ProxyMiddleware {
   return {
-    after: async () => {
-      await flushIfDue();
-    },
-    onError: async () => {
-      await flushIfDue();
+    before: () => {
+      // Flushing never rejects; a failure is logged by the flusher and the counts dropped.
+      flushIfDue().catch(() => undefined);
     },
   };
 }

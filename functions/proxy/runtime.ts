@@ -121,9 +121,15 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     telemetry,
     current: () => config.current(),
     async handle(event, remainingMs) {
+      // The deadline counts from here: loading config and state spend the caller's time too.
+      const startedAt = clock();
       inForce = await config.current();
       const { model } = inForce;
-      return handleEvent(event, { gateway, model: () => model, status, clock }, remainingMs);
+      return handleEvent(
+        event,
+        { gateway, model: () => model, status, clock },
+        { startedAt, ...(remainingMs === undefined ? {} : { remainingMs }) },
+      );
     },
     async flushIfDue() {
       await stats.flushIfDue();

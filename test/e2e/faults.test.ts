@@ -67,7 +67,8 @@ const scenarios: Scenario[] = [
     },
     kind: "rate_limit",
     reason: "rate_limit",
-    cooldownMs: 5 * MIN,
+    // The provider's Retry-After, not the 5-minute base.
+    cooldownMs: 30_000,
   },
   {
     name: "503",

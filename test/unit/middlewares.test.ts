@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { FlushableTelemetry } from "../../functions/adapters/telemetry.ts";
 import type { Telemetry } from "../../functions/core/ports.ts";
 import { reportFailedRun } from "../../functions/monitor/middlewares.ts";
-import { flushAfterRequest, jsonRpcErrorBoundary } from "../../functions/proxy/middlewares.ts";
+import { flushBesideRequest, jsonRpcErrorBoundary } from "../../functions/proxy/middlewares.ts";
 import { rpcEvent } from "../support/api-gateway-event.ts";
 
 /** The proxy's and the monitor's middy middlewares, each on a bare middy handler. */
@@ -74,21 +74,41 @@ describe("jsonRpcErrorBoundary", () => {
   });
 });
 
-describe("flushAfterRequest", () => {
-  it("flushes after an answer and after a failure, before the boundary answers", async () => {
-    let flushes = 0;
-    const flush = flushAfterRequest(async () => {
-      flushes++;
+describe("flushBesideRequest", () => {
+  it("starts a due flush with the request and answers without waiting for it", async () => {
+    let started = 0;
+    let release: () => void = () => undefined;
+    const flush = flushBesideRequest(() => {
+      started++;
+      return new Promise<void>((resolve) => {
+        release = resolve;
+      });
     });
-    const ok = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
+    const handler = middy<
+      APIGatewayProxyEventV2,
+      APIGatewayProxyStructuredResultV2,
+      Error,
+      Context
+    >()
       .use(flush)
       .handler(async () => ({ statusCode: 200, body: "{}" }));
-    await ok(rpcEvent("{}"), context);
-    expect(flushes).toBe(1);
-    const failing = failingHandler(new Error("boom"), jsonRpcErrorBoundary(telemetry()), flush);
-    const result = await failing(rpcEvent("{}"), context);
-    expect(result.statusCode).toBe(500);
-    expect(flushes).toBe(2);
+    const result = await handler(rpcEvent("{}"), context);
+    expect(result.statusCode).toBe(200);
+    expect(started).toBe(1);
+    release();
+  });
+
+  it("a failing flush neither fails the request nor leaves an unhandled rejection", async () => {
+    const flush = flushBesideRequest(() => Promise.reject(new Error("DynamoDB down")));
+    const handler = middy<
+      APIGatewayProxyEventV2,
+      APIGatewayProxyStructuredResultV2,
+      Error,
+      Context
+    >()
+      .use(flush)
+      .handler(async () => ({ statusCode: 200, body: "{}" }));
+    expect((await handler(rpcEvent("{}"), context)).statusCode).toBe(200);
   });
 });
 

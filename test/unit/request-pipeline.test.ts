@@ -407,3 +407,97 @@ describe("capability: a method one provider does not serve", () => {
     expect([...(state.capabilities.get("p1")?.keys() ?? [])]).toEqual(["trace_block"]);
   });
 });
+
+describe("penalties wait for the end of the request", () => {
+  it("a call every provider failed the same way, while they serve other traffic, penalises nobody", async () => {
+    const h = harness(three);
+    // The monitor sees all three answer its checks: they serve other traffic.
+    h.store.setQuorum("net", {
+      head: 100,
+      headTimestamp: 1000,
+      members: ["p1", "p2", "p3"],
+      excluded: {},
+      heads: {},
+      computedAt: NOW,
+    });
+    for (const url of [P1, P2, P3]) h.upstream.script(url, () => refused());
+    const response = await h.rpc(call(1));
+    expect(response.status).toBe(502);
+    expect(h.store.healthWrites).toEqual([]);
+    expect(h.telemetry.counts.filter((c) => c.name === "suspected_requests")).toHaveLength(1);
+  });
+
+  it("the same failures with no sign of other traffic penalise each provider once", async () => {
+    const h = harness(three);
+    for (const url of [P1, P2, P3]) h.upstream.script(url, () => refused());
+    await h.rpc(call(1));
+    expect(h.store.healthWrites.map((w) => w.provider).sort()).toEqual(["p1", "p2", "p3"]);
+  });
+
+  it("a provider that failed a call another provider answered is penalised", async () => {
+    const h = harness(three);
+    for (const url of [P1, P2, P3])
+      h.upstream.script(
+        url,
+        resultFor(() => "0x1"),
+      );
+    await h.rpc(call(0));
+    h.upstream.script(P1, () => refused());
+    await h.rpc(call(1));
+    expect(h.store.healthWrites.map((w) => [w.provider, w.next.reason])).toEqual([
+      ["p1", "connection"],
+    ]);
+  });
+
+  it("every provider answering method-not-found is the caller's: the answer as is, no blacklist", async () => {
+    const h = harness(three);
+    const notFound = (id: unknown) =>
+      error(id, -32601, "the method eth_fooBar does not exist/is not available");
+    for (const url of [P1, P2, P3]) {
+      h.upstream.script(url, (request) => answer(notFound(JSON.parse(request.body).id)));
+    }
+    const response = await h.rpc(call(4, "eth_fooBar"));
+    expect(response.body).toBe(notFound(4));
+    const state = await h.store.readNetwork("net");
+    expect(state.capabilities.size).toBe(0);
+  });
+
+  it("a timeout the deadline cut short earns no strike", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, (request) => ({
+      ok: false,
+      failure: { kind: "timeout", message: "timeout" },
+      elapsedMs: request.timeoutMs,
+    }));
+    // 4 s left after the margin: the attempt's 10 s timeout is cut to 4 s.
+    const response = await h.rpc(call(1), 5_000);
+    expect(response.status).toBe(502);
+    expect(h.store.healthWrites).toEqual([]);
+  });
+});
+
+describe("Retry-After", () => {
+  it.each([
+    ["2", 2_000],
+    [undefined, 300_000],
+  ])("a 429 with Retry-After %s blacklists for %i ms", async (header, cooldown) => {
+    const h = harness(three);
+    h.upstream.script(P1, () => ({
+      ok: true,
+      status: 429,
+      body: "Too Many Requests",
+      elapsedMs: 1,
+      ...(header === undefined ? {} : { retryAfter: header }),
+    }));
+    h.upstream.script(
+      P2,
+      resultFor(() => "0x1"),
+    );
+    const before = h.clock();
+    await h.rpc(call(1));
+    const [write] = h.store.healthWrites;
+    expect(write?.next.reason).toBe("rate_limit");
+    expect((write?.next.blacklistedUntil ?? 0) - before).toBeGreaterThanOrEqual(cooldown);
+    expect((write?.next.blacklistedUntil ?? 0) - before).toBeLessThan(cooldown + 100);
+  });
+});

@@ -13,8 +13,11 @@ export interface AttemptLoop {
   /** The caller's body, forwarded as is for a single call. */
   readonly body: string;
   readonly open: readonly OpenCall[];
-  /** Judges one attempt's result and records it; calls it settles leave the loop. */
-  readonly onResult: (group: AttemptGroup, result: UpstreamResult) => void;
+  /**
+   * Judges one attempt's result and records it; calls it settles leave the loop. `cutShort`:
+   * the attempt's timeout was cut to the time left before the deadline.
+   */
+  readonly onResult: (group: AttemptGroup, result: UpstreamResult, cutShort: boolean) => void;
 }
 
 /**
@@ -34,13 +37,14 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     attempts += round.length;
     await Promise.all(
       round.map(async (group) => {
+        const cutShort = remaining < settings.request_timeout_ms;
         const result = await upstream.send({
           url: group.slot.provider.url,
           body: upstreamBody(loop.single, loop.body, group.calls),
           timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
           maxResponseBytes: settings.max_response_bytes,
         });
-        loop.onResult(group, result);
+        loop.onResult(group, result, cutShort);
       }),
     );
   }

@@ -1,10 +1,4 @@
-import {
-  applyIncident,
-  applySuccess,
-  cooldownMs,
-  cooldownPolicy,
-  type ProviderHealth,
-} from "../health.ts";
+import { applyIncident, applySuccess, cooldownPolicy, type ProviderHealth } from "../health.ts";
 import type { Network, Provider } from "../network-model.ts";
 import { healthOf } from "../network-state.ts";
 import { HEALTH_WRITE_ROUNDS, SLOW_RULE_MIN_CANDIDATES } from "../policies.ts";
@@ -57,6 +51,8 @@ export class HealthRecorder {
   readonly #unclassifiedInARow = new Map<string, number>();
   /** Providers rotated away from in this container, until (ms). */
   readonly #demotedUntil = new Map<string, number>();
+  /** When each provider last gave this container an answer (ms). */
+  readonly #lastSuccessAt = new Map<string, number>();
 
   constructor(deps: HealthRecorderDeps) {
     this.#deps = deps;
@@ -72,8 +68,17 @@ export class HealthRecorder {
     return demoted;
   }
 
-  /** The provider failed calls of `methods` with `verdict`: the next provider takes them. */
-  failed(attempt: AttemptRecord, verdict: FailureVerdict, methods: readonly string[]): void {
+  /** When the provider last answered a call in this container, if it did. */
+  lastSuccessAt(network: Network, provider: string): number | undefined {
+    return this.#lastSuccessAt.get(key(network.name, provider));
+  }
+
+  /**
+   * The provider failed calls and the next provider takes them: counted and logged at once.
+   * The penalty waits until the request is over (`penalise`), when it is known whether the
+   * call failed everywhere the same way.
+   */
+  noteFailure(attempt: AttemptRecord, verdict: FailureVerdict): void {
     const { network, slot } = attempt;
     const provider = slot.provider;
     const kind = verdict.outcome === "capability" ? "capability" : verdict.kind;
@@ -90,6 +95,12 @@ export class HealthRecorder {
       detail: this.#deps.scrub(verdict.detail),
       emergency: slot.emergency,
     });
+  }
+
+  /** Penalises the provider for failing calls of `methods`; emergency attempts penalise nobody. */
+  penalise(attempt: AttemptRecord, verdict: FailureVerdict, methods: readonly string[]): void {
+    const { network, slot } = attempt;
+    const provider = slot.provider;
     if (slot.emergency) return;
     if (verdict.outcome === "capability") {
       const until = this.#deps.clock() + network.settings.cooldown_seconds.capability * 1000;
@@ -98,7 +109,7 @@ export class HealthRecorder {
       }
       return;
     }
-    attempt.writes.push(this.#incident(network, provider, verdict.reason));
+    attempt.writes.push(this.#incident(network, provider, verdict.reason, verdict.retryAfterMs));
   }
 
   /** The provider gave an answer the caller gets. */
@@ -107,6 +118,7 @@ export class HealthRecorder {
     const provider = attempt.slot.provider;
     this.#deps.recordOutcome?.(network.name, provider.name, true, attempt.elapsedMs);
     const counterKey = key(network.name, provider.name);
+    this.#lastSuccessAt.set(counterKey, this.#deps.clock());
     if (verdict.outcome === "unclassified") {
       const inARow = (this.#unclassifiedInARow.get(counterKey) ?? 0) + 1;
       if (inARow >= network.settings.force_rotate_errors) {
@@ -175,12 +187,17 @@ export class HealthRecorder {
    * One strike per incident, agreed across containers: the write is conditional on the
    * version this container read; on a conflict the stored item is judged again.
    */
-  async #incident(network: Network, provider: Provider, reason: CooldownReason): Promise<void> {
+  async #incident(
+    network: Network,
+    provider: Provider,
+    reason: CooldownReason,
+    requestedMs?: number,
+  ): Promise<void> {
     const policy = cooldownPolicy(network.settings);
     const state = await this.#deps.cache.get(network.name);
     let health = healthOf(state, provider.name);
     for (let round = 0; round < HEALTH_WRITE_ROUNDS; round++) {
-      const next = applyIncident(health, reason, this.#deps.clock(), policy);
+      const next = applyIncident(health, reason, this.#deps.clock(), policy, requestedMs);
       if (next === null) return;
       const outcome = await this.#write(network, provider, health, next);
       if (outcome === "written") {
@@ -196,7 +213,7 @@ export class HealthRecorder {
           reason,
           strikes: next.strikes,
           until: new Date(next.blacklistedUntil).toISOString(),
-          cooldown_ms: cooldownMs(reason, next.strikes, policy),
+          cooldown_ms: next.blacklistedUntil - this.#deps.clock(),
           extended_only: !newStrike,
         });
         return;

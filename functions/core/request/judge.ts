@@ -2,6 +2,7 @@ import { classifyHttp, classifyMember, classifyTransport, findInnerError } from 
 import { arrayElementSpans, withId } from "../json-raw.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
 import type { UpstreamResult } from "../ports.ts";
+import { retryAfterMs } from "../retry-after.ts";
 import type { CallInfo, Verdict } from "../verdict.ts";
 import type { OpenCall } from "./open-call.ts";
 
@@ -45,6 +46,8 @@ export interface JudgeContext {
   readonly quorumHead: number | null;
   readonly chainId: number;
   readonly innerErrors: readonly string[];
+  /** For an HTTP-date `Retry-After`. */
+  readonly now: number;
 }
 
 /**
@@ -84,7 +87,9 @@ export function judgeAttempt(
     parsed,
     calls.map((entry) => entry.info),
   );
-  if (whole !== "members" && isRetryVerdict(whole)) return failedWhole(calls, whole);
+  if (whole !== "members" && isRetryVerdict(whole)) {
+    return failedWhole(calls, withRetryAfter(whole, result.status, result.retryAfter, context.now));
+  }
   if (whole !== "members" && (single || isObjectText(result.body))) {
     // An answer for the request as a whole (e.g. one error object for a batch).
     return {
@@ -104,6 +109,20 @@ export function judgeAttempt(
 }
 
 const OK: Verdict = { outcome: "ok" };
+
+/** Statuses whose `Retry-After` says when the provider will take traffic again. */
+const RETRY_AFTER_STATUSES = new Set([429, 503]);
+
+function withRetryAfter(
+  verdict: FailureVerdict,
+  status: number,
+  header: string | undefined,
+  now: number,
+): FailureVerdict {
+  if (verdict.outcome !== "retry" || !RETRY_AFTER_STATUSES.has(status)) return verdict;
+  const requested = retryAfterMs(header, now);
+  return requested === null ? verdict : { ...verdict, retryAfterMs: requested };
+}
 
 const MISSING_FROM_BATCH: FailureVerdict = {
   outcome: "retry",

@@ -1,6 +1,7 @@
 import type { Call } from "../jsonrpc.ts";
 import type { AttemptSlot } from "../selection.ts";
 import type { CallInfo } from "../verdict.ts";
+import type { CallFailure } from "./suspicion.ts";
 
 /** An upstream answer kept in case attempts run out (an inner error or an upstream error). */
 export interface KeptAnswer {
@@ -22,6 +23,8 @@ export interface OpenCall {
   fallback: KeptAnswer | null;
   /** What went wrong last, for the gateway's own error when every attempt failed. */
   lastError: string;
+  /** Every provider's failure of this call, in order. */
+  readonly failures: CallFailure[];
 }
 
 export function openCall(call: Call, order: readonly AttemptSlot[]): OpenCall {
@@ -34,5 +37,6 @@ export function openCall(call: Call, order: readonly AttemptSlot[]): OpenCall {
     answer: null,
     fallback: null,
     lastError: "no attempt was made",
+    failures: [],
   };
 }
