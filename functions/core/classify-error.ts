@@ -6,6 +6,7 @@
 
 import { isRecord } from "./classify-envelope.ts";
 import { CHAIN_UNAVAILABLE, QUOTA, RATE_LIMIT } from "./classify-patterns.ts";
+import { methodSpec } from "./methods/catalogue.ts";
 import type { CooldownReason, RetryKind, Verdict } from "./verdict.ts";
 
 /** A verdict before its detail text is attached. */
@@ -38,17 +39,8 @@ interface ErrorFacts {
   readonly method: string;
 }
 
-// Methods that re-execute a block already mined: a pre-check failure there means the node
+// On a trace of a block already mined (a catalogue fact), a pre-check failure means the node
 // holds the wrong state for that block (docs/behaviour.md §4.4), so another node may succeed.
-const TRACES_OF_MINED_BLOCKS = new Set([
-  "debug_traceBlockByHash",
-  "debug_traceBlockByNumber",
-  "debug_traceTransaction",
-  "trace_block",
-  "trace_replayBlockTransactions",
-  "trace_replayTransaction",
-  "trace_transaction",
-]);
 const PRE_CHECK_FAILURE =
   /insufficient funds for gas \* price \+ value|\bnonce too (low|high)\b|\bintrinsic gas too low\b/i;
 
@@ -127,7 +119,7 @@ const coded =
 const ERROR_RULES: readonly ErrorRule[] = [
   {
     applies: (facts) =>
-      TRACES_OF_MINED_BLOCKS.has(facts.method) && PRE_CHECK_FAILURE.test(facts.message),
+      methodSpec(facts.method).tracesMinedBlock && PRE_CHECK_FAILURE.test(facts.message),
     judgement: TRANSIENT,
   },
   { applies: said(CALLERS_FAULT), judgement: OK },
