@@ -26,6 +26,30 @@ export const capabilityKey = (provider: string, method: string) =>
 export const QUORUM_KEY = "QUORUM";
 export const MONITOR_KEY = "MONITOR";
 
+/** The attributes the proxy's state Query reads, each aliased (several are reserved words). */
+const PROJECTION = (() => {
+  const attributes = [
+    "sk",
+    "strikes",
+    "blacklisted_until",
+    "reason",
+    "probe_gated",
+    "version",
+    "last_probe_at",
+    "last_probe_result",
+    "last_probe_detail",
+    "until",
+    "provider",
+    "method",
+    "snapshot",
+    "last_tick_at",
+  ];
+  return {
+    expression: attributes.map((_, index) => `#a${index}`).join(", "),
+    names: Object.fromEntries(attributes.map((name, index) => [`#a${index}`, name])),
+  };
+})();
+
 export function createDynamoClient(
   options: { endpoint?: string; region?: string } = {},
 ): DynamoDBClient {
@@ -98,6 +122,9 @@ export class DynamoStateStore implements StateStore {
           TableName: this.#table,
           KeyConditionExpression: "pk = :pk",
           ExpressionAttributeValues: { ":pk": { S: networkKey(network) } },
+          // Only what selection needs: leases and bookkeeping stay on the server.
+          ProjectionExpression: PROJECTION.expression,
+          ExpressionAttributeNames: PROJECTION.names,
           ExclusiveStartKey: startKey,
         }),
       );

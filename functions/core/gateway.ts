@@ -15,6 +15,7 @@ import { blockShownBy, mayRaiseHead } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { assembleResponse, type GatewayResponse, JSON_HEADERS } from "./request/respond.ts";
+import { ServableMethods } from "./request/servable.ts";
 import { failureSignature, suspectRequest } from "./request/suspicion.ts";
 import { explainRouting, rankProviders, type SelectionContext } from "./selection.ts";
 import type { StateCache } from "./state-cache.ts";
@@ -77,6 +78,7 @@ interface RequestScope {
 export class Gateway {
   readonly #deps: GatewayDeps;
   readonly #health: HealthRecorder;
+  readonly #servable = new ServableMethods();
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -190,6 +192,7 @@ export class Gateway {
       chainId: network.chainId,
       innerErrors: model.innerErrors,
       now: this.#deps.clock(),
+      servable: (method) => this.#servable.servable(network, method),
     });
     judgement.outcomes.forEach((outcome, index) => {
       const entry = calls[index];
@@ -204,6 +207,7 @@ export class Gateway {
         entry.failures.push({ provider, signature: failureSignature(outcome.verdict) });
       }
     });
+    for (const { info } of judgement.okAnswers) this.#servable.answered(network, info.method);
     if (mayRaiseHead(provider, slot.emergency, scope.context)) {
       for (const { info, member } of judgement.okAnswers) {
         const block = blockShownBy(info, member);

@@ -107,6 +107,8 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     max_blacklist_minutes: network.max_blacklist_minutes ?? config.max_blacklist_minutes,
     slow_response_ms: network.slow_response_ms ?? config.slow_response_ms,
     force_rotate_errors: network.force_rotate_errors ?? config.force_rotate_errors,
+    max_capability_blacklists:
+      network.max_capability_blacklists ?? config.max_capability_blacklists,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },
     probe: { ...config.probe, ...network.probe },
     quorum: {

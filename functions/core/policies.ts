@@ -43,6 +43,13 @@ export const QUORUM_STALE_INTERVALS = 3;
  */
 export const SUSPECT_TRAFFIC_WINDOW_MS = 60_000;
 
+/**
+ * Methods outside the catalogue that providers answered, remembered per network and
+ * container: they may become capability blacklists. A bound, though only real methods get
+ * answers.
+ */
+export const SERVED_METHODS_REMEMBERED = 256;
+
 /** The window of the request stats shown on the status route (`stats.window_seconds`). */
 export const STATS_WINDOW_SECONDS = 300;
 

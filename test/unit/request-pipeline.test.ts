@@ -501,3 +501,57 @@ describe("Retry-After", () => {
     expect((write?.next.blacklistedUntil ?? 0) - before).toBeLessThan(cooldown + 100);
   });
 });
+
+describe("made-up method names never become state", () => {
+  const notFound = (id: unknown, method: string) =>
+    error(id, -32601, `the method ${method} does not exist/is not available`);
+  const echoNotFound = (request: { body: string }) => {
+    const parsed = JSON.parse(request.body) as
+      | { id: unknown; method: string }
+      | Array<{ id: unknown; method: string }>;
+    return answer(
+      Array.isArray(parsed)
+        ? `[${parsed.map((c) => notFound(c.id, c.method)).join(",")}]`
+        : notFound(parsed.id, parsed.method),
+    );
+  };
+
+  it("regression: a batch of 100 made-up names cost 200 upstream calls and 200 items; now one call and none", async () => {
+    const h = harness(three, { max_batch: 100 });
+    for (const url of [P1, P2, P3]) h.upstream.script(url, echoNotFound);
+    const names = Array.from({ length: 100 }, (_, i) => `zz_${i.toString(36)}x`);
+    const response = await h.rpc(batch(...names.map((name, i) => call(i, name))));
+    const answers = JSON.parse(response.body) as Array<{ id: number; error: { code: number } }>;
+    expect(answers.map((a) => [a.id, a.error.code])).toEqual(names.map((_, i) => [i, -32601]));
+    expect([P1, P2, P3].map((url) => h.upstream.callsTo(url))).toEqual([1, 0, 0]);
+    expect(h.store.healthWrites).toEqual([]);
+    expect((await h.store.readNetwork("net")).capabilities.size).toBe(0);
+  });
+
+  it.each([
+    ["a catalogue method", "trace_block", {}],
+    ["a method the config allows", "custom_method", { methods_allow: ["eth_*", "custom_*"] }],
+  ])(
+    "%s a lone provider does not serve is blacklisted for that method",
+    async (_name, method, extra) => {
+      const h = harness([{ name: "p1", url: P1 }], extra);
+      h.upstream.script(P1, echoNotFound);
+      await h.rpc(call(1, method));
+      await new Promise((resolve) => setImmediate(resolve));
+      const state = await h.store.readNetwork("net");
+      expect([...(state.capabilities.get("p1")?.keys() ?? [])]).toEqual([method]);
+    },
+  );
+
+  it("capability blacklists stop at max_capability_blacklists per provider", async () => {
+    const h = harness([{ name: "p1", url: P1 }], {
+      max_capability_blacklists: 2,
+      methods_allow: ["x_*"],
+    });
+    h.upstream.script(P1, echoNotFound);
+    await h.rpc(batch(call(1, "x_a"), call(2, "x_b"), call(3, "x_c")));
+    await new Promise((resolve) => setImmediate(resolve));
+    const state = await h.store.readNetwork("net");
+    expect(state.capabilities.get("p1")?.size).toBe(2);
+  });
+});

@@ -103,9 +103,23 @@ export class HealthRecorder {
     const provider = slot.provider;
     if (slot.emergency) return;
     if (verdict.outcome === "capability") {
-      const until = this.#deps.clock() + network.settings.cooldown_seconds.capability * 1000;
-      for (const method of new Set(methods)) {
+      const now = this.#deps.clock();
+      const until = now + network.settings.cooldown_seconds.capability * 1000;
+      const current = attempt.context.state.capabilities.get(provider.name) ?? new Map();
+      const live = [...current.values()].filter((expiry) => expiry > now).length;
+      const fresh = [...new Set(methods)].filter((method) => !((current.get(method) ?? 0) > now));
+      // Bounded, so the state every container reads stays small whatever callers send.
+      const room = Math.max(0, network.settings.max_capability_blacklists - live);
+      for (const method of fresh.slice(0, room)) {
         attempt.writes.push(this.#blacklistCapability(network, provider, method, until));
+      }
+      if (fresh.length > room) {
+        this.#deps.telemetry.log("warn", "capability blacklists at their bound: not recorded", {
+          network: network.name,
+          provider: provider.name,
+          bound: network.settings.max_capability_blacklists,
+          methods: fresh.slice(room, room + 10),
+        });
       }
       return;
     }

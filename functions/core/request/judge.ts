@@ -48,6 +48,8 @@ export interface JudgeContext {
   readonly innerErrors: readonly string[];
   /** For an HTTP-date `Retry-After`. */
   readonly now: number;
+  /** Whether some provider may serve the method: else "method not found" is the answer. */
+  readonly servable: (method: string) => boolean;
 }
 
 /**
@@ -165,6 +167,12 @@ function judgeMembers(
       quorumHead: context.quorumHead,
       chainId: context.chainId,
     });
+    if (verdict.outcome === "capability" && !context.servable(entry.info.method)) {
+      // A name no provider is known to serve: the caller's mistake, answered as is.
+      success ??= OK;
+      outcomes.push({ kind: "answer", text });
+      continue;
+    }
     if (isRetryVerdict(verdict)) {
       failure ??= verdict;
       outcomes.push({ kind: "retry", verdict, errorAnswer: hasErrorMember(member) ? text : null });
