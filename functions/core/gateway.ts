@@ -11,7 +11,7 @@ import {
   type HealthRecorderDeps,
 } from "./request/health-recorder.ts";
 import { type FailureVerdict, judgeAttempt } from "./request/judge.ts";
-import { blockShownBy, mayRaiseHead } from "./request/observed-head.ts";
+import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { assembleResponse, type GatewayResponse, JSON_HEADERS } from "./request/respond.ts";
@@ -31,10 +31,6 @@ export interface GatewayDeps extends HealthRecorderDeps {
   readonly telemetry: Telemetry;
   /** Masks secret values in an answer to the caller (an upstream may echo its own URL). */
   readonly scrubAnswer: (text: string) => string;
-  /** Called with the block number an answer shows, so known heads stay fresh. */
-  readonly observeBlock?: (network: string, provider: string, block: number) => void;
-  /** The highest block this container has seen in any answer of the network, if any. */
-  readonly highestObservedBlock?: (network: string) => number | null;
 }
 
 export interface RpcOptions {
@@ -79,6 +75,7 @@ export class Gateway {
   readonly #deps: GatewayDeps;
   readonly #health: HealthRecorder;
   readonly #servable = new ServableMethods();
+  readonly #observed = new ObservedHeads();
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -88,6 +85,11 @@ export class Gateway {
   /** Providers of the network this container has rotated away from (force-rotate). */
   demoted(network: Network): ReadonlySet<string> {
     return this.#health.demoted(network, this.#deps.clock());
+  }
+
+  /** Heads this container saw in answers that are still in force, by provider. */
+  observedHeads(network: Network, context: SelectionContext): ReadonlyMap<string, number> {
+    return this.#observed.inForce(network, context);
   }
 
   async handleRpc(
@@ -167,10 +169,7 @@ export class Gateway {
       context,
       // Answers between monitor ticks may show a newer head than the snapshot: a null block
       // at or below it is stale all the same.
-      quorumHead: maxOrNull(
-        state.quorum?.head ?? null,
-        this.#deps.highestObservedBlock?.(network.name) ?? null,
-      ),
+      quorumHead: maxOrNull(state.quorum?.head ?? null, this.#observed.highest(network, context)),
       used: [],
       writes: [],
       held: [],
@@ -210,8 +209,9 @@ export class Gateway {
     for (const { info } of judgement.okAnswers) this.#servable.answered(network, info.method);
     if (mayRaiseHead(provider, slot.emergency, scope.context)) {
       for (const { info, member } of judgement.okAnswers) {
-        const block = blockShownBy(info, member);
-        if (block !== null) this.#deps.observeBlock?.(network.name, provider, block);
+        const block = headStatedBy(info, member);
+        if (block !== null)
+          this.#observed.observe(network.name, provider, block, scope.context.now);
       }
     }
     const attempt: AttemptRecord = {

@@ -107,6 +107,9 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     max_blacklist_minutes: network.max_blacklist_minutes ?? config.max_blacklist_minutes,
     slow_response_ms: network.slow_response_ms ?? config.slow_response_ms,
     force_rotate_errors: network.force_rotate_errors ?? config.force_rotate_errors,
+    block_time_seconds: network.block_time_seconds ?? config.block_time_seconds,
+    observed_head_max_ahead_blocks:
+      network.observed_head_max_ahead_blocks ?? config.observed_head_max_ahead_blocks,
     max_capability_blacklists:
       network.max_capability_blacklists ?? config.max_capability_blacklists,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },

@@ -60,7 +60,6 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
   let inForce: ModelInForce | null = null;
 
   const stats = requestStats(options.statsStore, clock, telemetry);
-  const observedHeads = new Map<string, Map<string, number>>();
   const cache = new StateCache({
     store: options.store,
     clock,
@@ -81,18 +80,6 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     scrub: config.scrub,
     scrubAnswer: config.scrubAnswer,
     recordOutcome: stats.record,
-    highestObservedBlock: (network) => {
-      const heads = observedHeads.get(network);
-      return heads === undefined || heads.size === 0 ? null : Math.max(...heads.values());
-    },
-    observeBlock: (network, provider, block) => {
-      let heads = observedHeads.get(network);
-      if (!heads) {
-        heads = new Map();
-        observedHeads.set(network, heads);
-      }
-      if ((heads.get(provider) ?? 0) < block) heads.set(provider, block);
-    },
   });
 
   async function status(network: string): Promise<NetworkStatus> {
@@ -102,18 +89,26 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     const state = await cache.get(network);
     const now = clock();
     const window = await stats.read(network, now);
+    const demoted = gateway.demoted(spec);
+    const context = {
+      network: spec,
+      state,
+      now,
+      checkIntervalSeconds: model.checkIntervalSeconds,
+      demoted,
+    };
     return networkStatus({
       model,
       network: spec,
       state,
       now,
       configSource: loaded.source,
-      demoted: gateway.demoted(spec),
+      demoted,
       stats: (provider) => ({
         window_seconds: STATS_WINDOW_SECONDS,
         ...windowOf(window[provider] ?? [], now, STATS_WINDOW_SECONDS),
       }),
-      observedHeads: observedHeads.get(network) ?? new Map(),
+      observedHeads: gateway.observedHeads(spec, context),
     });
   }
 

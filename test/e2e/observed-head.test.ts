@@ -50,12 +50,13 @@ beforeAll(async () => {
       },
     },
   });
-  // The monitor's last snapshot is recent but old in blocks: its head is 2.
+  // The monitor's last snapshot is recent but a few blocks old: its head is 7, and `ahead`
+  // stands at 10, within the 3 blocks (observed_head_max_ahead_blocks) an answer may add.
   await new DynamoMonitorStore({
     client: stack.store.client,
     tableName: stack.store.tableName,
   }).writeQuorum("devnet", {
-    head: 2,
+    head: 7,
     headTimestamp: 0,
     members: ["ahead", "lagging"],
     excluded: {},

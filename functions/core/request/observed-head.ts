@@ -1,3 +1,5 @@
+import { blockRefOf } from "../methods/block-ref.ts";
+import type { Network } from "../network-model.ts";
 import { quorumInForce } from "../network-state.ts";
 import type { SelectionContext } from "../selection.ts";
 import type { CallInfo } from "../verdict.ts";
@@ -5,20 +7,19 @@ import type { CallInfo } from "../verdict.ts";
 const HEX_BLOCK = /^0x[0-9a-f]{1,16}$/i;
 
 /**
- * The block number an answer shows as existing, if any: `eth_blockNumber`'s result, or the
- * number of a block `eth_getBlockByNumber` returned.
+ * The block number an answer states as the head, if any: `eth_blockNumber`'s result, or the
+ * number of the block `eth_getBlockByNumber` returned for "latest" or a number. Never from
+ * "pending" (a block that does not exist yet, one above the head) nor from the other tags.
  */
-export function blockShownBy(info: CallInfo, member: unknown): number | null {
+export function headStatedBy(info: CallInfo, member: unknown): number | null {
   if (typeof member !== "object" || member === null) return null;
   const result = (member as { result?: unknown }).result;
   let hex: unknown;
   if (info.method === "eth_blockNumber") hex = result;
-  else if (
-    info.method === "eth_getBlockByNumber" &&
-    typeof result === "object" &&
-    result !== null
-  ) {
-    hex = (result as { number?: unknown }).number;
+  else if (info.method === "eth_getBlockByNumber" && typeof result === "object" && result) {
+    const ref = blockRefOf(info.method, info.params);
+    const statesHead = ref?.kind === "number" || (ref?.kind === "tag" && ref.tag === "latest");
+    if (statesHead) hex = (result as { number?: unknown }).number;
   }
   return typeof hex === "string" && HEX_BLOCK.test(hex) ? Number.parseInt(hex, 16) : null;
 }
@@ -36,4 +37,53 @@ export function mayRaiseHead(
   if (emergency) return false;
   if (!quorumInForce(context.state, context.now, context.checkIntervalSeconds)) return false;
   return context.state.quorum?.members.includes(provider) ?? false;
+}
+
+interface Observation {
+  readonly block: number;
+  readonly at: number;
+}
+
+/**
+ * Heads this container saw in answers between monitor ticks (docs/behaviour.md §5.4): a cache,
+ * not a truth. An observation counts only after the quorum snapshot it improves on, and only
+ * as far ahead of that snapshot's head as the chain can have moved since
+ * (`block_time_seconds`) plus `observed_head_max_ahead_blocks`; older or further ones are
+ * ignored.
+ */
+export class ObservedHeads {
+  readonly #heads = new Map<string, Map<string, Observation>>();
+
+  observe(network: string, provider: string, block: number, now: number): void {
+    let heads = this.#heads.get(network);
+    if (!heads) {
+      heads = new Map();
+      this.#heads.set(network, heads);
+    }
+    const seen = heads.get(provider);
+    if (seen === undefined || seen.block < block) heads.set(provider, { block, at: now });
+  }
+
+  /** Each provider's observed head still in force, by provider. */
+  inForce(network: Network, context: SelectionContext): Map<string, number> {
+    const quorum = context.state.quorum;
+    const heads = new Map<string, number>();
+    if (quorum === null || quorum.head === null) return heads;
+    const since = Math.max(0, context.now - quorum.computedAt);
+    const lead =
+      Math.ceil(since / (network.settings.block_time_seconds * 1000)) +
+      network.settings.observed_head_max_ahead_blocks;
+    for (const [provider, seen] of this.#heads.get(network.name) ?? []) {
+      if (seen.at < quorum.computedAt) continue;
+      if (seen.block > quorum.head + lead) continue;
+      heads.set(provider, seen.block);
+    }
+    return heads;
+  }
+
+  /** The highest observed head in force, or null. */
+  highest(network: Network, context: SelectionContext): number | null {
+    const heads = [...this.inForce(network, context).values()];
+    return heads.length === 0 ? null : Math.max(...heads);
+  }
 }

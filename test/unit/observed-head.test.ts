@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { configSchema } from "../../functions/core/config-schema.ts";
+import { buildModel } from "../../functions/core/network-model.ts";
+import { EMPTY_NETWORK_STATE } from "../../functions/core/network-state.ts";
+import { headStatedBy, ObservedHeads } from "../../functions/core/request/observed-head.ts";
+import type { SelectionContext } from "../../functions/core/selection.ts";
+
+/** Heads seen in answers (docs/behaviour.md §5.4): which answers state one, and how long it counts. */
+
+const block = (number: string) => ({ jsonrpc: "2.0", id: 1, result: { number, hash: "0x01" } });
+
+describe("headStatedBy", () => {
+  it.each<[string, unknown[], unknown, number | null]>([
+    ["eth_blockNumber", [], { result: "0x10" }, 16],
+    ["eth_getBlockByNumber", ["latest", false], block("0x10"), 16],
+    ["eth_getBlockByNumber", ["0x10", false], block("0x10"), 16],
+    ["regression: pending states no head", ["pending", false], block("0x11"), null],
+    ["eth_getBlockByNumber", ["finalized", false], block("0x8"), null],
+    ["eth_getBlockByNumber", ["latest", false], { result: null }, null],
+    ["eth_getBlockByHash", [`0x${"1".repeat(64)}`, false], block("0x10"), null],
+    ["eth_blockNumber", [], { result: "latest" }, null],
+  ])("%s %j → %s", (method, params, member, expected) => {
+    const name = method.startsWith("regression") ? "eth_getBlockByNumber" : method;
+    expect(headStatedBy({ method: name, params }, member)).toBe(expected);
+  });
+});
+
+describe("ObservedHeads", () => {
+  const model = buildModel(
+    configSchema.parse({
+      networks: {
+        net: { chain_id: 1, block_time_seconds: 2, providers: [{ url: "http://a.test" }] },
+      },
+    }),
+    (url) => url,
+  );
+  const network = model.networks.get("net");
+  if (network === undefined) throw new Error("no network");
+  const T = 1_800_000_000_000;
+  const context = (now: number, head: number, computedAt = T): SelectionContext => ({
+    network,
+    now,
+    checkIntervalSeconds: 15,
+    demoted: new Set(),
+    state: {
+      ...EMPTY_NETWORK_STATE,
+      quorum: { head, headTimestamp: 0, members: ["a"], excluded: {}, heads: {}, computedAt },
+    },
+  });
+
+  it.each<[string, number, number, number, number | null]>([
+    ["within the few blocks it may lead the snapshot", T, 103, T, 103],
+    ["regression: far above the snapshot is ignored", T, 150, T, null],
+    ["the chain's progress since the snapshot widens the lead", T + 10_000, 108, T + 10_000, 108],
+    ["seen before the snapshot: superseded", T - 1, 101, T + 1, null],
+  ])("%s", (_name, seenAt, seen, now, expected) => {
+    const heads = new ObservedHeads();
+    heads.observe("net", "a", seen, seenAt);
+    expect(heads.highest(network, context(now, 100))).toBe(expected);
+  });
+
+  it("no snapshot, no observed head", () => {
+    const heads = new ObservedHeads();
+    heads.observe("net", "a", 5, T);
+    expect(heads.highest(network, { ...context(T, 0), state: EMPTY_NETWORK_STATE })).toBeNull();
+  });
+});
