@@ -1,4 +1,5 @@
 import { ErrorCode, errorResponse, parseRequest } from "./jsonrpc.ts";
+import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network, Provider } from "./network-model.ts";
 import { type NetworkState, quorumInForce } from "./network-state.ts";
 import { DEADLINE_MARGIN_MS, HEALTH_WRITE_WAIT_MS, SUSPECT_TRAFFIC_WINDOW_MS } from "./policies.ts";
@@ -219,6 +220,8 @@ export class Gateway {
       context: scope.context,
       slot,
       elapsedMs: result.elapsedMs,
+      heavy:
+        calls.length > 1 || calls.some((entry) => methodSpec(entry.info.method).weight === "heavy"),
       writes: scope.writes,
     };
     if (judgement.failure !== null) {

@@ -555,3 +555,21 @@ describe("made-up method names never become state", () => {
     expect(state.capabilities.get("p1")?.size).toBe(2);
   });
 });
+
+describe("the slow rule spares calls that are slow everywhere", () => {
+  it.each([
+    [
+      "regression: a slow eth_getLogs blacklisted the primary as slow",
+      call(1, "eth_getLogs", [{}]),
+    ],
+    ["a trace", call(1, "debug_traceTransaction", [`0x${"ab".repeat(32)}`])],
+    ["a batch", batch(call(1), call(2))],
+  ])("%s", async (_name, body) => {
+    const h = harness(three);
+    const results = resultFor((method) => (method === "eth_blockNumber" ? "0x1" : []));
+    h.upstream.script(P1, (request) => ({ ...results(request, 1), elapsedMs: 8_000 }));
+    const response = await h.rpc(body);
+    expect(response.status).toBe(200);
+    expect(h.store.healthWrites).toEqual([]);
+  });
+});

@@ -35,6 +35,11 @@ export interface AttemptRecord {
   readonly context: SelectionContext;
   readonly slot: AttemptSlot;
   readonly elapsedMs: number;
+  /**
+   * A batch, or a call the catalogue calls heavy (logs, traces): slow everywhere by nature, so
+   * exempt from the slow rule.
+   */
+  readonly heavy: boolean;
   /** The request's state writes: they run beside the retries, and the answer waits a little. */
   readonly writes: Promise<unknown>[];
 }
@@ -147,7 +152,7 @@ export class HealthRecorder {
     const health = healthOf(context.state, provider.name);
     const reset = applySuccess(health, this.#deps.clock());
     if (reset) attempt.writes.push(this.#write(network, provider, health, reset));
-    const slow = attempt.elapsedMs > network.settings.slow_response_ms;
+    const slow = !attempt.heavy && attempt.elapsedMs > network.settings.slow_response_ms;
     if (slow && plainReadCandidates(network, context) >= SLOW_RULE_MIN_CANDIDATES) {
       attempt.writes.push(this.#incident(network, provider, "slow"));
     }
