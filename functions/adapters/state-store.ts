@@ -7,7 +7,7 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { HEALTHY, type ProbeRecord, type ProviderHealth } from "../core/health.ts";
-import type { NetworkState, QuorumSnapshot } from "../core/network-state.ts";
+import type { LearnedLimit, NetworkState, QuorumSnapshot } from "../core/network-state.ts";
 import type { StateStore, WriteOutcome } from "../core/ports.ts";
 import type { CooldownReason } from "../core/verdict.ts";
 
@@ -23,6 +23,7 @@ export const networkKey = (network: string) => `NET#${network}`;
 export const providerKey = (provider: string) => `PROVIDER#${provider}`;
 export const capabilityKey = (provider: string, method: string) =>
   `CAPABILITY#${provider}#${method}`;
+export const batchLimitKey = (provider: string) => `BATCHLIMIT#${provider}`;
 export const QUORUM_KEY = "QUORUM";
 export const MONITOR_KEY = "MONITOR";
 
@@ -43,6 +44,7 @@ const PROJECTION = (() => {
     "method",
     "snapshot",
     "last_tick_at",
+    "size",
   ];
   return {
     expression: attributes.map((_, index) => `#a${index}`).join(", "),
@@ -115,6 +117,7 @@ export class DynamoStateStore implements StateStore {
     const capabilities = new Map<string, Map<string, number>>();
     let quorum: QuorumSnapshot | null = null;
     let monitorTickAt = 0;
+    const batchLimits = new Map<string, LearnedLimit>();
     let startKey: Item | undefined;
     do {
       const page = await this.#client.send(
@@ -144,13 +147,18 @@ export class DynamoStateStore implements StateStore {
         } else if (sk === QUORUM_KEY) {
           const snapshot = str(item, "snapshot");
           if (snapshot) quorum = JSON.parse(snapshot) as QuorumSnapshot;
+        } else if (sk.startsWith("BATCHLIMIT#")) {
+          const until = num(item, "until");
+          if (until > now) {
+            batchLimits.set(sk.slice("BATCHLIMIT#".length), { value: num(item, "size"), until });
+          }
         } else if (sk === MONITOR_KEY) {
           monitorTickAt = num(item, "last_tick_at");
         }
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey);
-    return { providers, capabilities, quorum, monitorTickAt };
+    return { providers, capabilities, quorum, monitorTickAt, batchLimits };
   }
 
   async readHealth(network: string, provider: string): Promise<ProviderHealth> {
@@ -221,6 +229,33 @@ export class DynamoStateStore implements StateStore {
         ? healthFromItem(error.Item)
         : await this.readHealth(network, provider);
       return { written: false, current };
+    }
+  }
+
+  async recordBatchLimit(
+    network: string,
+    provider: string,
+    size: number,
+    until: number,
+  ): Promise<void> {
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: networkKey(network) }, sk: { S: batchLimitKey(provider) } },
+          UpdateExpression: "SET #size = :size, #until = :until, #ttl = :ttl",
+          ConditionExpression: "attribute_not_exists(#size) OR #size > :size OR #until < :now",
+          ExpressionAttributeNames: { "#size": "size", "#until": "until", "#ttl": "ttl" },
+          ExpressionAttributeValues: {
+            ":size": { N: String(size) },
+            ":until": { N: String(until) },
+            ":now": { N: String(this.#clock()) },
+            ":ttl": { N: String(Math.ceil(until / 1000) + 3600) },
+          },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
   }
 

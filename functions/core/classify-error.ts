@@ -5,7 +5,7 @@
  */
 
 import { isRecord } from "./classify-envelope.ts";
-import { CHAIN_UNAVAILABLE, QUOTA, RATE_LIMIT } from "./classify-patterns.ts";
+import { BATCH_LIMIT, CHAIN_UNAVAILABLE, QUOTA, RATE_LIMIT } from "./classify-patterns.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { CooldownReason, RetryKind, Verdict } from "./verdict.ts";
 
@@ -64,9 +64,6 @@ const PERMANENT_UNCLASSIFIED =
 
 const METHOD_UNSUPPORTED =
   /\bmethod\b[^.]{0,60}\b(not found|does not exist|not available|not supported|unsupported|not enabled|not allowed|disabled|not whitelisted)\b|\b(unsupported|unknown) method\b|\bmethod ignored\b|\bnot available on (this|your|the)?\s*(free |current )?(plan|tier)\b/i;
-
-const BATCH_LIMIT =
-  /\bbatch (limit|size)\b[^.]{0,40}\b(exceed|exceeded|too (large|big)|reached)\b|\bbatch too large\b|\btoo many (requests|calls) in (a |the )?batch\b|\bmax(imum)? batch size\b/i;
 
 // Named by the sources: a lagging backend, a proxy whose upstreams failed, a dropped connection.
 const TRANSIENT_PHRASES = new RegExp(

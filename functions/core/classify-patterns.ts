@@ -18,3 +18,7 @@ export const CHAIN_UNAVAILABLE =
 /** Text of a bare (non-JSON-RPC) answer that says the credentials or the URL are refused. */
 export const FORBIDDEN =
   /\bunauthori[sz]ed\b|\bforbidden\b|\baccess denied\b|\binvalid (api[- ]?key|project id|token)\b|\bapi[- ]?key\b[^.]{0,30}\b(invalid|missing|required|disabled)\b/i;
+
+/** The provider refuses a batch this big (not the request, nor the provider for single calls). */
+export const BATCH_LIMIT =
+  /\bbatch (limit|size)\b[^.]{0,40}\b(exceed|exceeded|too (large|big)|reached)\b|\bbatch too large\b|\btoo many (requests|calls) in (a |the )?batch\b|\bmax(imum)? batch size\b/i;

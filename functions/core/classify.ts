@@ -6,7 +6,13 @@
 
 import { type Envelope, errorOf, isEnvelope, isJsonRpcAnswer } from "./classify-envelope.ts";
 import { judgeRpcError, mergeRetries, type Penalty } from "./classify-error.ts";
-import { CHAIN_UNAVAILABLE, FORBIDDEN, QUOTA, RATE_LIMIT } from "./classify-patterns.ts";
+import {
+  BATCH_LIMIT,
+  CHAIN_UNAVAILABLE,
+  FORBIDDEN,
+  QUOTA,
+  RATE_LIMIT,
+} from "./classify-patterns.ts";
 import { judgeResult } from "./classify-result.ts";
 import type { CallInfo, ClassifyContext, TransportFailure, Verdict } from "./verdict.ts";
 
@@ -59,6 +65,8 @@ const RETRIED_STATUSES: ReadonlyMap<number, Penalty> = new Map<number, Penalty>(
  */
 const HINT_WINDOW = 1024;
 const BODY_HINTS: ReadonlyArray<{ readonly pattern: RegExp; readonly penalty: Penalty }> = [
+  // Before rate limits: "too many requests in a batch" is about the batch, not the rate.
+  { pattern: BATCH_LIMIT, penalty: { kind: "rate_limit", reason: "batch_limit" } },
   { pattern: QUOTA, penalty: { kind: "rate_limit", reason: "quota" } },
   { pattern: RATE_LIMIT, penalty: { kind: "rate_limit", reason: "rate_limit" } },
   { pattern: CHAIN_UNAVAILABLE, penalty: { kind: "capability", reason: "chain_unavailable" } },

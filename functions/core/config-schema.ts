@@ -177,6 +177,7 @@ const tunableShape = {
   block_time_seconds: z._default(seconds, 12),
   observed_head_max_ahead_blocks: z._default(nonNegativeInt, 3),
   max_capability_blacklists: z._default(nonNegativeInt, 64),
+  learned_limit_ttl_seconds: z._default(seconds, 86_400),
   cooldown_seconds: cooldown.full,
   probe: probe.full,
   quorum: quorum.full,
@@ -204,6 +205,7 @@ const networkOverrideShape = {
   block_time_seconds: z.optional(seconds),
   observed_head_max_ahead_blocks: z.optional(nonNegativeInt),
   max_capability_blacklists: z.optional(nonNegativeInt),
+  learned_limit_ttl_seconds: z.optional(seconds),
   cooldown_seconds: z.optional(cooldown.override),
   probe: z.optional(probe.override),
   quorum: z.optional(quorum.override),
@@ -225,6 +227,8 @@ export const providerSchema = z.strictObject({
   ),
   priority_match: z._default(z.record(nonEmptyString, z.int()), {}),
   backup: z._default(z.boolean(), false),
+  /** The largest batch this provider takes; absent: whatever it takes (learned from errors). */
+  max_batch: z.optional(positiveInt),
   methods_deny: z.optional(methodPatterns),
   methods_allow: z.optional(methodPatterns),
 });

@@ -1,24 +1,26 @@
 import { ErrorCode, errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network, Provider } from "./network-model.ts";
-import { type NetworkState, quorumInForce } from "./network-state.ts";
-import { DEADLINE_MARGIN_MS, HEALTH_WRITE_WAIT_MS, SUSPECT_TRAFFIC_WINDOW_MS } from "./policies.ts";
+import type { LearnedLimit, NetworkState } from "./network-state.ts";
+import { DEADLINE_MARGIN_MS, HEALTH_WRITE_WAIT_MS } from "./policies.ts";
 import type { StateStore, Telemetry, Upstream, UpstreamResult } from "./ports.ts";
 import { type AcceptedRequest, admitCalls, callsOf } from "./request/admit.ts";
 import { runAttempts } from "./request/attempts.ts";
+import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import {
   type AttemptRecord,
   HealthRecorder,
   type HealthRecorderDeps,
 } from "./request/health-recorder.ts";
-import { type FailureVerdict, judgeAttempt } from "./request/judge.ts";
+import { judgeAttempt } from "./request/judge.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
+import { failureSignature, type HeldPenalty, settlePenalties } from "./request/penalties.ts";
 import type { AttemptGroup } from "./request/plan.ts";
+import { reportRequest } from "./request/report.ts";
 import { assembleResponse, type GatewayResponse, JSON_HEADERS } from "./request/respond.ts";
 import { ServableMethods } from "./request/servable.ts";
-import { failureSignature, suspectRequest } from "./request/suspicion.ts";
-import { explainRouting, rankProviders, type SelectionContext } from "./selection.ts";
+import { rankProviders, type SelectionContext } from "./selection.ts";
 import type { StateCache } from "./state-cache.ts";
 
 export type { GatewayResponse } from "./request/respond.ts";
@@ -41,15 +43,6 @@ export interface RpcOptions {
   readonly remainingMs?: number;
 }
 
-/** A failed attempt whose penalty waits for the end of the request. */
-interface HeldPenalty {
-  readonly attempt: AttemptRecord;
-  readonly verdict: FailureVerdict;
-  readonly calls: readonly OpenCall[];
-  /** Its timeout was cut short by the request's deadline: a timeout then proves nothing. */
-  readonly cutShort: boolean;
-}
-
 /** What one request's attempts share. */
 interface RequestScope {
   readonly network: Network;
@@ -65,6 +58,8 @@ interface RequestScope {
   /** State writes started by this request: they run beside the retries, not before them. */
   readonly writes: Promise<unknown>[];
   readonly held: HeldPenalty[];
+  /** Batch sizes providers take, as learned so far (this request may learn more). */
+  readonly batchLimits: Map<string, LearnedLimit>;
 }
 
 /**
@@ -133,16 +128,31 @@ export class Gateway {
       single: scope.single,
       body,
       open,
+      batchLimit: (provider) => batchLimitOf(provider, scope.batchLimits, clock()),
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
     });
-    this.#penalise(scope);
+    settlePenalties(scope.held, scope.context, {
+      telemetry: this.#deps.telemetry,
+      lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
+      penalise: (attempt, verdict, methods) => this.#health.penalise(attempt, verdict, methods),
+    });
     await settleWrites(scope.writes);
 
     const response = assembleResponse(
       { network, request, open, immediate, used: scope.used, attempts },
       this.#deps,
     );
-    this.#report(scope, open, attempts, response, clock() - started);
+    reportRequest(this.#deps.telemetry, {
+      network,
+      calls: callsOf(request).length,
+      open,
+      ranked: scope.ranked,
+      context: scope.context,
+      used: scope.used,
+      attempts,
+      status: response.status,
+      elapsedMs: clock() - started,
+    });
     return response;
   }
 
@@ -174,6 +184,7 @@ export class Gateway {
       used: [],
       writes: [],
       held: [],
+      batchLimits: new Map(state.batchLimits),
     };
   }
 
@@ -187,13 +198,17 @@ export class Gateway {
     const { network, model } = scope;
     const { slot, calls } = group;
     const provider = slot.provider.name;
-    const judgement = judgeAttempt(result, calls, scope.single, {
+    const judgement = judgeAttempt(result, calls, group.alone, {
       quorumHead: scope.quorumHead,
       chainId: network.chainId,
       innerErrors: model.innerErrors,
       now: this.#deps.clock(),
       servable: (method) => this.#servable.servable(network, method),
     });
+    if (refusedAsTooLarge(group, judgement)) {
+      scope.writes.push(learnBatchLimit(network, group, judgement, scope.batchLimits, this.#deps));
+      return;
+    }
     judgement.outcomes.forEach((outcome, index) => {
       const entry = calls[index];
       if (entry === undefined) return;
@@ -237,83 +252,6 @@ export class Gateway {
       if (!scope.used.includes(provider)) scope.used.push(provider);
       this.#health.succeeded(attempt, judgement.success);
     }
-  }
-
-  /**
-   * The penalties this request's failures earned, now that its calls are settled: none for a
-   * call every provider failed the same way (the request is suspect), none for a timeout the
-   * deadline cut short.
-   */
-  #penalise(scope: RequestScope): void {
-    const { network, context } = scope;
-    const servesOtherTraffic = (provider: string): boolean => {
-      const lastSuccess = this.#health.lastSuccessAt(network, provider);
-      if (lastSuccess !== undefined && context.now - lastSuccess <= SUSPECT_TRAFFIC_WINDOW_MS) {
-        return true;
-      }
-      return (
-        quorumInForce(context.state, context.now, context.checkIntervalSeconds) &&
-        (context.state.quorum?.members.includes(provider) ?? false)
-      );
-    };
-    const suspects = new Set<OpenCall>();
-    for (const held of scope.held) {
-      if (held.cutShort && held.verdict.outcome === "retry" && held.verdict.kind === "timeout") {
-        continue;
-      }
-      const suspected = held.calls.filter((call) => suspectRequest(call, servesOtherTraffic));
-      for (const call of suspected) suspects.add(call);
-      if (suspected.length === held.calls.length) continue;
-      this.#health.penalise(
-        held.attempt,
-        held.verdict,
-        held.calls.filter((call) => !suspected.includes(call)).map((call) => call.info.method),
-      );
-    }
-    for (const call of suspects) {
-      this.#deps.telemetry.count("suspected_requests", { network: network.name });
-      this.#deps.telemetry.log(
-        "warn",
-        "every provider failed a call the same way: nobody penalised",
-        {
-          network: network.name,
-          method: call.info.method,
-          providers: call.failures.map((failure) => failure.provider),
-          failure: call.failures[0]?.signature,
-        },
-      );
-    }
-  }
-
-  #report(
-    scope: RequestScope,
-    open: readonly OpenCall[],
-    attempts: number,
-    response: GatewayResponse,
-    elapsedMs: number,
-  ): void {
-    const { telemetry } = this.#deps;
-    const dimensions = { network: scope.network.name };
-    telemetry.measure("latency_ms", dimensions, elapsedMs, "Milliseconds");
-    telemetry.measure("attempts", dimensions, attempts, "Count");
-    telemetry.count("requests", dimensions);
-    if (telemetry.enabled?.("debug") === false) return;
-    const first = open[0];
-    telemetry.log("debug", "request served", {
-      network: scope.network.name,
-      calls: callsOf(scope.request).length,
-      method: first?.info.method,
-      providers: scope.used,
-      attempts,
-      status: response.status,
-      ms: elapsedMs,
-      // Why each provider did or did not get the first call: the routing explanation.
-      routing: first
-        ? explainRouting(scope.ranked, first.info.method, scope.context, first.call.raw).map(
-            ({ provider, slot, reason }) => ({ provider: provider.name, slot, reason }),
-          )
-        : [],
-    });
   }
 }
 

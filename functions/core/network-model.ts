@@ -19,6 +19,8 @@ export interface Provider {
   readonly tiebreakWeight: number;
   readonly priorityMatch: ReadonlyArray<readonly [string, number]>;
   readonly backup: boolean;
+  /** The configured largest batch, if any (learned limits live in the shared state). */
+  readonly maxBatch: number | undefined;
   readonly methodsDeny: readonly string[] | undefined;
   readonly methodsAllow: readonly string[] | undefined;
 }
@@ -112,6 +114,8 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
       network.observed_head_max_ahead_blocks ?? config.observed_head_max_ahead_blocks,
     max_capability_blacklists:
       network.max_capability_blacklists ?? config.max_capability_blacklists,
+    learned_limit_ttl_seconds:
+      network.learned_limit_ttl_seconds ?? config.learned_limit_ttl_seconds,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },
     probe: { ...config.probe, ...network.probe },
     quorum: {
@@ -156,6 +160,7 @@ export function buildModel(config: Config, resolveUrl: (template: string) => str
         tiebreakWeight: provider.tiebreak_weight,
         priorityMatch: Object.entries(provider.priority_match),
         backup: provider.backup,
+        maxBatch: provider.max_batch,
         methodsDeny: provider.methods_deny,
         methodsAllow: provider.methods_allow,
       };

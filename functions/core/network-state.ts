@@ -30,6 +30,14 @@ export interface NetworkState {
   readonly quorum: QuorumSnapshot | null;
   /** The monitor's last tick (ms), 0 when it never ran. */
   readonly monitorTickAt: number;
+  /** Batch sizes providers were found to accept, by provider (learned, with an expiry). */
+  readonly batchLimits: ReadonlyMap<string, LearnedLimit>;
+}
+
+/** A limit learned from a provider's errors, in force until `until` (ms). */
+export interface LearnedLimit {
+  readonly value: number;
+  readonly until: number;
 }
 
 export const EMPTY_NETWORK_STATE: NetworkState = {
@@ -37,6 +45,7 @@ export const EMPTY_NETWORK_STATE: NetworkState = {
   capabilities: new Map(),
   quorum: null,
   monitorTickAt: 0,
+  batchLimits: new Map(),
 };
 
 export function healthOf(state: NetworkState, provider: string): ProviderHealth {

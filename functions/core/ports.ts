@@ -49,6 +49,11 @@ export interface StateStore {
     expectedVersion: number,
     next: ProviderHealth,
   ): Promise<WriteOutcome>;
+  /**
+   * Records that `provider` takes batches of at most `size` calls until `until` (ms); a smaller
+   * size replaces a larger one, and any size replaces an expired one.
+   */
+  recordBatchLimit(network: string, provider: string, size: number, until: number): Promise<void>;
   /** Blacklists one method of one provider until `until` (ms); extends only. */
   blacklistCapability(
     network: string,

@@ -28,7 +28,12 @@ function keepNewer(local: NetworkState, fresh: NetworkState): NetworkState {
     }
     capabilities.set(name, merged);
   }
-  return { ...fresh, providers, capabilities };
+  const batchLimits = new Map(fresh.batchLimits);
+  for (const [name, limit] of local.batchLimits) {
+    const stored = batchLimits.get(name);
+    if (stored === undefined || stored.value > limit.value) batchLimits.set(name, limit);
+  }
+  return { ...fresh, providers, capabilities, batchLimits };
 }
 
 export interface StateCacheOptions {

@@ -1,6 +1,7 @@
 import { healthState } from "./health.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
+import { batchLimitOf } from "./request/batch-limits.ts";
 import {
   activeProvider,
   configuredOrder,
@@ -71,6 +72,8 @@ export interface ProviderStatus {
   readonly stats: ProviderStats;
   /** Where a plain read would put this provider now, and why (the routing explanation). */
   readonly routing: { readonly slot: RoutingSlot; readonly reason: string };
+  /** What the provider takes, configured or learned from its errors (null: no known limit). */
+  readonly limits: { readonly max_batch: number | null };
 }
 
 export interface NetworkStatus {
@@ -92,6 +95,7 @@ export interface NetworkStatus {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const finiteOrNull = (value: number) => (Number.isFinite(value) ? value : null);
 
 export function networkStatus(input: StatusInput): NetworkStatus {
   const { network, state, now, model } = input;
@@ -152,6 +156,7 @@ export function networkStatus(input: StatusInput): NetworkStatus {
         : null,
       stats: input.stats(provider.name),
       routing: routing.get(provider.name) ?? { slot: "skipped", reason: "not routed" },
+      limits: { max_batch: finiteOrNull(batchLimitOf(provider, state.batchLimits, now)) },
     };
   });
   return {

@@ -1,5 +1,9 @@
 import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
-import type { NetworkState, QuorumSnapshot } from "../../functions/core/network-state.ts";
+import type {
+  LearnedLimit,
+  NetworkState,
+  QuorumSnapshot,
+} from "../../functions/core/network-state.ts";
 import type { StateStore, WriteOutcome } from "../../functions/core/ports.ts";
 
 /**
@@ -13,6 +17,7 @@ export class MemoryStateStore implements StateStore {
   readonly #health = new Map<string, ProviderHealth>();
   readonly #capabilities = new Map<string, Map<string, Map<string, number>>>();
   readonly #quorum = new Map<string, QuorumSnapshot>();
+  readonly #batchLimits = new Map<string, Map<string, LearnedLimit>>();
   readonly #clock: () => number;
   /** Writes that reached the store, in order, for tests to count. */
   readonly healthWrites: Array<{ network: string; provider: string; next: ProviderHealth }> = [];
@@ -49,6 +54,9 @@ export class MemoryStateStore implements StateStore {
       capabilities,
       quorum: this.#quorum.get(network) ?? null,
       monitorTickAt: this.#quorum.get(network)?.computedAt ?? 0,
+      batchLimits: new Map(
+        [...(this.#batchLimits.get(network) ?? [])].filter(([, limit]) => limit.until > now),
+      ),
     };
   }
 
@@ -71,6 +79,23 @@ export class MemoryStateStore implements StateStore {
     this.#health.set(key, next);
     this.healthWrites.push({ network, provider, next });
     return { written: true };
+  }
+
+  async recordBatchLimit(
+    network: string,
+    provider: string,
+    size: number,
+    until: number,
+  ): Promise<void> {
+    let limits = this.#batchLimits.get(network);
+    if (!limits) {
+      limits = new Map();
+      this.#batchLimits.set(network, limits);
+    }
+    const current = limits.get(provider);
+    if (current === undefined || current.value > size || current.until < this.#clock()) {
+      limits.set(provider, { value: size, until });
+    }
   }
 
   async blacklistCapability(

@@ -573,3 +573,71 @@ describe("the slow rule spares calls that are slow everywhere", () => {
     expect(h.store.healthWrites).toEqual([]);
   });
 });
+
+describe("provider batch limits: cut batches to fit, never blacklist", () => {
+  /** Answers batches of up to `limit` calls; refuses bigger ones as a provider does. */
+  const takesBatchesUpTo =
+    (limit: number): Parameters<ScriptedUpstream["script"]>[1] =>
+    (request, n) => {
+      const parsed = JSON.parse(request.body) as unknown;
+      if (Array.isArray(parsed) && parsed.length > limit) {
+        return answer(error(null, -32600, `batch size too large: max ${limit}`));
+      }
+      return resultFor(() => "0x1")(request, n);
+    };
+
+  it("regression: a provider refusing batches over 3 was blacklisted; now it gets halves and keeps its traffic", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, takesBatchesUpTo(3));
+    const calls = Array.from({ length: 10 }, (_, i) => call(i));
+    const response = await h.rpc(batch(...calls));
+    expect((JSON.parse(response.body) as unknown[]).length).toBe(10);
+    expect(response.headers["x-gateway-provider"]).toBe("p1");
+    expect(h.upstream.callsTo(P2)).toBe(0);
+    expect(h.store.healthWrites).toEqual([]);
+    const bodies = h.upstream.bodiesTo(P1).map((body) => (JSON.parse(body) as unknown[]).length);
+    // 10 refused, 2 × 5 refused, then batches of 2 (the learned size).
+    expect(bodies).toEqual([10, 5, 5, 2, 2, 2, 2, 2]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await h.store.readNetwork("net")).batchLimits.get("p1")?.value).toBe(2);
+  });
+
+  it("the learned size is used from the next request on, with no refusal", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, takesBatchesUpTo(3));
+    await h.rpc(batch(call(1), call(2), call(3), call(4)));
+    const before = h.upstream.callsTo(P1);
+    await h.rpc(batch(call(1), call(2), call(3), call(4)));
+    expect(
+      h.upstream
+        .bodiesTo(P1)
+        .slice(before)
+        .map((b) => (JSON.parse(b) as unknown[]).length),
+    ).toEqual([2, 2]);
+  });
+
+  it("a configured max_batch cuts batches before any refusal", async () => {
+    const h = harness([{ name: "p1", url: P1, max_batch: 2 }, three[1] as Providers[number]]);
+    h.upstream.script(
+      P1,
+      resultFor(() => "0x1"),
+    );
+    await h.rpc(batch(call(1), call(2), call(3)));
+    expect(h.upstream.bodiesTo(P1).map((b) => (JSON.parse(b) as unknown[]).length)).toEqual([2, 1]);
+  });
+
+  it("a provider that takes no batch at all gets each call on its own", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, takesBatchesUpTo(0));
+    const response = await h.rpc(batch(call(7), call(8)));
+    expect(JSON.parse(response.body)).toEqual([
+      { jsonrpc: "2.0", id: 7, result: "0x1" },
+      { jsonrpc: "2.0", id: 8, result: "0x1" },
+    ]);
+    expect(h.upstream.bodiesTo(P1).slice(-2)).toEqual([
+      '{"jsonrpc":"2.0","id":0,"method":"eth_blockNumber","params":[]}',
+      '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+    ]);
+    expect(h.store.healthWrites).toEqual([]);
+  });
+});

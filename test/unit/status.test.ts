@@ -63,6 +63,7 @@ function status(): NetworkStatus {
         computedAt: NOW - 5_000,
       },
       monitorTickAt: NOW - 5_000,
+      batchLimits: new Map(),
     },
     stats: () => ({
       window_seconds: 300,
@@ -98,6 +99,7 @@ describe("the status JSON", () => {
         "head",
         "in_quorum",
         "last_probe",
+        "limits",
         "name",
         "priority",
         "quorum_reason",

@@ -1,4 +1,5 @@
 import type { Settings } from "../config-schema.ts";
+import type { Provider } from "../network-model.ts";
 import type { Upstream, UpstreamResult } from "../ports.ts";
 import type { OpenCall } from "./open-call.ts";
 import { type AttemptGroup, nextRound, upstreamBody } from "./plan.ts";
@@ -13,6 +14,8 @@ export interface AttemptLoop {
   /** The caller's body, forwarded as is for a single call. */
   readonly body: string;
   readonly open: readonly OpenCall[];
+  /** The largest batch a provider takes now (configured or learned). */
+  readonly batchLimit: (provider: Provider) => number;
   /**
    * Judges one attempt's result and records it; calls it settles leave the loop. `cutShort`:
    * the attempt's timeout was cut to the time left before the deadline.
@@ -32,7 +35,7 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
   for (;;) {
     const remaining = deadline - clock();
     if (remaining <= 0) return attempts;
-    const round = nextRound(loop.open, settings.max_attempts);
+    const round = nextRound(loop.open, settings.max_attempts, loop.single, loop.batchLimit);
     if (round.length === 0) return attempts;
     attempts += round.length;
     await Promise.all(
@@ -40,7 +43,7 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
         const cutShort = remaining < settings.request_timeout_ms;
         const result = await upstream.send({
           url: group.slot.provider.url,
-          body: upstreamBody(loop.single, loop.body, group.calls),
+          body: upstreamBody(group, loop.single, loop.body),
           timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
           maxResponseBytes: settings.max_response_bytes,
         });

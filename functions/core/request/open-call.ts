@@ -1,7 +1,7 @@
 import type { Call } from "../jsonrpc.ts";
 import type { AttemptSlot } from "../selection.ts";
 import type { CallInfo } from "../verdict.ts";
-import type { CallFailure } from "./suspicion.ts";
+import type { CallFailure } from "./penalties.ts";
 
 /** An upstream answer kept in case attempts run out (an inner error or an upstream error). */
 export interface KeptAnswer {

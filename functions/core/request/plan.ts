@@ -1,42 +1,73 @@
 import { withId } from "../json-raw.ts";
-import type { Call } from "../jsonrpc.ts";
+import type { Provider } from "../network-model.ts";
 import type { AttemptSlot } from "../selection.ts";
 import type { OpenCall } from "./open-call.ts";
 
-/** Calls that go to one provider together in one round of attempts. */
+/** Calls that go to one provider together, as one upstream request. */
 export interface AttemptGroup {
   readonly slot: AttemptSlot;
   readonly calls: OpenCall[];
+  /**
+   * Sent as one call rather than a batch: the caller's single call as written, or a batch
+   * member on its own to a provider that takes no batches.
+   */
+  readonly alone: boolean;
 }
 
 /**
  * The next round: each call still open, with attempts left, takes the next slot of its
- * order, and calls bound for the same provider travel together as one batch. A batch thereby
- * stays whole on the first provider, and only its failed members move on.
+ * order, and calls bound for the same provider travel together as one batch, cut to the
+ * largest batch that provider takes (`batchLimit`). A batch thereby stays whole on the first
+ * provider, and only its failed members move on.
  */
-export function nextRound(open: readonly OpenCall[], maxAttempts: number): AttemptGroup[] {
-  const groups = new Map<string, AttemptGroup>();
+export function nextRound(
+  open: readonly OpenCall[],
+  maxAttempts: number,
+  single: boolean,
+  batchLimit: (provider: Provider) => number,
+): AttemptGroup[] {
+  const byProvider = new Map<string, { slot: AttemptSlot; calls: OpenCall[] }>();
   for (const entry of open) {
     if (entry.answer !== null || entry.attempts >= maxAttempts) continue;
     const slot = entry.order[entry.next];
     if (slot === undefined) continue;
     entry.next++;
     entry.attempts++;
-    const group = groups.get(slot.provider.name);
+    const group = byProvider.get(slot.provider.name);
     if (group) group.calls.push(entry);
-    else groups.set(slot.provider.name, { slot, calls: [entry] });
+    else byProvider.set(slot.provider.name, { slot, calls: [entry] });
   }
-  return [...groups.values()];
+  return [...byProvider.values()].flatMap(({ slot, calls }) => {
+    if (single) return [{ slot, calls, alone: true }];
+    const size = Math.max(1, batchLimit(slot.provider));
+    const chunks: AttemptGroup[] = [];
+    for (let start = 0; start < calls.length; start += size) {
+      chunks.push({ slot, calls: calls.slice(start, start + size), alone: size === 1 });
+    }
+    return chunks;
+  });
 }
 
 /**
- * What goes upstream: a single call as the caller wrote it; a batch with each call's position
- * as its id, so the answers map back exactly whatever ids the caller chose.
+ * What goes upstream: the caller's single call as written; a lone batch member with its
+ * position as id; a batch with each call's position as its id, so the answers map back
+ * exactly whatever ids the caller chose.
  */
-export function upstreamBody(single: boolean, body: string, calls: readonly OpenCall[]): string {
-  return single ? body : batchBody(calls.map((entry) => entry.call));
+export function upstreamBody(group: AttemptGroup, single: boolean, body: string): string {
+  if (single) return body;
+  const [first] = group.calls;
+  if (group.alone && first !== undefined)
+    return withId(first.call.raw, String(first.call.position));
+  return `[${group.calls.map((entry) => withId(entry.call.raw, String(entry.call.position))).join(",")}]`;
 }
 
-function batchBody(calls: readonly Call[]): string {
-  return `[${calls.map((call) => withId(call.raw, String(call.position))).join(",")}]`;
+/**
+ * A group that failed with a batch-limit error goes back to the same provider, its calls no
+ * worse off: the attempt it took is given back.
+ */
+export function resendToSameProvider(calls: readonly OpenCall[]): void {
+  for (const entry of calls) {
+    entry.next--;
+    entry.attempts--;
+  }
 }

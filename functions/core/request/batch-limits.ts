@@ -1,0 +1,90 @@
+import type { Network, Provider } from "../network-model.ts";
+import type { LearnedLimit } from "../network-state.ts";
+import type { StateStore, Telemetry } from "../ports.ts";
+import type { StateCache } from "../state-cache.ts";
+import type { AttemptJudgement } from "./judge.ts";
+import { type AttemptGroup, resendToSameProvider } from "./plan.ts";
+
+/**
+ * Providers' batch limits (docs/behaviour.md §4.11): a provider that refuses a batch as too
+ * large gets the same calls again in halves, and the size is remembered (shared, with an
+ * expiry), so no provider is blacklisted for a batch size and single calls never suffer.
+ */
+
+/** The largest batch a provider takes now: the configured `max_batch`, or a smaller learned one. */
+export function batchLimitOf(
+  provider: Provider,
+  learned: ReadonlyMap<string, LearnedLimit>,
+  now: number,
+): number {
+  const limit = learned.get(provider.name);
+  const learnedValue = limit !== undefined && limit.until > now ? limit.value : Infinity;
+  return Math.min(provider.maxBatch ?? Infinity, learnedValue);
+}
+
+/** Whether a batch-sized attempt failed because the batch was too large for the provider. */
+export function refusedAsTooLarge(group: AttemptGroup, judgement: AttemptJudgement): boolean {
+  const failure = judgement.failure;
+  return (
+    !group.alone &&
+    failure !== null &&
+    failure.outcome === "retry" &&
+    failure.reason === "batch_limit"
+  );
+}
+
+export interface BatchLimitDeps {
+  readonly cache: StateCache;
+  readonly store: StateStore;
+  readonly telemetry: Telemetry;
+  readonly clock: () => number;
+}
+
+/**
+ * The provider refused the group's batch as too large: the calls it refused go back to it
+ * in halves (at least one), with their attempt given back; answers it did give stand. The
+ * size is remembered in `learned` (this request), this container's state and the shared
+ * store (every container), until `learned_limit_ttl_seconds` pass.
+ */
+export function learnBatchLimit(
+  network: Network,
+  group: AttemptGroup,
+  judgement: AttemptJudgement,
+  learned: Map<string, LearnedLimit>,
+  deps: BatchLimitDeps,
+): Promise<void> {
+  const provider = group.slot.provider.name;
+  group.calls.forEach((entry, index) => {
+    const outcome = judgement.outcomes[index];
+    if (outcome?.kind === "answer") entry.answer = outcome.text;
+  });
+  resendToSameProvider(
+    group.calls.filter((_, index) => judgement.outcomes[index]?.kind === "retry"),
+  );
+  const limit: LearnedLimit = {
+    value: Math.max(1, Math.floor(group.calls.length / 2)),
+    until: deps.clock() + network.settings.learned_limit_ttl_seconds * 1000,
+  };
+  learned.set(provider, limit);
+  deps.cache.update(network.name, (state) => {
+    const batchLimits = new Map(state.batchLimits);
+    batchLimits.set(provider, limit);
+    return { ...state, batchLimits };
+  });
+  deps.telemetry.count("batch_limits_learned", { network: network.name, provider });
+  deps.telemetry.log("info", "provider refused a batch as too large: sending halves", {
+    network: network.name,
+    provider,
+    refused: group.calls.length,
+    next_size: limit.value,
+  });
+  return deps.store
+    .recordBatchLimit(network.name, provider, limit.value, limit.until)
+    .catch((error: unknown) => {
+      deps.telemetry.log("warn", "state store write failed: kept locally", {
+        network: network.name,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      deps.telemetry.count("state_store_errors", { network: network.name });
+    });
+}

@@ -1,0 +1,106 @@
+import { quorumInForce } from "../network-state.ts";
+import { SUSPECT_TRAFFIC_WINDOW_MS } from "../policies.ts";
+import type { Telemetry } from "../ports.ts";
+import type { SelectionContext } from "../selection.ts";
+import type { AttemptRecord } from "./health-recorder.ts";
+import type { FailureVerdict } from "./judge.ts";
+import type { OpenCall } from "./open-call.ts";
+
+/** One provider's failure of one call, as the suspicion rule compares them. */
+export interface CallFailure {
+  readonly provider: string;
+  /** Failures with the same signature failed the same way. */
+  readonly signature: string;
+}
+
+export function failureSignature(verdict: FailureVerdict): string {
+  return verdict.outcome === "capability"
+    ? "capability"
+    : `${verdict.kind}/${verdict.reason}/${verdict.detail.split(":")[0]}`;
+}
+
+/**
+ * When every provider that tried a call failed it the same way, while they serve other
+ * traffic, the call is the likelier culprit than the providers (a request a WAF drops, a
+ * method nobody serves): the caller gets the error and nobody is penalised
+ * (docs/behaviour.md §4.9). Needs two providers or more; a call another provider answered,
+ * or one failed in different ways, suspects nobody but the providers. Every provider saying
+ * "method not found" is the caller's fault whatever else they serve.
+ */
+export function suspectRequest(
+  call: OpenCall,
+  servesOtherTraffic: (provider: string) => boolean,
+): boolean {
+  if (call.answer !== null) return false;
+  const [first] = call.failures;
+  if (first === undefined) return false;
+  const providers = new Set(call.failures.map((failure) => failure.provider));
+  if (providers.size < 2) return false;
+  if (!call.failures.every((failure) => failure.signature === first.signature)) return false;
+  return first.signature === "capability" || [...providers].every(servesOtherTraffic);
+}
+
+/** A failed attempt whose penalty waits for the end of the request. */
+export interface HeldPenalty {
+  readonly attempt: AttemptRecord;
+  readonly verdict: FailureVerdict;
+  /** The calls the attempt failed. */
+  readonly calls: readonly OpenCall[];
+  /** Its timeout was cut short by the request's deadline: a timeout then proves nothing. */
+  readonly cutShort: boolean;
+}
+
+export interface PenaltyDeps {
+  readonly telemetry: Telemetry;
+  /** When the provider last answered this container, if it did. */
+  readonly lastSuccessAt: (provider: string) => number | undefined;
+  /** Penalises the attempt's provider for failing calls of `methods`. */
+  readonly penalise: (attempt: AttemptRecord, verdict: FailureVerdict, methods: string[]) => void;
+}
+
+/**
+ * The penalties a request's failures earned, once its calls are settled: none for a call
+ * every provider failed the same way (the request is suspect), none for a timeout the
+ * deadline cut short, the rest as judged.
+ */
+export function settlePenalties(
+  held: readonly HeldPenalty[],
+  context: SelectionContext,
+  deps: PenaltyDeps,
+): void {
+  const servesOtherTraffic = (provider: string): boolean => {
+    const lastSuccess = deps.lastSuccessAt(provider);
+    if (lastSuccess !== undefined && context.now - lastSuccess <= SUSPECT_TRAFFIC_WINDOW_MS) {
+      return true;
+    }
+    return (
+      quorumInForce(context.state, context.now, context.checkIntervalSeconds) &&
+      (context.state.quorum?.members.includes(provider) ?? false)
+    );
+  };
+  const suspects = new Set<OpenCall>();
+  for (const penalty of held) {
+    const { verdict } = penalty;
+    if (penalty.cutShort && verdict.outcome === "retry" && verdict.kind === "timeout") continue;
+    const suspected = penalty.calls.filter((call) => suspectRequest(call, servesOtherTraffic));
+    for (const call of suspected) suspects.add(call);
+    const blamed = penalty.calls.filter((call) => !suspected.includes(call));
+    if (blamed.length > 0) {
+      deps.penalise(
+        penalty.attempt,
+        verdict,
+        blamed.map((call) => call.info.method),
+      );
+    }
+  }
+  const network = context.network.name;
+  for (const call of suspects) {
+    deps.telemetry.count("suspected_requests", { network });
+    deps.telemetry.log("warn", "every provider failed a call the same way: nobody penalised", {
+      network,
+      method: call.info.method,
+      providers: call.failures.map((failure) => failure.provider),
+      failure: call.failures[0]?.signature,
+    });
+  }
+}
