@@ -14,7 +14,6 @@ import {
 } from "./request/health-recorder.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
-import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, type HeldPenalty, settlePenalties } from "./request/penalties.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { reportRequest } from "./request/report.ts";

@@ -111,6 +111,16 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
     },
   );
 
+  it.skipIf(skip)("a learned batch limit only shrinks until it expires", async () => {
+    const net = fresh();
+    await store.recordBatchLimit(net, "p", 10, NOW + 60_000);
+    await store.recordBatchLimit(net, "p", 20, NOW + 90_000);
+    await store.recordBatchLimit(net, "p", 5, NOW + 30_000);
+    await store.recordBatchLimit(net, "q", 3, NOW - 1);
+    const state = await store.readNetwork(net);
+    expect([...state.batchLimits]).toEqual([["p", { value: 5, until: NOW + 30_000 }]]);
+  });
+
   it.skipIf(skip)("networks do not see each other's state", async () => {
     const [a, b] = [fresh(), fresh()];
     await store.writeHealth(a, "p", 0, blacklisted(1));
