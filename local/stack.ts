@@ -137,6 +137,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     }
     const api: ApiGatewayEmulator = await startApiGateway({
       port: options.port ?? 0,
+      corsOrigins: (await proxy.current()).model.corsOrigins,
       handler: (event, context) => proxy.handle(event, context.getRemainingTimeInMillis()),
     });
     cleanups.push(() => api.close());

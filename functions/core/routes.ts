@@ -1,4 +1,4 @@
-/** The HTTP surface of SPEC §2, matched from method and path alone. */
+/** The handler's HTTP surface, matched from method and path alone. */
 export type Route =
   | { readonly kind: "rpc"; readonly network: string }
   | {

@@ -13,7 +13,7 @@ import type { StateStore, Upstream } from "../core/ports.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
 import { StateCache } from "../core/state-cache.ts";
 import { type NetworkStatus, networkStatus } from "../core/status.ts";
-import { handleEvent } from "./api.ts";
+import { handleEvent, internalErrorResult } from "./api.ts";
 
 export interface ProxyRuntimeOptions {
   readonly configSource: ConfigSource;
@@ -181,11 +181,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
         telemetry.log("error", "request failed inside the gateway", {
           error: error instanceof Error ? error.message : String(error),
         });
-        return {
-          statusCode: 500,
-          headers: { "content-type": "application/json" },
-          body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal gateway error"}}',
-        };
+        return internalErrorResult(event, active?.model.corsOrigins);
       } finally {
         await statsFlusher?.flushIfDue();
         telemetry.flushIfDue();
