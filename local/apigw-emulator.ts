@@ -89,7 +89,11 @@ const ACCOUNT_ID = "123456789012";
 const API_ID = "local";
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 /** Only these content types reach the function as text; every other body arrives base64. */
-const TEXT_CONTENT_TYPES = new Set(["application/json", "application/xml", "application/javascript"]);
+const TEXT_CONTENT_TYPES = new Set([
+  "application/json",
+  "application/xml",
+  "application/javascript",
+]);
 /** Connection-level headers a result may not set: API Gateway frames its own answer. */
 const HOP_BY_HOP = new Set([
   "connection",
@@ -487,7 +491,9 @@ function asStructuredResult(value: unknown): APIGatewayProxyStructuredResultV2 |
     if ("statusCode" in value) {
       const { statusCode } = value as { statusCode: unknown };
       const valid = Number.isInteger(statusCode) && Number(statusCode) >= 100;
-      return valid && Number(statusCode) <= 599 ? (value as APIGatewayProxyStructuredResultV2) : null;
+      return valid && Number(statusCode) <= 599
+        ? (value as APIGatewayProxyStructuredResultV2)
+        : null;
     }
   }
   return {

@@ -43,10 +43,7 @@ function parseRouteKey(key: string): ParsedRoute | null {
   return { key, method, segments };
 }
 
-function matchPath(
-  route: ParsedRoute,
-  parts: readonly string[],
-): Record<string, string> | null {
+function matchPath(route: ParsedRoute, parts: readonly string[]): Record<string, string> | null {
   const parameters: Record<string, string> = {};
   for (const [index, segment] of route.segments.entries()) {
     const part = parts[index];

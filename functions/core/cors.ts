@@ -88,6 +88,9 @@ export function preflightHeaders(
 /** `cors_origins` entries: `*` alone, or origins such as `https://app.example.com:8443`. */
 export function corsOriginProblem(origin: string): string | null {
   if (origin === ANY_ORIGIN) return null;
+  if (origin.includes("*")) {
+    return `"${origin}": wildcards are not supported; list each origin, or use "*" alone`;
+  }
   let parsed: URL;
   try {
     parsed = new URL(origin);

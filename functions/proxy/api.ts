@@ -30,7 +30,10 @@ type Result = APIGatewayProxyStructuredResultV2;
 const JSON_TYPE = { "content-type": "application/json" };
 
 /** Limits that never refuse: only the ids of a request are wanted here. */
-const READ_IDS_ONLY = { maxBodyBytes: Number.POSITIVE_INFINITY, maxBatch: Number.POSITIVE_INFINITY };
+const READ_IDS_ONLY = {
+  maxBodyBytes: Number.POSITIVE_INFINITY,
+  maxBatch: Number.POSITIVE_INFINITY,
+};
 
 function json(status: number, body: string, extra: Record<string, string> = {}): Result {
   return { statusCode: status, headers: { ...JSON_TYPE, ...extra }, body };
