@@ -5,10 +5,10 @@ import { App } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_ROUTES, routeKeyOf } from "../../functions/core/http-api.ts";
-import { routerFor } from "../../local/apigw-routing.ts";
 import { ENVIRONMENTS } from "../../infra/environments.ts";
 import { PROJECT_ROOT, readGatewayConfig } from "../../infra/gateway-config.ts";
 import { GatewayStack } from "../../infra/gateway-stack.ts";
+import { routerFor } from "../../local/apigw-routing.ts";
 import { CDK_JSON_CONTEXT, type Synthesized, synthGateway } from "./synth.ts";
 
 interface Resource {
@@ -54,7 +54,8 @@ describe.each([ENVIRONMENTS.dev, ENVIRONMENTS.prod])("HTTP API of $name", (setti
         "Fn::Join": ["", ["integrations/", { Ref: integrationId }]],
       });
     }
-    const proxy = resources[synth.stack.getLogicalId(synth.stack.proxy.function.node.defaultChild as never)];
+    const proxy =
+      resources[synth.stack.getLogicalId(synth.stack.proxy.function.node.defaultChild as never)];
     expect(proxy?.Properties.Timeout).toBe(29);
   });
 
@@ -104,8 +105,8 @@ describe.each([ENVIRONMENTS.dev, ENVIRONMENTS.prod])("HTTP API of $name", (setti
       ["POST", "/", "POST /"],
       ["POST", "/status", "POST /{proxy+}"],
       ["GET", "/ethereum/get/eth_chainId", "GET /{proxy+}"],
-      ["GET", "/ethereum/get/eth_getBalance/[\"0x1\",\"latest\"]", "GET /{proxy+}"],
-      ["GET", "/ethereum/get/eth_call/[\"a/b\"]", "GET /{proxy+}"],
+      ["GET", '/ethereum/get/eth_getBalance/["0x1","latest"]', "GET /{proxy+}"],
+      ["GET", '/ethereum/get/eth_call/["a/b"]', "GET /{proxy+}"],
       ["GET", "/status", "GET /status"],
       ["GET", "/ethereum/status", "GET /{network}/status"],
       ["GET", "/health", "GET /{proxy+}"],
