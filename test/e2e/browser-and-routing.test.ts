@@ -1,9 +1,11 @@
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LAMBDA_RESPONSE_LIMIT_BYTES } from "../../functions/core/payload-limit.ts";
+import { internalErrorResult } from "../../functions/proxy/api.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 
@@ -222,5 +224,55 @@ describe("an answer too large for Lambda once JSON-escaped", () => {
     const answer = await send(`${stack.url}/bulky/get/eth_getLogs/%5B%7B%7D%5D`);
     expect(JSON.parse(answer.text)).toMatchObject({ id: 1, error: { code: -32603 } });
     expect(answer.headers["cache-control"]).toBe("no-store");
+  });
+});
+
+describe("the handler's own CORS headers (for a caller that reaches it without API Gateway)", () => {
+  const event = (method: string, path: string, headers: Record<string, string>, body?: string) =>
+    ({
+      version: "2.0",
+      routeKey: "$default",
+      rawPath: path,
+      rawQueryString: "",
+      headers,
+      ...(body === undefined ? {} : { body }),
+      isBase64Encoded: false,
+      requestContext: { http: { method, path } },
+    }) as unknown as APIGatewayProxyEventV2;
+
+  it.each([
+    ["the status page", event("GET", "/status", { origin: APP, accept: "text/html" })],
+    ["a JSON-RPC answer", event("POST", "/devnet", { origin: APP }, call("eth_chainId"))],
+    ["a wrong method", event("PUT", "/devnet", { origin: APP })],
+    ["an unknown route", event("GET", "/nothing/here/at/all", { origin: APP })],
+  ])("are on %s", async (_name, request) => {
+    const result = await stack.runtime.handle(request, 29_000);
+    expect(result.headers).toMatchObject({ "access-control-allow-origin": APP, vary: "origin" });
+  });
+
+  it("answer a preflight the way API Gateway does", async () => {
+    const result = await stack.runtime.handle(
+      event("OPTIONS", "/devnet", { origin: APP, "access-control-request-method": "POST" }),
+      29_000,
+    );
+    expect(result.statusCode).toBe(204);
+    expect(result.headers).toMatchObject({
+      "access-control-allow-origin": APP,
+      "access-control-allow-methods": "GET,POST,OPTIONS",
+    });
+  });
+
+  it("are on the catch-all 500, which carries the caller's id", () => {
+    const result = internalErrorResult(
+      event("POST", "/devnet", { origin: APP }, call("eth_chainId", [], "c-1")),
+      [APP],
+    );
+    expect(result.statusCode).toBe(500);
+    expect(result.headers).toMatchObject({ "access-control-allow-origin": APP });
+    expect(JSON.parse(result.body ?? "")).toEqual({
+      jsonrpc: "2.0",
+      id: "c-1",
+      error: { code: -32603, message: "internal gateway error" },
+    });
   });
 });
