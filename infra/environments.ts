@@ -50,6 +50,11 @@ export interface EnvironmentSettings {
   readonly api: {
     /** Stage-level throttling: steady requests per second and burst bucket size. */
     readonly throttle: { readonly rateLimit: number; readonly burstLimit: number };
+    /**
+     * The status routes' own throttle, far under the stage's: each status request reads every
+     * network's state, and a page that refreshes itself needs well under one a second.
+     */
+    readonly statusThrottle: { readonly rateLimit: number; readonly burstLimit: number };
   };
   readonly alarms: AlarmSettings;
   /** Removal policy of the stateful resources (table, bucket, log groups). */
@@ -65,7 +70,10 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
     monitor: { memoryMb: 256 },
     logLevel: ApplicationLogLevel.DEBUG,
     logRetention: RetentionDays.ONE_WEEK,
-    api: { throttle: { rateLimit: 50, burstLimit: 100 } },
+    api: {
+      throttle: { rateLimit: 50, burstLimit: 100 },
+      statusThrottle: { rateLimit: 2, burstLimit: 5 },
+    },
     alarms: {
       serverErrorRatePercent: 10,
       serverErrorPeriodMinutes: 5,
@@ -84,7 +92,10 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
     monitor: { memoryMb: 256 },
     logLevel: ApplicationLogLevel.INFO,
     logRetention: RetentionDays.THREE_MONTHS,
-    api: { throttle: { rateLimit: 1000, burstLimit: 2000 } },
+    api: {
+      throttle: { rateLimit: 1000, burstLimit: 2000 },
+      statusThrottle: { rateLimit: 5, burstLimit: 10 },
+    },
     alarms: {
       serverErrorRatePercent: 2,
       serverErrorPeriodMinutes: 5,

@@ -40,8 +40,12 @@ export function createGatewayApp(options: GatewayAppOptions = {}): GatewayApp {
     terminationProtection: settings.deletionProtection,
     ...(account === undefined && region === undefined ? {} : { env: { account, region } }),
   });
-  Tags.of(stack).add("project", "rpc-gateway");
-  Tags.of(stack).add("environment", settings.name);
+  // CloudFormation only took Tags on AWS::CloudWatch::Dashboard in mid-2026; cfn-lint 1.51 and
+  // any region or partition on an older resource schema reject the property (E3002), so the
+  // dashboard stays untagged.
+  const tagged = { excludeResourceTypes: ["AWS::CloudWatch::Dashboard"] };
+  Tags.of(stack).add("project", "rpc-gateway", tagged);
+  Tags.of(stack).add("environment", settings.name, tagged);
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
   return { app, stack };
 }

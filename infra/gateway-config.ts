@@ -19,6 +19,8 @@ export interface GatewayConfigFile {
   readonly networks: readonly string[];
   /** Distinct `${NAME}` secret placeholders, sorted (the SSM parameters to create). */
   readonly secretNames: readonly string[];
+  /** Browser origins the HTTP API's CORS configuration allows (`cors_origins`). */
+  readonly corsOrigins: readonly string[];
 }
 
 /**
@@ -47,5 +49,11 @@ export function readGatewayConfig(env: string, root: string = PROJECT_ROOT): Gat
     throw new SetupError(`${key} is not a valid gateway config:\n${z.prettifyError(parsed.error)}`);
   }
   const networks = Object.keys(parsed.data.networks);
-  return { key, text, networks, secretNames: secretNamesOf(parsed.data) };
+  return {
+    key,
+    text,
+    networks,
+    secretNames: secretNamesOf(parsed.data),
+    corsOrigins: parsed.data.cors_origins,
+  };
 }

@@ -1,13 +1,5 @@
 import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
-import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
-import {
-  HttpApi,
-  HttpMethod,
-  HttpStage,
-  LogGroupLogDestination,
-  PayloadFormatVersion,
-} from "aws-cdk-lib/aws-apigatewayv2";
-import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import type { HttpApi } from "aws-cdk-lib/aws-apigatewayv2";
 import { AttributeType, BillingMode, Table } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
@@ -16,9 +8,11 @@ import { BucketDeployment, Source } from "aws-cdk-lib/aws-s3-deployment";
 import { Schedule, ScheduleExpression } from "aws-cdk-lib/aws-scheduler";
 import { LambdaInvoke } from "aws-cdk-lib/aws-scheduler-targets";
 import type { Construct } from "constructs";
+import { PROXY_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/http-api.ts";
 import { GatewayFunction } from "./constructs/node-function.ts";
 import type { EnvironmentSettings } from "./environments.ts";
 import type { GatewayConfigFile } from "./gateway-config.ts";
+import { addGatewayHttpApi } from "./http-api.ts";
 import { dashboardUrl, METRICS_NAMESPACE, Monitoring, serviceNameOf } from "./monitoring.ts";
 import { acknowledge, acknowledgeCdkManaged, acknowledgeWildcardResources } from "./nag.ts";
 
@@ -29,17 +23,8 @@ export interface GatewayStackProps extends StackProps {
   readonly projectRoot: string;
 }
 
-/** The routes of docs/behaviour.md §2, all served by the proxy Lambda. */
-export const ROUTES: ReadonlyArray<{ method: HttpMethod; path: string }> = [
-  { method: HttpMethod.POST, path: "/{network}" },
-  { method: HttpMethod.GET, path: "/{network}/get/{method}/{params}" },
-  { method: HttpMethod.GET, path: "/{network}/status" },
-  { method: HttpMethod.GET, path: "/status" },
-  { method: HttpMethod.GET, path: "/health" },
-];
-
-/** API Gateway's integration timeout is 30 s; the proxy stops just before it. */
-const PROXY_TIMEOUT = Duration.seconds(29);
+/** Under API Gateway's 30 s integration timeout, so a timed-out call is Lambda's 500. */
+const PROXY_TIMEOUT = Duration.seconds(PROXY_FUNCTION_TIMEOUT_SECONDS);
 /** The monitor loops for about one schedule interval (60 s) and needs a margin to finish. */
 const MONITOR_TIMEOUT = Duration.seconds(90);
 
@@ -204,56 +189,15 @@ export class GatewayStack extends Stack {
       "CDK's grantInvoke adds the function's qualified ARNs (versions, aliases) next to the function itself; the role can invoke the monitor function and nothing else.",
     );
 
-    // HTTP API: payload 2.0 to the proxy on the routes of docs/behaviour.md §2, default stage throttled,
-    // access logs in their own group. Keys (optional) are checked in the handler.
-    const api = new HttpApi(this, "HttpApi", {
-      apiName: `rpc-gateway-${env}`,
-      description: `RPC gateway ${env}: one JSON-RPC endpoint per EVM network`,
-      createDefaultStage: false,
-    });
-    const integration = new HttpLambdaIntegration("ProxyIntegration", proxy.function, {
-      payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
-    });
-    for (const route of ROUTES) {
-      api.addRoutes({ path: route.path, methods: [route.method], integration });
-    }
-    const accessLogs = new LogGroup(this, "ApiAccessLogs", {
-      retention: settings.logRetention,
+    const { api, stage } = addGatewayHttpApi(this, {
+      env,
+      proxy: proxy.function,
+      corsOrigins: config.corsOrigins,
+      throttle: settings.api.throttle,
+      statusThrottle: settings.api.statusThrottle,
+      logRetention: settings.logRetention,
       removalPolicy: settings.removalPolicy,
     });
-    const stage = new HttpStage(this, "DefaultStage", {
-      httpApi: api,
-      stageName: "$default",
-      autoDeploy: true,
-      throttle: settings.api.throttle,
-      accessLogSettings: {
-        destination: new LogGroupLogDestination(accessLogs),
-        // No query string and no headers: an API key may travel in `?key=` or `x-api-key`.
-        format: AccessLogFormat.custom(
-          JSON.stringify({
-            requestId: "$context.requestId",
-            time: "$context.requestTimeEpoch",
-            ip: "$context.identity.sourceIp",
-            method: "$context.httpMethod",
-            route: "$context.routeKey",
-            path: "$context.path",
-            status: "$context.status",
-            bytes: "$context.responseLength",
-            latencyMs: "$context.responseLatency",
-            integrationMs: "$context.integrationLatency",
-            integrationStatus: "$context.integrationStatus",
-            integrationError: "$context.integrationErrorMessage",
-            error: "$context.error.message",
-            userAgent: "$context.identity.userAgent",
-          }),
-        ),
-      },
-    });
-    acknowledge(
-      api,
-      "APIG4",
-      "A public JSON-RPC endpoint like the providers it fronts: the optional API keys (x-api-key or ?key=, stored hashed) are checked in the proxy handler (docs/behaviour.md §8); an authorizer would add latency and cost to every request.",
-    );
 
     const monitoring = new Monitoring(this, "Monitoring", {
       settings,

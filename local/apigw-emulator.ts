@@ -1,4 +1,3 @@
-import { isUtf8 } from "node:buffer";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import {
@@ -13,21 +12,69 @@ import type {
   APIGatewayProxyStructuredResultV2,
   Context,
 } from "aws-lambda";
+import {
+  corsResponseHeaders,
+  DEFAULT_CORS_ORIGINS,
+  isPreflight,
+  preflightHeaders,
+} from "../functions/core/cors.ts";
+import {
+  API_ROUTES,
+  INTEGRATION_TIMEOUT_SECONDS,
+  PROXY_FUNCTION_TIMEOUT_SECONDS,
+  routeKeyOf,
+} from "../functions/core/http-api.ts";
+import {
+  fitsSerialized,
+  LAMBDA_REQUEST_LIMIT_BYTES,
+  LAMBDA_RESPONSE_LIMIT_BYTES,
+} from "../functions/core/payload-limit.ts";
+import { ACCOUNT_ID, buildEvent, decodeHttpApiPath } from "./apigw-event.ts";
+import { routerFor } from "./apigw-routing.ts";
 
+/**
+ * What a Lambda handler may return: payload format 2.0 reads an object with a `statusCode` as
+ * a structured result and anything else as a JSON body.
+ */
 export type ApiGatewayHandler = (
   event: APIGatewayProxyEventV2,
   context: Context,
-) => Promise<APIGatewayProxyStructuredResultV2>;
+) => Promise<unknown>;
 
-export interface StartApiGatewayOptions {
-  handler: ApiGatewayHandler;
+/** N Lambda runtimes ("containers"), each made by `create` with state of its own. */
+export interface Containers {
+  readonly count: number;
+  readonly create: () => ApiGatewayHandler;
+}
+
+interface CommonOptions {
   /** 0 or undefined picks a free port. */
   port?: number;
   host?: string;
-  /** API Gateway's integration timeout; 30 s (its maximum) unless a test needs it shorter. */
+  /** API Gateway's integration timeout, after which it answers 503 (30 s unless a test needs less). */
   integrationTimeoutMs?: number;
+  /** The function's timeout, after which Lambda fails it and API Gateway answers 500 (29 s). */
+  functionTimeoutMs?: number;
   functionName?: string;
+  /** The API's route keys (`GET /{proxy+}`, `$default`); the deployed stack's by default. */
+  routes?: readonly string[];
+  /** The CORS policy's allowed origins (the config's `cors_origins`); `["*"]` by default. */
+  corsOrigins?: readonly string[];
 }
+
+export type StartApiGatewayOptions = CommonOptions &
+  (
+    | { /** One runtime for every request. */ handler: ApiGatewayHandler; containers?: never }
+    | {
+        /**
+         * A runtime per container. A request goes to the next idle container in turn (to the
+         * next one in turn when all are busy), and a container whose invocation timed out is
+         * replaced by a fresh one, as Lambda resets the runtime of a timed-out function.
+         */
+        containers: Containers;
+        handler?: never;
+      }
+  );
 
 export interface ApiGatewayEmulator {
   readonly url: string;
@@ -37,23 +84,71 @@ export interface ApiGatewayEmulator {
 
 /** HTTP API payload quota. */
 export const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
-const DEFAULT_INTEGRATION_TIMEOUT_MS = 30_000;
-const ACCOUNT_ID = "123456789012";
-const API_ID = "local";
-const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+/** HTTP API quota on the request line and headers together. */
+export const MAX_REQUEST_LINE_AND_HEADERS_BYTES = 10_240;
+/** Connection-level headers a result may not set: API Gateway frames its own answer. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "content-length",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+interface Container {
+  handler: ApiGatewayHandler;
+  inFlight: number;
+}
+
+type Outcome =
+  | { readonly kind: "result"; readonly value: unknown }
+  | { readonly kind: "error"; readonly error: Error }
+  | { readonly kind: "function_timeout" }
+  | { readonly kind: "integration_timeout" };
 
 /**
- * An API Gateway HTTP API (payload format 2.0, `$default` route, `$default` stage) in front of
- * a Lambda handler. Reproduces what the handler can observe of the real service, including
- * its path decoding, payload cap, integration timeout and error bodies.
+ * An API Gateway HTTP API (payload format 2.0, `$default` stage) in front of a Lambda function.
+ * Reproduces what a caller and the function can observe of the real services: the route
+ * table, CORS preflights, path decoding, body encoding, the size quotas of API Gateway and
+ * Lambda, both timeouts and API Gateway's own error answers.
  */
 export async function startApiGateway(
   options: StartApiGatewayOptions,
 ): Promise<ApiGatewayEmulator> {
   const host = options.host ?? "127.0.0.1";
-  const timeoutMs = options.integrationTimeoutMs ?? DEFAULT_INTEGRATION_TIMEOUT_MS;
+  const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_SECONDS * 1000;
+  const functionTimeoutMs = options.functionTimeoutMs ?? PROXY_FUNCTION_TIMEOUT_SECONDS * 1000;
   const functionName = options.functionName ?? "gateway-proxy";
+  const route = routerFor(options.routes ?? API_ROUTES.map(routeKeyOf));
+  const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
+  const containers = options.containers;
+  const pool: Container[] =
+    containers === undefined
+      ? [{ handler: options.handler, inFlight: 0 }]
+      : Array.from({ length: Math.max(1, containers.count) }, () => ({
+          handler: containers.create(),
+          inFlight: 0,
+        }));
+  let nextContainer = 0;
   let port = 0;
+
+  function pickContainer(): Container {
+    for (let offset = 0; offset < pool.length; offset++) {
+      const index = (nextContainer + offset) % pool.length;
+      const container = pool[index] as Container;
+      if (container.inFlight === 0) {
+        nextContainer = (index + 1) % pool.length;
+        return container;
+      }
+    }
+    const container = pool[nextContainer] as Container;
+    nextContainer = (nextContainer + 1) % pool.length;
+    return container;
+  }
 
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     serve(req, res).catch((error: unknown) => {
@@ -66,22 +161,56 @@ export async function startApiGateway(
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     // randomUUID draws from a cached pool; randomBytes per request cost tens of µs under load.
     const requestId = randomUUID().slice(0, 15);
+    if (requestLineAndHeadersBytes(req) > MAX_REQUEST_LINE_AND_HEADERS_BYTES) {
+      req.resume();
+      return sendMessage(res, 431, "Request Header Fields Too Large", requestId);
+    }
     const body = await readBody(req);
     if (body === undefined) return sendMessage(res, 413, "Request Entity Too Large", requestId);
-    const event = buildEvent(req, body, requestId, port);
-    if (event === undefined) return sendMessage(res, 400, "Bad Request", requestId);
-    const outcome = await invoke(
-      options.handler,
-      event,
-      lambdaContext(functionName, timeoutMs),
-      timeoutMs,
-    );
-    if (outcome === "timeout") return sendMessage(res, 503, "Service Unavailable", requestId);
-    if (outcome instanceof Error) {
-      console.error("[apigw-emulator] handler failed:", outcome);
+    const target = req.url ?? "/";
+    const queryStart = target.indexOf("?");
+    const path = decodeHttpApiPath(queryStart === -1 ? target : target.slice(0, queryStart));
+    if (path === undefined) return sendMessage(res, 400, "Bad Request", requestId);
+    const method = req.method ?? "GET";
+    const origin = headerValue(req, "origin");
+    const matched = route(method, path);
+    if (matched === null) {
+      if (isPreflight(method, corsRequestHeaders(req))) {
+        return send(res, 204, preflightHeaders(corsOrigins, origin), "", requestId);
+      }
+      return sendMessage(res, 404, "Not Found", requestId);
+    }
+    const event = buildEvent(req, { path, target, queryStart, body, requestId, port, matched });
+    if (!fitsSerialized(event, LAMBDA_REQUEST_LIMIT_BYTES)) {
+      // Lambda refuses the invocation; REST APIs were seen answering this, HTTP APIs do not
+      // document it. Either way the function never runs.
+      return sendMessage(res, 413, "Request Too Long", requestId);
+    }
+    const container = pickContainer();
+    container.inFlight++;
+    const outcome = await invoke(container.handler, event, {
+      functionName,
+      functionTimeoutMs,
+      integrationTimeoutMs,
+    }).finally(() => {
+      container.inFlight--;
+    });
+    switch (outcome.kind) {
+      case "integration_timeout":
+        return sendMessage(res, 503, "Service Unavailable", requestId);
+      case "function_timeout":
+        if (containers !== undefined) container.handler = containers.create();
+        return sendMessage(res, 500, "Internal Server Error", requestId);
+      case "error":
+        console.error("[apigw-emulator] handler failed:", outcome.error);
+        return sendMessage(res, 500, "Internal Server Error", requestId);
+    }
+    const result = asStructuredResult(outcome.value);
+    if (result === null || !fitsSerialized(outcome.value ?? null, LAMBDA_RESPONSE_LIMIT_BYTES)) {
+      console.error("[apigw-emulator] the function's result is malformed or over 6 MB");
       return sendMessage(res, 500, "Internal Server Error", requestId);
     }
-    writeResult(res, outcome, requestId);
+    writeResult(res, result, corsOrigins, origin, requestId);
   }
 
   server.listen(options.port ?? 0, host);
@@ -96,6 +225,24 @@ export async function startApiGateway(
         server.closeAllConnections();
       }),
   };
+}
+
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(",") : value;
+}
+
+function corsRequestHeaders(req: IncomingMessage): Record<string, string | undefined> {
+  return {
+    origin: headerValue(req, "origin"),
+    "access-control-request-method": headerValue(req, "access-control-request-method"),
+  };
+}
+
+function requestLineAndHeadersBytes(req: IncomingMessage): number {
+  let total = Buffer.byteLength(`${req.method} ${req.url} HTTP/${req.httpVersion}`);
+  for (const part of req.rawHeaders) total += Buffer.byteLength(part);
+  return total;
 }
 
 /** The body, or undefined when it exceeds the payload cap (the rest is drained, not kept). */
@@ -113,140 +260,6 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
     req.on("end", () => resolve(tooLarge ? undefined : Buffer.concat(chunks, size)));
     req.on("error", reject);
   });
-}
-
-/**
- * HTTP APIs hand the function a *decoded* path (rawPath and http.path alike), observed in live
- * captures (hotsock/voker `vokerhttp/testdata/ingress-paths.json`): the path is decoded, cut at
- * a decoded "?", then decoded again (`%252F` arrives as "/"), and a path whose second decoding
- * fails (`%25zz`) is rejected before the function runs. Undefined means "reject".
- */
-function decodeHttpApiPath(rawTarget: string): string | undefined {
-  try {
-    const decodedOnce = decodeURIComponent(rawTarget);
-    const question = decodedOnce.indexOf("?");
-    return decodeURIComponent(question === -1 ? decodedOnce : decodedOnce.slice(0, question));
-  } catch {
-    return undefined;
-  }
-}
-
-function buildEvent(
-  req: IncomingMessage,
-  body: Buffer,
-  requestId: string,
-  port: number,
-): APIGatewayProxyEventV2 | undefined {
-  const target = req.url ?? "/";
-  const queryStart = target.indexOf("?");
-  const path = decodeHttpApiPath(queryStart === -1 ? target : target.slice(0, queryStart));
-  if (path === undefined) return undefined;
-  const rawQueryString = queryStart === -1 ? "" : target.slice(queryStart + 1);
-
-  const headers: Record<string, string> = {};
-  let cookies: string[] | undefined;
-  const raw = req.rawHeaders;
-  for (let index = 0; index < raw.length; index += 2) {
-    const name = (raw[index] as string).toLowerCase();
-    const value = raw[index + 1] as string;
-    // Format 2.0 moves cookies out of the headers into `cookies`, one entry per cookie.
-    if (name === "cookie") {
-      cookies ??= [];
-      for (const cookie of value.split(";")) {
-        const trimmed = cookie.trim();
-        if (trimmed !== "") cookies.push(trimmed);
-      }
-      continue;
-    }
-    const previous = headers[name];
-    headers[name] = previous === undefined ? value : `${previous},${value}`;
-  }
-  const sourceIp = clientIp(req);
-  const forwardedFor = headers["x-forwarded-for"];
-  headers["x-forwarded-for"] =
-    forwardedFor === undefined ? sourceIp : `${forwardedFor}, ${sourceIp}`;
-  headers["x-forwarded-port"] = String(port);
-  headers["x-forwarded-proto"] = "http";
-  headers["x-amzn-trace-id"] ??= traceId();
-
-  const now = new Date();
-  const domainName = (headers.host ?? "localhost").replace(/:\d+$/, "");
-  const event: APIGatewayProxyEventV2 = {
-    version: "2.0",
-    routeKey: "$default",
-    rawPath: path,
-    rawQueryString,
-    headers,
-    requestContext: {
-      accountId: ACCOUNT_ID,
-      apiId: API_ID,
-      domainName,
-      domainPrefix: domainName.split(".")[0] ?? domainName,
-      http: {
-        method: req.method ?? "GET",
-        path,
-        protocol: `HTTP/${req.httpVersion}`,
-        sourceIp,
-        userAgent: headers["user-agent"] ?? "",
-      },
-      requestId,
-      routeKey: "$default",
-      stage: "$default",
-      time: clfTime(now),
-      timeEpoch: now.getTime(),
-    },
-    isBase64Encoded: false,
-  };
-  if (cookies !== undefined) event.cookies = cookies;
-  if (rawQueryString !== "") event.queryStringParameters = parseQuery(rawQueryString);
-  if (body.length > 0) {
-    if (isUtf8(body)) {
-      event.body = body.toString("utf8");
-    } else {
-      event.body = body.toString("base64");
-      event.isBase64Encoded = true;
-    }
-  }
-  return event;
-}
-
-/** Query values arrive decoded ("+" is a space), repeated keys joined with ",". */
-function parseQuery(rawQueryString: string): Record<string, string> {
-  const parameters: Record<string, string> = {};
-  for (const pair of rawQueryString.split("&")) {
-    if (pair === "") continue;
-    const equals = pair.indexOf("=");
-    const key = decodeQueryComponent(equals === -1 ? pair : pair.slice(0, equals));
-    const value = equals === -1 ? "" : decodeQueryComponent(pair.slice(equals + 1));
-    const previous = parameters[key];
-    parameters[key] = previous === undefined ? value : `${previous},${value}`;
-  }
-  return parameters;
-}
-
-function decodeQueryComponent(component: string): string {
-  const spaced = component.replaceAll("+", " ");
-  try {
-    return decodeURIComponent(spaced);
-  } catch {
-    return spaced;
-  }
-}
-
-function clientIp(req: IncomingMessage): string {
-  const address = req.socket.remoteAddress ?? "127.0.0.1";
-  return address.startsWith("::ffff:") ? address.slice(7) : address;
-}
-
-function traceId(): string {
-  const epochSeconds = Math.floor(Date.now() / 1000).toString(16);
-  return `Root=1-${epochSeconds}-${randomUUID().replaceAll("-", "").slice(0, 24)}`;
-}
-
-/** "12/Mar/2020:19:03:58 +0000", the format of requestContext.time. */
-function clfTime(date: Date): string {
-  const pad = (value: number): string => String(value).padStart(2, "0");
-  return `${pad(date.getUTCDate())}/${MONTHS[date.getUTCMonth()]}/${date.getUTCFullYear()}:${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())} +0000`;
 }
 
 function lambdaContext(functionName: string, timeoutMs: number): Context {
@@ -270,42 +283,91 @@ function lambdaContext(functionName: string, timeoutMs: number): Context {
   };
 }
 
-/** The handler's result, the error it threw, or "timeout". A timed-out handler keeps running, as in Lambda. */
+interface InvokeTimeouts {
+  readonly functionName: string;
+  readonly functionTimeoutMs: number;
+  readonly integrationTimeoutMs: number;
+}
+
+/**
+ * Runs the handler until it settles or a timeout fires. A handler that timed out keeps
+ * running in the background: the emulator cannot stop it, only stop waiting for it.
+ */
 async function invoke(
   handler: ApiGatewayHandler,
   event: APIGatewayProxyEventV2,
-  context: Context,
-  timeoutMs: number,
-): Promise<APIGatewayProxyStructuredResultV2 | Error | "timeout"> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(resolve, timeoutMs, "timeout");
-  });
+  timeouts: InvokeTimeouts,
+): Promise<Outcome> {
+  const timers: NodeJS.Timeout[] = [];
+  const after = (ms: number, outcome: Outcome) =>
+    new Promise<Outcome>((resolve) => {
+      timers.push(setTimeout(resolve, ms, outcome));
+    });
+  const context = lambdaContext(timeouts.functionName, timeouts.functionTimeoutMs);
   const handled = Promise.resolve()
     .then(() => handler(event, context))
     .then(
-      (result) =>
-        typeof result === "object" && result !== null
-          ? result
-          : new Error(`handler returned ${String(result)}, not a result object`),
-      (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+      (value): Outcome => ({ kind: "result", value }),
+      (error: unknown): Outcome => ({
+        kind: "error",
+        error: error instanceof Error ? error : new Error(String(error)),
+      }),
     );
   try {
-    return await Promise.race([handled, timedOut]);
+    return await Promise.race([
+      handled,
+      after(timeouts.functionTimeoutMs, { kind: "function_timeout" }),
+      after(timeouts.integrationTimeoutMs, { kind: "integration_timeout" }),
+    ]);
   } finally {
-    clearTimeout(timer);
+    for (const timer of timers) clearTimeout(timer);
   }
 }
 
+/**
+ * The result as payload format 2.0 reads it: an object with a `statusCode` is structured
+ * (null when the status is not a valid HTTP status: API Gateway answers 500); anything else is
+ * a 200 JSON answer whose body is the value (a string as is, others as JSON).
+ */
+function asStructuredResult(value: unknown): APIGatewayProxyStructuredResultV2 | null {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    if ("statusCode" in value) {
+      const { statusCode } = value as { statusCode: unknown };
+      const valid = Number.isInteger(statusCode) && Number(statusCode) >= 100;
+      return valid && Number(statusCode) <= 599
+        ? (value as APIGatewayProxyStructuredResultV2)
+        : null;
+    }
+  }
+  return {
+    statusCode: 200,
+    headers: { "content-type": "application/json" },
+    body: typeof value === "string" ? value : JSON.stringify(value ?? null),
+  };
+}
+
+/**
+ * Writes the function's answer as API Gateway would: connection-level headers dropped, the
+ * function's own CORS headers replaced by the API's CORS policy (applied when the request has
+ * an `Origin`), cookies as `set-cookie` headers, a base64 body decoded.
+ */
 function writeResult(
   res: ServerResponse,
   result: APIGatewayProxyStructuredResultV2,
+  corsOrigins: readonly string[],
+  origin: string | undefined,
   requestId: string,
 ): void {
   const headers: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(result.headers ?? {})) {
-    // The length is the one of the body actually sent (base64 decoding changes it).
-    if (name.toLowerCase() !== "content-length") headers[name] = String(value);
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || lower.startsWith("access-control-")) continue;
+    headers[name] = String(value);
+  }
+  if (origin) {
+    for (const [name, value] of Object.entries(corsResponseHeaders(corsOrigins, origin))) {
+      if (name.startsWith("access-control-")) headers[name] = value;
+    }
   }
   if (result.cookies !== undefined && result.cookies.length > 0) {
     headers["set-cookie"] = result.cookies;
@@ -316,9 +378,21 @@ function writeResult(
       : result.isBase64Encoded
         ? Buffer.from(result.body, "base64")
         : result.body;
-  headers["content-length"] = Buffer.byteLength(body);
-  headers["apigw-requestid"] = requestId;
-  res.writeHead(result.statusCode ?? 200, headers);
+  send(res, result.statusCode ?? 200, headers, body, requestId);
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  headers: OutgoingHttpHeaders,
+  body: string | Buffer,
+  requestId: string,
+): void {
+  res.writeHead(status, {
+    ...headers,
+    "content-length": Buffer.byteLength(body),
+    "apigw-requestid": requestId,
+  });
   res.end(body);
 }
 
@@ -329,11 +403,5 @@ function sendMessage(
   message: string,
   requestId: string,
 ): void {
-  const body = JSON.stringify({ message });
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-    "apigw-requestid": requestId,
-  });
-  res.end(body);
+  send(res, status, { "content-type": "application/json" }, JSON.stringify({ message }), requestId);
 }

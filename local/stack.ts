@@ -125,6 +125,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     }
     const api: ApiGatewayEmulator = await startApiGateway({
       port: options.port ?? 0,
+      corsOrigins: (await runtime.current()).model.corsOrigins,
       handler,
     });
     cleanups.push(() => api.close());

@@ -1,5 +1,6 @@
 import { en } from "zod/locales";
 import * as z from "zod/mini";
+import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "./cors.ts";
 
 // zod/mini (18 KB, against 443 KB for classic zod) keeps the Lambda bundle small and its cold
 // start short; the English locale gives the same messages classic zod would.
@@ -278,7 +279,22 @@ export const apiKeySchema = z.strictObject({
     .check(z.regex(/^[0-9a-f]{64}$/, "sha256 must be 64 lower-case hex characters")),
 });
 
+/** Browser origins allowed to call the API (CORS): `["*"]`, or a list of origins. */
+const corsOrigins = z.array(z.string()).check(
+  z.minLength(1, 'list at least one origin, or ["*"] for any'),
+  z.superRefine((origins, ctx) => {
+    origins.forEach((origin, index) => {
+      const problem = corsOriginProblem(origin);
+      if (problem !== null) ctx.addIssue({ code: "custom", path: [index], message: problem });
+    });
+    if (origins.length > 1 && origins.includes(ANY_ORIGIN)) {
+      ctx.addIssue({ code: "custom", message: '"*" already allows every origin: use it alone' });
+    }
+  }),
+);
+
 export const configSchema = z.strictObject({
+  cors_origins: z._default(corsOrigins, [...DEFAULT_CORS_ORIGINS]),
   check_interval_seconds: z._default(seconds, 15),
   config_refresh_seconds: z._default(seconds, 30),
   inner_errors: z._default(z.array(nonEmptyString), []),

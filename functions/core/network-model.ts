@@ -38,6 +38,8 @@ export interface GatewayModel {
   readonly configRefreshSeconds: number;
   readonly innerErrors: readonly string[];
   readonly apiKeySha256: readonly string[];
+  /** Browser origins allowed by CORS (`cors_origins`). */
+  readonly corsOrigins: readonly string[];
   readonly networks: ReadonlyMap<string, Network>;
 }
 
@@ -178,6 +180,7 @@ export function buildModel(config: Config, resolveUrl: (template: string) => str
     configRefreshSeconds: config.config_refresh_seconds,
     innerErrors: config.inner_errors,
     apiKeySha256: config.api_keys.map((key) => key.sha256),
+    corsOrigins: config.cors_origins,
     networks,
   };
 }

@@ -1,15 +1,24 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { corsResponseHeaders, DEFAULT_CORS_ORIGINS, preflightHeaders } from "../core/cors.ts";
 import type { Gateway, RpcOptions } from "../core/gateway.ts";
-import { ErrorCode, errorResponse } from "../core/jsonrpc.ts";
+import { ErrorCode, errorResponse, parseRequest } from "../core/jsonrpc.ts";
 import type { GatewayModel } from "../core/network-model.ts";
+import {
+  answerTooLargeBody,
+  fitsSerialized,
+  LAMBDA_RESPONSE_LIMIT_BYTES,
+  serializedBytes,
+} from "../core/payload-limit.ts";
 import { cacheControlFor, getModeBody, matchRoute } from "../core/routes.ts";
 import type { NetworkStatus } from "../core/status.ts";
 import { statusPage } from "./status-page.ts";
 
 /**
+/**
  * API Gateway HTTP API (payload 2.0) events in, results out: the whole HTTP surface of
- * docs/behaviour.md §2 and the API-key check of §8. The same object serves Lambda and the local server.
+ * docs/behaviour.md §2 and the API-key check of §8. The same object serves Lambda and the
+ * local server.
  */
 export interface ApiDeps {
   readonly gateway: Gateway;
@@ -18,29 +27,21 @@ export interface ApiDeps {
   readonly clock: () => number;
 }
 
-const CORS = {
-  "access-control-allow-origin": "*",
-  "access-control-allow-headers": "content-type, x-api-key",
-  "access-control-allow-methods": "GET, POST, OPTIONS",
+type Result = APIGatewayProxyStructuredResultV2;
+
+const JSON_TYPE = { "content-type": "application/json" };
+
+/** Limits that never refuse: only the ids of a request are wanted here. */
+const READ_IDS_ONLY = {
+  maxBodyBytes: Number.POSITIVE_INFINITY,
+  maxBatch: Number.POSITIVE_INFINITY,
 };
 
-function json(
-  status: number,
-  body: string,
-  extra: Record<string, string> = {},
-): APIGatewayProxyStructuredResultV2 {
-  return {
-    statusCode: status,
-    headers: { "content-type": "application/json", ...CORS, ...extra },
-    body,
-  };
+function json(status: number, body: string, extra: Record<string, string> = {}): Result {
+  return { statusCode: status, headers: { ...JSON_TYPE, ...extra }, body };
 }
 
-function rpcError(
-  status: number,
-  code: number,
-  message: string,
-): APIGatewayProxyStructuredResultV2 {
+function rpcError(status: number, code: number, message: string): Result {
   return json(status, errorResponse("null", code, message));
 }
 
@@ -65,15 +66,74 @@ function decodeBody(event: APIGatewayProxyEventV2): string {
   return event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
 }
 
+/** The result with the CORS headers every answer carries, whatever produced it. */
+function withCors(
+  result: Result,
+  event: APIGatewayProxyEventV2,
+  origins: readonly string[],
+): Result {
+  return {
+    ...result,
+    headers: { ...result.headers, ...corsResponseHeaders(origins, event.headers?.origin) },
+  };
+}
+
+/**
+ * The answer when something failed inside the gateway: a JSON-RPC error with the caller's id
+ * where the body can be read, never the error's text (it may hold a provider URL).
+ */
+export function internalErrorResult(
+  event: APIGatewayProxyEventV2,
+  origins: readonly string[] = DEFAULT_CORS_ORIGINS,
+): Result {
+  let rawId: string | null = "null";
+  try {
+    const parsed = parseRequest(decodeBody(event), READ_IDS_ONLY);
+    if (parsed.kind === "single") rawId = parsed.call.rawId;
+  } catch {
+    // An unreadable body leaves the id null.
+  }
+  const body = errorResponse(rawId, ErrorCode.internal, "internal gateway error");
+  return withCors(json(500, body), event, origins);
+}
+
+/**
+ * Lambda refuses a result over its payload limit (API Gateway then answers a bare 500), so an
+ * answer that would not fit is replaced by the gateway's own error asking for less.
+ */
+function withinLambdaLimit(result: Result, requestBody: string): Result {
+  if (fitsSerialized(result, LAMBDA_RESPONSE_LIMIT_BYTES)) return result;
+  const bytes = serializedBytes(result);
+  const body = answerTooLargeBody(parseRequest(requestBody, READ_IDS_ONLY), bytes);
+  // The answer is not what was asked for, so no cache may keep it.
+  const headers = { ...result.headers, "cache-control": "no-store" };
+  return { ...result, headers, body, isBase64Encoded: false };
+}
+
 export async function handleEvent(
   event: APIGatewayProxyEventV2,
   deps: ApiDeps,
   timing: RpcOptions = {},
-): Promise<APIGatewayProxyStructuredResultV2> {
+): Promise<Result> {
+  const model = deps.model();
+  return withCors(await route(event, deps, model, timing), event, model.corsOrigins);
+}
+
+async function route(
+  event: APIGatewayProxyEventV2,
+  deps: ApiDeps,
+  model: GatewayModel,
+  timing: RpcOptions,
+): Promise<Result> {
   const route = matchRoute(event.requestContext?.http?.method ?? "GET", event.rawPath ?? "/");
   switch (route.kind) {
     case "preflight":
-      return { statusCode: 204, headers: { ...CORS, "access-control-max-age": "86400" } };
+      // API Gateway answers preflights before they reach the function; this serves callers
+      // that reach the function some other way.
+      return {
+        statusCode: 204,
+        headers: preflightHeaders(model.corsOrigins, event.headers?.origin),
+      };
     case "health":
       return json(200, '{"status":"ok"}');
     case "not_found":
@@ -85,12 +145,11 @@ export async function handleEvent(
     case "method_not_allowed":
       return {
         ...rpcError(405, ErrorCode.invalidRequest, `method not allowed here; use ${route.allow}`),
-        headers: { "content-type": "application/json", allow: route.allow, ...CORS },
+        headers: { ...JSON_TYPE, allow: route.allow },
       };
     case "bad_path":
       return rpcError(400, ErrorCode.parse, route.message);
   }
-  const model = deps.model();
   // An empty header must not hide a key given in the query.
   const key = event.headers?.["x-api-key"] || event.queryStringParameters?.key;
   if (!apiKeyAccepted(key, model.apiKeySha256)) {
@@ -126,14 +185,16 @@ export async function handleEvent(
       const built = getModeBody(route.method, route.params);
       if ("error" in built) return rpcError(400, ErrorCode.invalidRequest, built.error);
       const answer = await deps.gateway.handleRpc(route.network, built.body, timing);
-      return json(answer.status, answer.body, {
+      const result = json(answer.status, answer.body, {
         ...answer.headers,
         "cache-control": cacheControlFor(route.method, answer.body, answer.status),
       });
+      return withinLambdaLimit(result, built.body);
     }
     case "rpc": {
-      const answer = await deps.gateway.handleRpc(route.network, decodeBody(event), timing);
-      return json(answer.status, answer.body, answer.headers);
+      const body = decodeBody(event);
+      const answer = await deps.gateway.handleRpc(route.network, body, timing);
+      return withinLambdaLimit(json(answer.status, answer.body, answer.headers), body);
     }
   }
 }

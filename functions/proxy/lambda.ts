@@ -18,7 +18,7 @@ export type ProxyHandler = (
  */
 export function createProxyHandler(runtime: ProxyRuntime): ProxyHandler {
   return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
-    .use(jsonRpcErrorBoundary(runtime.telemetry))
+    .use(jsonRpcErrorBoundary(runtime.telemetry, () => runtime.corsOrigins()))
     .use(flushBesideRequest(() => runtime.flushIfDue()))
     .handler((event, context) => runtime.handle(event, context.getRemainingTimeInMillis()));
 }

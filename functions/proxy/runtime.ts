@@ -5,6 +5,7 @@ import type { ModelInForce } from "../adapters/model-source.ts";
 import type { SecretResolver } from "../adapters/secrets.ts";
 import { createStatsFlusher, type DynamoStatsStore } from "../adapters/stats-store.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
+import { DEFAULT_CORS_ORIGINS } from "../core/cors.ts";
 import { Gateway } from "../core/gateway.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
 import type { StateStore, Upstream } from "../core/ports.ts";
@@ -41,6 +42,8 @@ export interface ProxyRuntime {
   current(): Promise<ModelInForce>;
   /** Writes the request stats and metrics gathered since the last flush, when due. */
   flushIfDue(): Promise<void>;
+  /** The origins browsers may call from, under the config in force. */
+  corsOrigins(): readonly string[];
 }
 
 /**
@@ -126,6 +129,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
         { startedAt, ...(remainingMs === undefined ? {} : { remainingMs }) },
       );
     },
+    corsOrigins: () => inForce?.model.corsOrigins ?? DEFAULT_CORS_ORIGINS,
     async flushIfDue() {
       await stats.flushIfDue();
       telemetry.flushIfDue();

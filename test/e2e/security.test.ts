@@ -235,7 +235,10 @@ describe("API keys (api_keys: SHA-256 hashes)", () => {
   });
 
   it("CORS preflight is answered without a key (it carries none by design)", async () => {
-    const preflight = await send(`${url}/devnet`, { method: "OPTIONS" });
+    const preflight = await send(`${url}/devnet`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example.com", "access-control-request-method": "POST" },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers["access-control-allow-headers"]).toContain("x-api-key");
   });

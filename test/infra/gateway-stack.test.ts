@@ -213,29 +213,6 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
     expect(readFileSync(staged, "utf8")).toBe(readFileSync(join(PROJECT_ROOT, config.key), "utf8"));
   });
 
-  it("serves the SPEC routes through one payload-2.0 Lambda integration, no CORS", () => {
-    const routes = ofType("AWS::ApiGatewayV2::Route").map(([, r]) => r.Properties.RouteKey);
-    expect(routes.sort()).toEqual(
-      [
-        "GET /health",
-        "GET /status",
-        "GET /{network}/get/{method}/{params}",
-        "GET /{network}/status",
-        "POST /{network}",
-      ].sort(),
-    );
-    const integrations = ofType("AWS::ApiGatewayV2::Integration");
-    expect(integrations.map(([, r]) => r.Properties)).toEqual([
-      expect.objectContaining({
-        IntegrationType: "AWS_PROXY",
-        PayloadFormatVersion: "2.0",
-        IntegrationUri: { "Fn::GetAtt": [idOf(stack.proxy.function), "Arn"] },
-      }),
-    ]);
-    const [api] = ofType("AWS::ApiGatewayV2::Api");
-    expect(api?.[1].Properties.CorsConfiguration).toBeUndefined();
-  });
-
   it("throttles the default stage and writes access logs without query strings", () => {
     const stages = ofType("AWS::ApiGatewayV2::Stage");
     expect(stages).toHaveLength(1);

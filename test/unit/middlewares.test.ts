@@ -52,7 +52,7 @@ describe("jsonRpcErrorBoundary", () => {
     const recorded = telemetry();
     const handler = failingHandler(
       new RangeError("Maximum call stack size exceeded"),
-      jsonRpcErrorBoundary(recorded),
+      jsonRpcErrorBoundary(recorded, () => ["*"]),
     );
     const result = await handler(rpcEvent(body), context);
     expect(result.statusCode).toBe(500);
@@ -63,7 +63,10 @@ describe("jsonRpcErrorBoundary", () => {
   });
 
   it("answers with id null for a base64 body it cannot read as text", async () => {
-    const handler = failingHandler(new Error("boom"), jsonRpcErrorBoundary(telemetry()));
+    const handler = failingHandler(
+      new Error("boom"),
+      jsonRpcErrorBoundary(telemetry(), () => ["*"]),
+    );
     const event = {
       ...rpcEvent('{"id":3}'),
       body: Buffer.from('{"id":3}').toString("base64"),
