@@ -20,10 +20,12 @@ import { synthGateway } from "./synth.ts";
  */
 
 /**
- * The proxy bundle was 1,826 KB with undici and classic zod, 682 KB without. The target is
- * 600 KB (the AWS SDK clients are ~550 KB of what is left); this bound stops regressions.
+ * The proxy bundle was 1,826 KB with undici and classic zod, 682 KB without; the method
+ * catalogue, CORS, payload limits and the request pipeline's hardening brought it to 706 KB.
+ * The AWS SDK clients are ~550 KB of it. This bound stops regressions; the cold-start target
+ * itself is a ratio to a minimal handler, measured by `npm run bench`.
  */
-const MAX_PROXY_BYTES = 700 * 1024;
+const MAX_PROXY_BYTES = 720 * 1024;
 const run = promisify(execFile);
 
 let bundles: Record<"proxy" | "monitor", { dir: string; file: string; bytes: number }>;
