@@ -9,13 +9,19 @@ import { createDynamoClient, DynamoStateStore } from "../functions/adapters/stat
 import { DynamoStatsStore } from "../functions/adapters/stats-store.ts";
 import { createUpstream } from "../functions/adapters/upstream.ts";
 import type { ConfigInput } from "../functions/core/config-schema.ts";
+import type { Upstream } from "../functions/core/ports.ts";
 import { startMonitorTimer } from "../functions/monitor/loop.ts";
 import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/runtime.ts";
 import { createProxyHandler, type ProxyHandler } from "../functions/proxy/lambda.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "./anvil.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
-import { type LocalDynamoDb, startDynalite } from "./dynamodb.ts";
+import {
+  createGatewayTable,
+  createLocalDynamoDbClient,
+  type LocalDynamoDb,
+  startDynalite,
+} from "./dynamodb.ts";
 
 /**
  * The whole gateway on one machine, on real parts: the proxy handler behind an API Gateway
@@ -35,6 +41,17 @@ export interface LocalStackOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Run the monitor on a timer every check interval, as the schedule does in AWS (default off). */
   readonly monitor?: boolean;
+  /**
+   * Proxy runtimes behind the one port, as many warm Lambda containers: each has its own
+   * state cache, upstream connections and module state, and takes one request at a time
+   * (default 1: one runtime serving every request).
+   */
+  readonly containers?: number;
+  /**
+   * An existing DynamoDB endpoint to keep state in (its table is created if missing), so
+   * several local stacks share state; default: an embedded dynalite.
+   */
+  readonly dynamodb?: string;
 }
 
 export interface LocalStack {
@@ -78,7 +95,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     );
     for (const node of nodes) cleanups.push(() => node.stop());
 
-    const dynamo = await startDynalite({ tableName: LOCAL_TABLE_NAME });
+    const dynamo = options.dynamodb
+      ? await connectDynamoDb(options.dynamodb, LOCAL_TABLE_NAME)
+      : await startDynalite({ tableName: LOCAL_TABLE_NAME });
     cleanups.push(() => dynamo.close());
     const store = new DynamoStateStore({
       client: createDynamoClient({ endpoint: dynamo.endpoint }),
@@ -93,19 +112,32 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const clockOption = options.clock ? { clock: options.clock } : {};
     const metricsOption = options.writeMetrics ? { writeMetrics: options.writeMetrics } : {};
 
-    const runtime = createProxyRuntime({
-      configSource: createConfigSource({ kind: "file", path: configPath, ...clockOption }),
-      secrets,
-      store,
-      statsStore,
-      upstream,
-      ...clockOption,
-      ...(options.random ? { random: options.random } : {}),
-      ...metricsOption,
-    });
+    /** One proxy runtime as a Lambda container holds it: its own cache, agents and state. */
+    const proxyRuntime = (containerUpstream: Upstream) =>
+      createProxyRuntime({
+        configSource: createConfigSource({ kind: "file", path: configPath, ...clockOption }),
+        secrets,
+        store,
+        statsStore,
+        upstream: containerUpstream,
+        ...clockOption,
+        ...(options.random ? { random: options.random } : {}),
+        ...metricsOption,
+      });
+    const runtime = proxyRuntime(upstream);
     // Fail at start-up, not on the first request, when the config cannot load.
     await runtime.current();
     const handler = createProxyHandler(runtime);
+    const containers = Math.max(1, options.containers ?? 1);
+    let created = 0;
+    /** The first container is `runtime`; every other one gets upstream connections of its own. */
+    const createContainer = (): ProxyHandler => {
+      created++;
+      if (created === 1) return handler;
+      const own = createUpstream();
+      cleanups.push(() => own.close());
+      return createProxyHandler(proxyRuntime(own));
+    };
 
     let monitor: MonitorRuntime | null = null;
     if (options.monitor) {
@@ -126,7 +158,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const api: ApiGatewayEmulator = await startApiGateway({
       port: options.port ?? 0,
       corsOrigins: (await runtime.current()).model.corsOrigins,
-      handler,
+      ...(containers === 1
+        ? { handler }
+        : { containers: { count: containers, create: createContainer } }),
     });
     cleanups.push(() => api.close());
     return { url: api.url, configPath, nodes, dynamo, store, runtime, handler, monitor, close };
@@ -134,4 +168,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     await close();
     throw error;
   }
+}
+
+/** An existing DynamoDB endpoint, with the gateway's table created if it is missing. */
+async function connectDynamoDb(endpoint: string, tableName: string): Promise<LocalDynamoDb> {
+  const client = createLocalDynamoDbClient(endpoint);
+  try {
+    await createGatewayTable(client, tableName);
+  } finally {
+    client.destroy();
+  }
+  return { endpoint, tableName, close: async () => undefined };
 }

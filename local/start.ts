@@ -14,18 +14,29 @@ const DEVNET = [
 ];
 
 const { values } = parseArgs({
+  allowNegative: true,
   options: {
     port: { type: "string", default: "8545" },
     config: { type: "string" },
     devnet: { type: "boolean", default: false },
     metrics: { type: "boolean", default: false },
+    containers: { type: "string", default: "1" },
+    dynamodb: { type: "string" },
+    monitor: { type: "boolean", default: true },
     help: { type: "boolean", short: "h", default: false },
   },
 });
 
 if (values.help) {
-  console.log("usage: npm start -- [--port 8545] [--config FILE] [--devnet] [--metrics]");
+  console.log(
+    "usage: npm start -- [--port 8545] [--config FILE] [--devnet] [--metrics] [--containers N] [--dynamodb URL] [--no-monitor]",
+  );
   process.exit(0);
+}
+const containers = Number(values.containers);
+if (!Number.isInteger(containers) || containers < 1 || containers > 64) {
+  console.error(`--containers must be a whole number from 1 to 64, not "${values.containers}"`);
+  process.exit(2);
 }
 
 const port = Number(values.port);
@@ -41,7 +52,9 @@ try {
     config: values.config ?? "config/local.json",
     port,
     devnet: withDevnet ? DEVNET : [],
-    monitor: true,
+    monitor: values.monitor,
+    containers,
+    ...(values.dynamodb ? { dynamodb: values.dynamodb } : {}),
     // CloudWatch reads EMF lines from stdout in AWS; locally they only drown the logs.
     ...(values.metrics ? {} : { writeMetrics: () => undefined }),
   });
@@ -54,8 +67,9 @@ RPC gateway running at ${stack.url}  (ready in ${Math.round(performance.now() - 
   config     ${stack.configPath}
   networks   ${networks.map((name) => `${stack.url}/${name}`).join("\n             ")}
   status     ${stack.url}/status  (JSON, or a page in a browser)
-  dynamodb   dynalite at ${stack.dynamo.endpoint} (table ${stack.dynamo.tableName})
-  monitor    quorum and probes every ${model.checkIntervalSeconds} s
+  dynamodb   ${values.dynamodb ? "" : "dynalite at "}${stack.dynamo.endpoint} (table ${stack.dynamo.tableName})
+  proxy      ${containers} runtime${containers === 1 ? "" : "s (as many Lambda containers, one request each at a time)"}
+  monitor    ${values.monitor ? `quorum and probes every ${model.checkIntervalSeconds} s` : "off (--no-monitor)"}
   devnet     ${withDevnet ? stack.nodes.map((node) => `anvil chain ${node.chainId} at ${node.url}`).join("\n             ") : "not started (--devnet to start it)"}
 
 Try:
