@@ -132,12 +132,14 @@ const failingOften = withDefaults(
 const quorumFields = {
   check_timeout_ms: positiveInt,
   max_lag_seconds: seconds,
+  max_ahead_blocks: positiveInt,
   failed_recently_checks: nonNegativeInt,
   chain_id_check_seconds: seconds,
 };
 const quorumDefaults = {
   check_timeout_ms: 7000,
   max_lag_seconds: 60,
+  max_ahead_blocks: 500,
   failed_recently_checks: 2,
   chain_id_check_seconds: 600,
 };
