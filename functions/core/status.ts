@@ -108,6 +108,15 @@ export function networkStatus(input: StatusInput) {
     },
     active_provider: activeProvider(network, context)?.name ?? null,
     providers,
+    // Configured but not serving: a secret of the URL did not resolve (retried in the background).
+    providers_left_out: network.leftOut.map((provider) => ({
+      name: provider.name,
+      url: provider.redactedUrl,
+      priority: provider.priority,
+      backup: provider.backup,
+      reason: provider.reason,
+      detail: provider.detail,
+    })),
   };
 }
 

@@ -10,7 +10,7 @@ import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
 /**
  * Wires config, secrets, state and upstreams into a monitor, as `proxy/runtime.ts` does for
  * the gateway: the model is rebuilt (and secrets resolved) only when the config source hands
- * out a new config object, and a new config whose secrets fail keeps the old one in force.
+ * out a new config object; a provider whose secret does not resolve is left out.
  */
 
 export interface MonitorRuntimeOptions {
@@ -50,6 +50,8 @@ export function createMonitorRuntime(options: MonitorRuntimeOptions): MonitorRun
   const models = createModelSource({
     configSource: options.configSource,
     secrets: options.secrets,
+    telemetry,
+    clock,
     onChange: (inForce) => {
       scrubber = inForce.scrub;
       telemetry.log("info", "config in force", {
@@ -57,10 +59,6 @@ export function createMonitorRuntime(options: MonitorRuntimeOptions): MonitorRun
         networks: [...inForce.model.networks.keys()],
       });
     },
-    onSecretsFailed: (error) =>
-      telemetry.log("error", "new config not applied: secrets could not be resolved", {
-        error: error instanceof Error ? error.message : String(error),
-      }),
   });
   const model = async (): Promise<GatewayModel> => (await models.current()).model;
 

@@ -65,6 +65,8 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
   const models = createModelSource({
     configSource: options.configSource,
     secrets: options.secrets,
+    telemetry,
+    clock,
     onChange: (inForce) => {
       active = inForce;
       telemetry.log("info", "config in force", {
@@ -72,12 +74,6 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
         networks: [...inForce.model.networks.keys()],
       });
       telemetry.count("config_loaded", { source: inForce.loaded.source.kind });
-    },
-    onSecretsFailed: (error) => {
-      telemetry.log("error", "new config not applied: secrets could not be resolved", {
-        error: error instanceof Error ? error.message : String(error),
-      });
-      telemetry.count("config_rejected", { reason: "secrets" });
     },
   });
   const current = () => models.current();
