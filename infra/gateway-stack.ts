@@ -40,12 +40,13 @@ export const ROUTES: ReadonlyArray<{ method: HttpMethod; path: string }> = [
 
 /**
  * What each function does to the state table (the adapters' commands), and on which
- * partitions: the proxy reads a network's state and stats and updates health, capability and
- * stats items, and never puts; the monitor also puts the quorum, its memory and its lease.
+ * partitions: the proxy reads a network's state and stats, updates health, capability, stats
+ * and API-key usage items, and never puts; the monitor also puts the quorum, its memory and
+ * its lease.
  */
 export const PROXY_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "UpdateItem"],
-  partitions: ["NET#*", "STATS#*"],
+  partitions: ["NET#*", "STATS#*", "USAGE#*"],
 } as const;
 export const MONITOR_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "PutItem", "UpdateItem"],

@@ -6,7 +6,7 @@ import * as z from "zod/mini";
 z.config(en());
 
 /**
- * The config-as-code schema (SPEC §1). Keys keep invictus-rpc's snake_case names so an
+ * The config-as-code schema. Keys keep invictus-rpc's snake_case names so an
  * invictus config loads unchanged; every tunable has a default at the top level and may be
  * overridden inside a network.
  */
@@ -173,6 +173,7 @@ const tunableShape = {
   max_blacklist_minutes: z._default(seconds, 30),
   slow_response_ms: z._default(positiveInt, 3000),
   force_rotate_errors: z._default(positiveInt, 3),
+  max_upstream_calls: z._default(positiveInt, 50),
   cooldown_seconds: cooldown.full,
   probe: probe.full,
   quorum: quorum.full,
@@ -196,6 +197,7 @@ const networkOverrideShape = {
   max_blacklist_minutes: z.optional(seconds),
   slow_response_ms: z.optional(positiveInt),
   force_rotate_errors: z.optional(positiveInt),
+  max_upstream_calls: z.optional(positiveInt),
   cooldown_seconds: z.optional(cooldown.override),
   probe: z.optional(probe.override),
   quorum: z.optional(quorum.override),
@@ -264,31 +266,153 @@ export const apiKeySchema = z.strictObject({
   sha256: z
     .string()
     .check(z.regex(/^[0-9a-f]{64}$/, "sha256 must be 64 lower-case hex characters")),
+  /** Requests per minute this key may make, across every container; none = unlimited. */
+  requests_per_minute: z.optional(positiveInt),
 });
 
-export const configSchema = z.strictObject({
-  check_interval_seconds: z._default(seconds, 15),
-  config_refresh_seconds: z._default(seconds, 30),
-  inner_errors: z._default(z.array(nonEmptyString), []),
-  api_keys: z._default(z.array(apiKeySchema), []),
-  networks: z.record(z.string(), networkSchema).check(
-    z.superRefine((networks, ctx) => {
-      for (const name of Object.keys(networks)) {
-        if (!NETWORK_NAME.test(name) || RESERVED_NETWORK_NAMES.has(name)) {
-          ctx.addIssue({
-            code: "custom",
-            path: [name],
-            message: `network name "${name}" must be lower-case letters, digits and '-', and not "status" or "health"`,
-          });
+/**
+ * Limits of the platform the runtime silently depends on. A config beyond them would load and
+ * then misbehave (requests cut by API Gateway, a monitor that never ticks), so it is invalid:
+ * `config:check` and the synth refuse it, and a running gateway keeps the last good config.
+ */
+export const PLATFORM_LIMITS = {
+  /** API Gateway's 29 s integration timeout and the proxy Lambda's 29 s, less 1 s of the gateway's own work. */
+  maxRequestDeadlineMs: 28_000,
+  /** Lambda's 6 MB response payload, with room for the response envelope. */
+  maxResponseBytes: 6_000_000,
+  /** Lambda's 6 MB request payload holds the body base64-encoded (4/3 of its size) when it is not text. */
+  maxBodyBytes: 4_500_000,
+  /** A scheduled monitor run lasts 58 s: one tick (quorum check, then probe, then ~1 s of storage) must fit. */
+  monitorRunMs: 58_000,
+  monitorTickStorageMs: 1_000,
+  /** Request stats are kept one hour (DynamoDB TTL): "failing often" cannot look further back. */
+  statsRetentionSeconds: 3_600,
+  /** Timers and polling below one second cost more than they tell. */
+  minIntervalSeconds: 1,
+} as const;
+
+type Issue = { readonly path: PropertyKey[]; readonly message: string };
+
+/** The cross-field and platform bounds, on each network's merged settings. */
+function boundIssues(config: {
+  readonly check_interval_seconds: number;
+  readonly config_refresh_seconds: number;
+  readonly networks: Readonly<Record<string, z.infer<typeof networkSchema>>>;
+  readonly [key: string]: unknown;
+}): Issue[] {
+  const limits = PLATFORM_LIMITS;
+  const issues: Issue[] = [];
+  for (const key of ["check_interval_seconds", "config_refresh_seconds"] as const) {
+    if (config[key] < limits.minIntervalSeconds) {
+      issues.push({ path: [key], message: `${key} must be at least ${limits.minIntervalSeconds}` });
+    }
+  }
+  const top = config as unknown as z.infer<typeof settingsSchema>;
+  for (const [name, network] of Object.entries(config.networks)) {
+    /** The value in force for this network, and where to report it. */
+    const setting = <T>(pick: (settings: Partial<typeof top>) => T | undefined, path: string[]) => {
+      const own = pick(network as Partial<typeof top>);
+      return own === undefined
+        ? { value: pick(top) as T, path, where: "" }
+        : { value: own, path: ["networks", name, ...path], where: ` in network ${name}` };
+    };
+    const deadline = setting((s) => s.request_deadline_ms, ["request_deadline_ms"]);
+    if (deadline.value > limits.maxRequestDeadlineMs) {
+      issues.push({
+        path: deadline.path,
+        message: `request_deadline_ms ${deadline.value}${deadline.where} is over ${limits.maxRequestDeadlineMs}: API Gateway cuts a request at 29 s, and the proxy needs 1 s to answer`,
+      });
+    }
+    const timeout = setting((s) => s.request_timeout_ms, ["request_timeout_ms"]);
+    if (timeout.value > deadline.value) {
+      issues.push({
+        path: timeout.path,
+        message: `request_timeout_ms ${timeout.value}${timeout.where} is over request_deadline_ms ${deadline.value}: an attempt cannot outlast its request`,
+      });
+    }
+    const response = setting((s) => s.max_response_bytes, ["max_response_bytes"]);
+    if (response.value > limits.maxResponseBytes) {
+      issues.push({
+        path: response.path,
+        message: `max_response_bytes ${response.value}${response.where} is over ${limits.maxResponseBytes}: Lambda cannot return more than 6 MB`,
+      });
+    }
+    const body = setting((s) => s.max_body_bytes, ["max_body_bytes"]);
+    if (body.value > limits.maxBodyBytes) {
+      issues.push({
+        path: body.path,
+        message: `max_body_bytes ${body.value}${body.where} is over ${limits.maxBodyBytes}: a larger body does not fit Lambda's 6 MB request payload`,
+      });
+    }
+    const attempts = setting((s) => s.max_attempts, ["max_attempts"]);
+    const calls = setting((s) => s.max_upstream_calls, ["max_upstream_calls"]);
+    if (calls.value < attempts.value) {
+      issues.push({
+        path: calls.path,
+        message: `max_upstream_calls ${calls.value}${calls.where} is under max_attempts ${attempts.value}: a single call could not use its attempts`,
+      });
+    }
+    const check = setting((s) => s.quorum?.check_timeout_ms, ["quorum", "check_timeout_ms"]);
+    const probe = setting((s) => s.probe?.timeout_ms, ["probe", "timeout_ms"]);
+    const tick = check.value + probe.value + limits.monitorTickStorageMs;
+    if (tick > limits.monitorRunMs) {
+      issues.push({
+        path: check.path,
+        message: `quorum.check_timeout_ms ${check.value} + probe.timeout_ms ${probe.value}${check.where || probe.where} leave no room for a monitor tick: together with 1 s of storage they must fit the monitor's ${limits.monitorRunMs / 1000} s run`,
+      });
+    }
+    const window = setting(
+      (s) => s.quorum?.failing_often?.window_seconds,
+      ["quorum", "failing_often", "window_seconds"],
+    );
+    if (window.value > limits.statsRetentionSeconds) {
+      issues.push({
+        path: window.path,
+        message: `quorum.failing_often.window_seconds ${window.value}${window.where} is over ${limits.statsRetentionSeconds}: request stats are kept one hour`,
+      });
+    }
+  }
+  // One problem per path: a top-level value over a bound would be reported once per network.
+  const seen = new Set<string>();
+  return issues.filter((issue) => {
+    const key = issue.path.join(".");
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+export const configSchema = z
+  .strictObject({
+    check_interval_seconds: z._default(seconds, 15),
+    config_refresh_seconds: z._default(seconds, 30),
+    inner_errors: z._default(z.array(nonEmptyString), []),
+    api_keys: z._default(z.array(apiKeySchema), []),
+    networks: z.record(z.string(), networkSchema).check(
+      z.superRefine((networks, ctx) => {
+        for (const name of Object.keys(networks)) {
+          if (!NETWORK_NAME.test(name) || RESERVED_NETWORK_NAMES.has(name)) {
+            ctx.addIssue({
+              code: "custom",
+              path: [name],
+              message: `network name "${name}" must be lower-case letters, digits and '-', and not "status" or "health"`,
+            });
+          }
         }
-      }
-      if (Object.keys(networks).length === 0) {
-        ctx.addIssue({ code: "custom", message: "configure at least one network" });
+        if (Object.keys(networks).length === 0) {
+          ctx.addIssue({ code: "custom", message: "configure at least one network" });
+        }
+      }),
+    ),
+    ...tunableShape,
+  })
+  .check(
+    z.superRefine((config, ctx) => {
+      for (const issue of boundIssues(config)) {
+        ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
       }
     }),
-  ),
-  ...tunableShape,
-});
+  );
 
 export type ConfigInput = z.input<typeof configSchema>;
 export type Config = z.infer<typeof configSchema>;

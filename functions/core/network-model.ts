@@ -51,6 +51,12 @@ export interface GatewayModel {
   readonly configRefreshSeconds: number;
   readonly innerErrors: readonly string[];
   readonly apiKeySha256: readonly string[];
+  /** The keys with their names and usage limits (null = unlimited), in config order. */
+  readonly apiKeys: ReadonlyArray<{
+    readonly name: string;
+    readonly sha256: string;
+    readonly requestsPerMinute: number | null;
+  }>;
   readonly networks: ReadonlyMap<string, Network>;
 }
 
@@ -121,6 +127,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     max_blacklist_minutes: network.max_blacklist_minutes ?? config.max_blacklist_minutes,
     slow_response_ms: network.slow_response_ms ?? config.slow_response_ms,
     force_rotate_errors: network.force_rotate_errors ?? config.force_rotate_errors,
+    max_upstream_calls: network.max_upstream_calls ?? config.max_upstream_calls,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },
     probe: { ...config.probe, ...network.probe },
     quorum: {
@@ -240,6 +247,11 @@ export function buildModel(
     configRefreshSeconds: config.config_refresh_seconds,
     innerErrors: config.inner_errors,
     apiKeySha256: config.api_keys.map((key) => key.sha256),
+    apiKeys: config.api_keys.map((key) => ({
+      name: key.name,
+      sha256: key.sha256,
+      requestsPerMinute: key.requests_per_minute ?? null,
+    })),
     networks,
   };
 }

@@ -272,7 +272,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       [
         stack.proxy,
         ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
-        ["NET#*", "STATS#*"],
+        ["NET#*", "STATS#*", "USAGE#*"],
       ],
       [
         stack.monitor,

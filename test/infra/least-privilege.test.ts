@@ -79,7 +79,7 @@ describe("least privilege", () => {
     );
     expect(proxyActions).not.toContain("dynamodb:PutItem");
     const used = new Set(
-      ["functions/adapters/state-store.ts", "functions/adapters/stats-store.ts"].flatMap(
+      ["functions/adapters/state-store.ts", "functions/adapters/stats-store.ts", "functions/adapters/usage-store.ts"].flatMap(
         dynamoCommands,
       ),
     );
@@ -108,7 +108,7 @@ describe("least privilege", () => {
 
   it("table access is scoped to the partitions each function uses (dynamodb:LeadingKeys)", () => {
     for (const [role, partitions] of [
-      ["proxy", ["NET#*", "STATS#*"]],
+      ["proxy", ["NET#*", "STATS#*", "USAGE#*"]],
       ["monitor", ["NET#*", "STATS#*", "MONITOR#*", "LEASE#monitor"]],
     ] as const) {
       const table = statementsOf(template, stack, role).find((s) => s.Sid === "StateTable");
