@@ -79,9 +79,11 @@ describe("least privilege", () => {
     );
     expect(proxyActions).not.toContain("dynamodb:PutItem");
     const used = new Set(
-      ["functions/adapters/state-store.ts", "functions/adapters/stats-store.ts", "functions/adapters/usage-store.ts"].flatMap(
-        dynamoCommands,
-      ),
+      [
+        "functions/adapters/state-store.ts",
+        "functions/adapters/stats-store.ts",
+        "functions/adapters/usage-store.ts",
+      ].flatMap(dynamoCommands),
     );
     expect([...used].sort()).toEqual([...PROXY_TABLE_ACCESS.actions].sort());
     expect(proxyActions.sort()).toEqual(

@@ -163,7 +163,8 @@ function watchedMetrics(env: "dev" | "prod"): Watched[] {
     }
   }
   const dashboard = resources.find((resource) => resource.Type === "AWS::CloudWatch::Dashboard");
-  const join = (dashboard?.Properties.DashboardBody as { "Fn::Join": [string, unknown[]] })[
+  if (dashboard === undefined) throw new Error(`${env} has no dashboard`);
+  const join = (dashboard.Properties.DashboardBody as { "Fn::Join": [string, unknown[]] })[
     "Fn::Join"
   ];
   const body = JSON.parse(
