@@ -20,8 +20,9 @@ export interface ServiceFault {
 
 export interface SecretsService {
   readonly endpoint: string;
-  /** SSM parameter name → value (stored as SecureString). */
+  /** SSM parameter name → value (a SecureString unless `parameterTypes` says otherwise). */
   readonly parameters: Map<string, string>;
+  readonly parameterTypes: Map<string, "String" | "SecureString">;
   /** Secrets Manager secret id → secret string. */
   readonly secrets: Map<string, string>;
   readonly calls: SecretsServiceCall[];
@@ -45,6 +46,7 @@ const ENCRYPTED = "AQICAHh-encrypted-blob";
 
 export async function startSecretsService(): Promise<SecretsService> {
   const parameters = new Map<string, string>();
+  const parameterTypes = new Map<string, "String" | "SecureString">();
   const secrets = new Map<string, string>();
   const calls: SecretsServiceCall[] = [];
 
@@ -60,12 +62,16 @@ export async function startSecretsService(): Promise<SecretsService> {
       return {
         status: 200,
         body: {
-          Parameters: found.map((name) => ({
-            Name: name,
-            Type: "SecureString",
-            Value: body.WithDecryption === true ? parameters.get(name) : ENCRYPTED,
-            Version: 1,
-          })),
+          Parameters: found.map((name) => {
+            const type = parameterTypes.get(name) ?? "SecureString";
+            const plain = body.WithDecryption === true || type === "String";
+            return {
+              Name: name,
+              Type: type,
+              Value: plain ? parameters.get(name) : ENCRYPTED,
+              Version: 1,
+            };
+          }),
           InvalidParameters: names.filter((name) => !parameters.has(name)),
         },
       };
@@ -119,6 +125,7 @@ export async function startSecretsService(): Promise<SecretsService> {
   service = {
     endpoint,
     parameters,
+    parameterTypes,
     secrets,
     calls,
     fault: null,
