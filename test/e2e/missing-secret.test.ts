@@ -42,6 +42,10 @@ beforeAll(async () => {
           chain_id: 31337,
           providers: [{ name: "present", url: `${node.url}/?key=\${PRESENT_KEY}` }],
         },
+        lonely: {
+          chain_id: 31337,
+          providers: [{ name: "only", url: `${node.url}/?key=\${MISSING_KEY}` }],
+        },
       },
     },
   });
@@ -94,8 +98,21 @@ describe("a provider whose secret is missing", () => {
     const all = (await (await fetch(`${stack.url}/status`)).json()) as {
       networks: NetworkStatus[];
     };
-    expect(all.networks.map((network) => network.providers_left_out.length)).toEqual([1, 0]);
+    expect(all.networks.map((network) => network.providers_left_out.length)).toEqual([1, 0, 1]);
     expect(JSON.stringify(all)).not.toContain("present-key-value");
+  });
+
+  it("a network whose every provider is left out says so, not that the method is unknown", async () => {
+    const answer = await rpc("lonely");
+    expect(JSON.parse(answer.body)).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      error: {
+        code: -32603,
+        message:
+          "no provider of lonely is in service: every one is left out because a secret of its URL did not resolve (see GET /lonely/status)",
+      },
+    });
   });
 
   it("is counted in the providers_left_out metric", async () => {
@@ -103,6 +120,6 @@ describe("a provider whose secret is missing", () => {
     const gauges = metricLines
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .filter((metric) => "providers_left_out" in metric);
-    expect(gauges.at(-1)?.providers_left_out).toBe(1);
+    expect(gauges.at(-1)?.providers_left_out).toBe(2);
   });
 });
