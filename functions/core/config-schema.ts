@@ -297,6 +297,7 @@ type Issue = { readonly path: PropertyKey[]; readonly message: string };
 function boundIssues(config: {
   readonly check_interval_seconds: number;
   readonly config_refresh_seconds: number;
+  readonly api_keys: ReadonlyArray<{ readonly name: string }>;
   readonly networks: Readonly<Record<string, z.infer<typeof networkSchema>>>;
   readonly [key: string]: unknown;
 }): Issue[] {
@@ -307,6 +308,17 @@ function boundIssues(config: {
       issues.push({ path: [key], message: `${key} must be at least ${limits.minIntervalSeconds}` });
     }
   }
+  const keyNames = new Map<string, number>();
+  config.api_keys.forEach((key, index) => {
+    const first = keyNames.get(key.name);
+    if (first === undefined) keyNames.set(key.name, index);
+    else {
+      issues.push({
+        path: ["api_keys", index, "name"],
+        message: `duplicate API key name "${key.name}" (also api_keys[${first}]): names key the usage counters and logs, so they must be unique`,
+      });
+    }
+  });
   const top = config as unknown as z.infer<typeof settingsSchema>;
   for (const [name, network] of Object.entries(config.networks)) {
     /** The value in force for this network, and where to report it. */

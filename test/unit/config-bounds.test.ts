@@ -97,6 +97,16 @@ describe("config bounds", () => {
     expect(problems(config)).toEqual([[path, message]]);
   });
 
+  it("two API keys with one name are refused (the name keys the usage counter)", () => {
+    const key = (name: string) => ({ name, sha256: "a".repeat(64), requests_per_minute: 60 });
+    expect(problems({ api_keys: [key("indexer"), key("wallet"), key("indexer")] })).toEqual([
+      [
+        "api_keys[2].name",
+        'duplicate API key name "indexer" (also api_keys[0]): names key the usage counters and logs, so they must be unique',
+      ],
+    ]);
+  });
+
   it("a top-level value over a bound is reported once, not once per network", () => {
     expect(
       problems({
