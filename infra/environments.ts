@@ -31,6 +31,10 @@ export interface AlarmSettings {
   readonly primariesDownMinutes: number;
   /** Consecutive minutes without a monitor tick (`monitor_ticks` < 1 or missing). */
   readonly monitorMissingMinutes: number;
+  /** Consecutive minutes in which a network's monitor tick failed (`monitor_errors` ≥ 1). */
+  readonly monitorErrorMinutes: number;
+  /** Consecutive minutes in which the config object could not be read from S3. */
+  readonly configUnreachableMinutes: number;
   /** Optional e-mail subscribed to the alarm topic (confirm the subscription once). */
   readonly email?: string;
 }
@@ -41,7 +45,16 @@ export interface EnvironmentSettings {
   readonly account?: string;
   /** Target region; unset → CDK_DEFAULT_REGION, else env-agnostic. */
   readonly region?: string;
-  readonly proxy: { readonly memoryMb: number };
+  readonly proxy: {
+    readonly memoryMb: number;
+    /**
+     * Reserved concurrency: the most proxy invocations that run at once. A flood beyond it is
+     * throttled by Lambda instead of taking the account's concurrency or running the bill
+     * without bound. AWS keeps 100 of the account's concurrency unreserved, so the account's
+     * quota must be at least this + 1 (the monitor) + 100.
+     */
+    readonly reservedConcurrency: number;
+  };
   readonly monitor: { readonly memoryMb: number };
   /** Lambda application log level (Powertools honours the Lambda logging config). */
   readonly logLevel: ApplicationLogLevel;
@@ -57,6 +70,11 @@ export interface EnvironmentSettings {
     readonly statusThrottle: { readonly rateLimit: number; readonly burstLimit: number };
   };
   readonly alarms: AlarmSettings;
+  /**
+   * Where `${NAME}` placeholders are read: SSM Parameter Store SecureStrings or Secrets
+   * Manager secrets under `/rpc-gateway/<env>/`. Only that service is granted to the Lambdas.
+   */
+  readonly secretsSource: "ssm" | "secretsmanager";
   /** Removal policy of the stateful resources (table, bucket, log groups). */
   readonly removalPolicy: RemovalPolicy;
   /** DynamoDB deletion protection and CloudFormation stack termination protection. */
@@ -66,7 +84,7 @@ export interface EnvironmentSettings {
 export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentSettings>> = {
   dev: {
     name: "dev",
-    proxy: { memoryMb: 512 },
+    proxy: { memoryMb: 512, reservedConcurrency: 20 },
     monitor: { memoryMb: 256 },
     logLevel: ApplicationLogLevel.DEBUG,
     logRetention: RetentionDays.ONE_WEEK,
@@ -82,13 +100,16 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
       noQuorumMinutes: 3,
       primariesDownMinutes: 3,
       monitorMissingMinutes: 3,
+      monitorErrorMinutes: 3,
+      configUnreachableMinutes: 15,
     },
+    secretsSource: "ssm",
     removalPolicy: RemovalPolicy.DESTROY,
     deletionProtection: false,
   },
   prod: {
     name: "prod",
-    proxy: { memoryMb: 1024 },
+    proxy: { memoryMb: 1024, reservedConcurrency: 200 },
     monitor: { memoryMb: 256 },
     logLevel: ApplicationLogLevel.INFO,
     logRetention: RetentionDays.THREE_MONTHS,
@@ -104,11 +125,19 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
       noQuorumMinutes: 2,
       primariesDownMinutes: 2,
       monitorMissingMinutes: 3,
+      monitorErrorMinutes: 3,
+      configUnreachableMinutes: 15,
     },
+    secretsSource: "ssm",
     removalPolicy: RemovalPolicy.RETAIN,
     deletionProtection: true,
   },
 };
+
+/** Where an environment's secrets live: `/rpc-gateway/<env>/<NAME>`. */
+export function secretsPrefixOf(env: string): string {
+  return `/rpc-gateway/${env}/`;
+}
 
 /** The settings of `name` (the `-c env=<name>` context value), or a clear error. */
 export function environmentSettings(name: unknown): EnvironmentSettings {

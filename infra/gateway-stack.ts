@@ -10,7 +10,7 @@ import { LambdaInvoke } from "aws-cdk-lib/aws-scheduler-targets";
 import type { Construct } from "constructs";
 import { PROXY_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/http-api.ts";
 import { GatewayFunction } from "./constructs/node-function.ts";
-import type { EnvironmentSettings } from "./environments.ts";
+import { type EnvironmentSettings, secretsPrefixOf } from "./environments.ts";
 import type { GatewayConfigFile } from "./gateway-config.ts";
 import { addGatewayHttpApi } from "./http-api.ts";
 import { dashboardUrl, METRICS_NAMESPACE, Monitoring, serviceNameOf } from "./monitoring.ts";
@@ -22,6 +22,21 @@ export interface GatewayStackProps extends StackProps {
   /** Repository root (handler entries and config files are relative to it). */
   readonly projectRoot: string;
 }
+
+/**
+ * What each function does to the state table (the adapters' commands), and on which
+ * partitions: the proxy reads a network's state and stats, updates health, capability, stats
+ * and API-key usage items, and never puts; the monitor also puts the quorum, its memory and
+ * its lease.
+ */
+export const PROXY_TABLE_ACCESS = {
+  actions: ["GetItem", "Query", "UpdateItem"],
+  partitions: ["NET#*", "STATS#*", "USAGE#*"],
+} as const;
+export const MONITOR_TABLE_ACCESS = {
+  actions: ["GetItem", "Query", "PutItem", "UpdateItem"],
+  partitions: ["NET#*", "STATS#*", "MONITOR#*", "LEASE#monitor"],
+} as const;
 
 /** Under API Gateway's 30 s integration timeout, so a timed-out call is Lambda's 500. */
 const PROXY_TIMEOUT = Duration.seconds(PROXY_FUNCTION_TIMEOUT_SECONDS);
@@ -41,7 +56,7 @@ export class GatewayStack extends Stack {
     super(scope, id, props);
     const { settings, config, projectRoot } = props;
     const env = settings.name;
-    const secretsPrefix = `/rpc-gateway/${env}/`;
+    const secretsPrefix = secretsPrefixOf(env);
     const serviceName = serviceNameOf(env);
 
     // State: provider health, quorum, leases (docs/architecture.md, "State in DynamoDB").
@@ -87,7 +102,7 @@ export class GatewayStack extends Stack {
       CONFIG_BUCKET: bucket.bucketName,
       CONFIG_KEY: config.key,
       GATEWAY_ENV: env,
-      SECRETS_SOURCE: "ssm",
+      SECRETS_SOURCE: settings.secretsSource,
       SECRETS_PREFIX: secretsPrefix,
       POWERTOOLS_SERVICE_NAME: serviceName,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
@@ -108,6 +123,7 @@ export class GatewayStack extends Stack {
       entry: "functions/proxy/handler.ts",
       memoryMb: settings.proxy.memoryMb,
       timeout: PROXY_TIMEOUT,
+      reservedConcurrency: settings.proxy.reservedConcurrency,
     });
     const monitor = new GatewayFunction(this, "Monitor", {
       ...common,
@@ -121,48 +137,62 @@ export class GatewayStack extends Stack {
     // the next schedule comes within a minute.
     monitor.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
 
-    // Least privilege, the same for both functions: the state table, the env's config object,
-    // and the env's secrets. SecureStrings under the AWS managed key aws/ssm need no kms grant
+    // Least privilege: each function gets the DynamoDB actions it uses, on the partitions it
+    // uses (dynamodb:LeadingKeys), the env's config object, and its secrets from the one
+    // service they live in. SecureStrings under the AWS managed key aws/ssm need no kms grant
     // (its key policy allows use through SSM by principals of the account).
-    const ssmArn = this.formatArn({
-      service: "ssm",
-      resource: "parameter",
-      resourceName: `${secretsPrefix.slice(1)}*`,
-      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-    });
-    const secretArn = this.formatArn({
-      service: "secretsmanager",
-      resource: "secret",
-      resourceName: `${secretsPrefix}*`,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
-    const statements = (): PolicyStatement[] => [
-      new PolicyStatement({
-        sid: "StateTable",
-        actions: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"],
-        resources: [table.tableArn],
-      }),
-      new PolicyStatement({
-        sid: "ConfigObject",
-        actions: ["s3:GetObject"],
-        resources: [bucket.arnForObjects(config.key)],
-      }),
-      new PolicyStatement({
-        sid: "SecretsParameters",
-        actions: ["ssm:GetParameters", "ssm:GetParameter"],
-        resources: [ssmArn],
-      }),
-      new PolicyStatement({
-        sid: "SecretsManagerSecrets",
-        actions: ["secretsmanager:GetSecretValue"],
-        resources: [secretArn],
-      }),
+    const secretArn =
+      settings.secretsSource === "ssm"
+        ? this.formatArn({
+            service: "ssm",
+            resource: "parameter",
+            resourceName: `${secretsPrefix.slice(1)}*`,
+            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+          })
+        : this.formatArn({
+            service: "secretsmanager",
+            resource: "secret",
+            resourceName: `${secretsPrefix}*`,
+            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          });
+    const grants = [
+      { fn: proxy, table: PROXY_TABLE_ACCESS },
+      { fn: monitor, table: MONITOR_TABLE_ACCESS },
     ];
-    for (const fn of [proxy, monitor]) {
-      for (const statement of statements()) fn.role.addToPolicy(statement);
+    for (const { fn, table: access } of grants) {
+      fn.role.addToPolicy(
+        new PolicyStatement({
+          sid: "StateTable",
+          actions: access.actions.map((action) => `dynamodb:${action}`),
+          resources: [table.tableArn],
+          conditions: {
+            "ForAllValues:StringLike": { "dynamodb:LeadingKeys": [...access.partitions] },
+          },
+        }),
+      );
+      fn.role.addToPolicy(
+        new PolicyStatement({
+          sid: "ConfigObject",
+          actions: ["s3:GetObject"],
+          resources: [bucket.arnForObjects(config.key)],
+        }),
+      );
+      fn.role.addToPolicy(
+        settings.secretsSource === "ssm"
+          ? new PolicyStatement({
+              sid: "SecretsParameters",
+              actions: ["ssm:GetParameters"],
+              resources: [secretArn],
+            })
+          : new PolicyStatement({
+              sid: "SecretsManagerSecrets",
+              actions: ["secretsmanager:GetSecretValue"],
+              resources: [secretArn],
+            }),
+      );
       acknowledgeWildcardResources(
         fn.role,
-        [ssmArn, secretArn],
+        [secretArn],
         `Secrets are one parameter (or secret) per provider key, so they are granted by this environment's prefix ${secretsPrefix} and nothing wider.`,
       );
     }

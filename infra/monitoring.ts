@@ -38,8 +38,11 @@ export const METRIC_DIMENSIONS = {
   primaries_available: ["network"],
   head_lag_seconds: ["network", "provider"],
   probe_results: ["network", "provider", "result"],
-  config_rejected: [],
+  /** `reason`: `invalid` (an object that does not validate) or `unreachable` (S3 errors). */
+  config_rejected: ["reason"],
   monitor_ticks: [],
+  monitor_errors: ["network"],
+  providers_left_out: [],
 } as const satisfies Record<string, readonly string[]>;
 
 export type MetricName = keyof typeof METRIC_DIMENSIONS;
@@ -116,32 +119,61 @@ export class Monitoring extends Construct {
       name: `${prefix}-config-rejected`,
       description:
         "A Lambda rejected the S3 config object (invalid); the previous config stays in force until it is fixed.",
-      metric: this.metric("config_rejected", {}, "Sum", Duration.minutes(5)),
+      metric: this.metric("config_rejected", { reason: "invalid" }, "Sum", Duration.minutes(5)),
+      comparison: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      threshold: 1,
+      periods: 1,
+      missing: TreatMissingData.NOT_BREACHING,
+    });
+    this.alarm("ConfigUnreachable", {
+      name: `${prefix}-config-unreachable`,
+      description: `The Lambdas could not read the S3 config object for ${limits.configUnreachableMinutes} min: config changes do not take effect.`,
+      metric: this.metric("config_rejected", { reason: "unreachable" }, "Sum", MINUTE),
+      comparison: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      threshold: 1,
+      periods: limits.configUnreachableMinutes,
+      missing: TreatMissingData.NOT_BREACHING,
+    });
+    this.alarm("ProvidersLeftOut", {
+      name: `${prefix}-providers-left-out`,
+      description:
+        "A provider is left out because a secret of its URL did not resolve (missing or unreadable parameter); see the status route's providers_left_out.",
+      metric: this.metric("providers_left_out", {}, "Maximum", Duration.minutes(5)),
       comparison: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       threshold: 1,
       periods: 1,
       missing: TreatMissingData.NOT_BREACHING,
     });
 
-    // Per network (names from config/<env>.json). The monitor emits these gauges every tick;
-    // when it stops, MonitorNotRunning speaks, so missing data here is not a breach.
+    // Per network (names from config/<env>.json). The monitor emits the quorum and primaries
+    // gauges on every tick that reaches the network; silence means the monitor cannot judge it
+    // (the network's tick fails, or the monitor stopped), so missing data breaches.
     for (const network of networks) {
       this.alarm(`NoQuorum-${network}`, {
         name: `${prefix}-no-quorum-${network}`,
-        description: `${network}: no provider in quorum for ${limits.noQuorumMinutes} min.`,
+        description: `${network}: no provider in quorum, or no quorum computed, for ${limits.noQuorumMinutes} min.`,
         metric: this.metric("quorum_size", { network }, "Maximum", MINUTE),
         comparison: ComparisonOperator.LESS_THAN_THRESHOLD,
         threshold: 1,
         periods: limits.noQuorumMinutes,
-        missing: TreatMissingData.NOT_BREACHING,
+        missing: TreatMissingData.BREACHING,
       });
       this.alarm(`PrimariesDown-${network}`, {
         name: `${prefix}-all-primaries-down-${network}`,
-        description: `${network}: no primary provider available for ${limits.primariesDownMinutes} min (backups or emergency use only).`,
+        description: `${network}: no primary provider available, or none judged, for ${limits.primariesDownMinutes} min (backups or emergency use only).`,
         metric: this.metric("primaries_available", { network }, "Maximum", MINUTE),
         comparison: ComparisonOperator.LESS_THAN_THRESHOLD,
         threshold: 1,
         periods: limits.primariesDownMinutes,
+        missing: TreatMissingData.BREACHING,
+      });
+      this.alarm(`MonitorErrors-${network}`, {
+        name: `${prefix}-monitor-errors-${network}`,
+        description: `${network}: the monitor's tick failed (state store or config) in each of ${limits.monitorErrorMinutes} min.`,
+        metric: this.metric("monitor_errors", { network }, "Sum", MINUTE),
+        comparison: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        threshold: 1,
+        periods: limits.monitorErrorMinutes,
         missing: TreatMissingData.NOT_BREACHING,
       });
       this.alarm(`BackupInUse-${network}`, {
@@ -201,7 +233,10 @@ export class Monitoring extends Construct {
         props.monitor.metricErrors({ period: MINUTE }),
         props.monitor.metricThrottles({ period: MINUTE }),
       ]),
-      graph("Config rejected", [this.metric("config_rejected", {}, "Sum", MINUTE)]),
+      graph("Config rejected (by reason), providers left out", [
+        this.searchAll("config_rejected", "Sum"),
+        this.metric("providers_left_out", {}, "Maximum", MINUTE),
+      ]),
     );
     for (const network of networks) {
       this.dashboard.addWidgets(
@@ -229,6 +264,9 @@ export class Monitoring extends Construct {
         graph(`${network}: retried errors`, [this.search("retried_errors", network, "Sum")]),
         graph(`${network}: blacklist events`, [this.search("blacklist_events", network, "Sum")]),
         graph(`${network}: probe results`, [this.search("probe_results", network, "Sum")]),
+        graph(`${network}: monitor errors`, [
+          this.metric("monitor_errors", { network }, "Sum", MINUTE),
+        ]),
       );
     }
   }
@@ -257,8 +295,19 @@ export class Monitoring extends Construct {
 
   /** Every series of a per-provider metric of one network (graphs only; alarms need exact ones). */
   private search(name: MetricName, network: string, statistic: string): IMetric {
+    return this.searchExpression(name, `network="${network}"`, statistic);
+  }
+
+  /** Every series of a metric, whatever its dimension values (graphs only). */
+  private searchAll(name: MetricName, statistic: string): IMetric {
+    return this.searchExpression(name, "", statistic);
+  }
+
+  private searchExpression(name: MetricName, extraFilter: string, statistic: string): IMetric {
     const schema = [METRICS_NAMESPACE, "service", ...METRIC_DIMENSIONS[name]].join(",");
-    const filter = `MetricName="${name}" service="${this.props.serviceName}" network="${network}"`;
+    const filter = [`MetricName="${name}"`, `service="${this.props.serviceName}"`, extraFilter]
+      .filter((part) => part !== "")
+      .join(" ");
     return new MathExpression({
       expression: `SEARCH('{${schema}} ${filter}', '${statistic}', 60)`,
       usingMetrics: {},

@@ -46,6 +46,8 @@ export function createConfigInForce(options: ConfigInForceOptions): ConfigInForc
   const models = createModelSource({
     configSource: options.configSource,
     secrets: options.secrets,
+    telemetry,
+    clock: options.clock,
     onChange: (inForce) => {
       active = inForce;
       telemetry.log("info", "config in force", {
@@ -53,12 +55,6 @@ export function createConfigInForce(options: ConfigInForceOptions): ConfigInForc
         networks: [...inForce.model.networks.keys()],
       });
       telemetry.count("config_loaded", { source: inForce.loaded.source.kind });
-    },
-    onSecretsFailed: (error) => {
-      telemetry.log("error", "new config not applied: secrets could not be resolved", {
-        error: error instanceof Error ? error.message : String(error),
-      });
-      telemetry.count("config_rejected", { reason: "secrets" });
     },
   });
   return {

@@ -217,6 +217,59 @@ export class DynamoMonitorStore {
     );
   }
 
+  /**
+   * Health items (`PROVIDER#<name>`) of providers the config no longer names get a TTL of
+   * `expiresAt` (ms), so a removed provider's strikes and blacklist go away; an item of a
+   * configured provider loses any TTL, so a provider added back keeps its state.
+   */
+  async tidyProviderItems(
+    network: string,
+    configured: readonly string[],
+    expiresAt: number,
+  ): Promise<void> {
+    const keep = new Set(configured);
+    const updates: Array<Promise<boolean>> = [];
+    let startKey: Item | undefined;
+    do {
+      const page = await this.#client.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+          ExpressionAttributeValues: { ":pk": s(networkKey(network)), ":prefix": s("PROVIDER#") },
+          ExpressionAttributeNames: { "#ttl": "ttl" },
+          ProjectionExpression: "sk, #ttl",
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const sk = item.sk?.S ?? "";
+        const configuredNow = keep.has(sk.slice("PROVIDER#".length));
+        const marked = item.ttl !== undefined;
+        if (configuredNow === marked)
+          updates.push(this.#setExpiry(network, sk, configuredNow ? null : expiresAt));
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    await Promise.all(updates);
+  }
+
+  #setExpiry(network: string, sk: string, expiresAt: number | null): Promise<boolean> {
+    return conditional(
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: key(networkKey(network), sk),
+          UpdateExpression: expiresAt === null ? "REMOVE #ttl" : "SET #ttl = :ttl",
+          ConditionExpression: "attribute_exists(pk)",
+          ExpressionAttributeNames: { "#ttl": "ttl" },
+          ...(expiresAt === null
+            ? {}
+            : { ExpressionAttributeValues: { ":ttl": n(Math.ceil(expiresAt / 1000)) } }),
+        }),
+      ),
+    );
+  }
+
   #putIfNewer(itemKey: Item, attributes: Item, computedAt: number): Promise<boolean> {
     return conditional(
       this.#client.send(

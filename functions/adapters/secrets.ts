@@ -2,26 +2,24 @@ import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-sec
 import { GetParametersCommand, SSMClient } from "@aws-sdk/client-ssm";
 
 /**
- * Where the values of `${NAME}` placeholders come from. Error messages name placeholders,
- * parameter names and secret ids, never a value.
+ * Where the values of `${NAME}` placeholders come from. Each name is resolved on its own, so
+ * one missing or unreadable secret leaves out only the providers that use it. Reasons name
+ * placeholders, parameter names and secret ids, never a value.
  */
 export interface SecretResolver {
-  /** Values by placeholder name; rejects with `MissingSecretError` when any is absent. */
-  resolve(names: readonly string[]): Promise<Map<string, string>>;
+  /** Never rejects: every name is either in `values` or in `unresolved` with the reason. */
+  lookup(names: readonly string[]): Promise<SecretLookup>;
+}
+
+export interface SecretLookup {
+  readonly values: ReadonlyMap<string, string>;
+  readonly unresolved: ReadonlyMap<string, string>;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-export class MissingSecretError extends Error {
-  constructor(
-    readonly names: readonly string[],
-    where: string,
-  ) {
-    const list = names.map((name) => `\${${name}}`).join(", ");
-    super(`no value for placeholder ${list}: ${where}`);
-    this.name = "MissingSecretError";
-  }
-}
+/** What a source said about one name: its value, or why it could not be read. Absent = not found. */
+type Read = { readonly value: string } | { readonly error: string };
 
 /** Surrounding whitespace (a newline pasted with a key) would corrupt the URL. */
 function clean(value: string | undefined): string | undefined {
@@ -29,20 +27,41 @@ function clean(value: string | undefined): string | undefined {
   return trimmed === "" ? undefined : trimmed;
 }
 
+function errorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
 /**
- * A resolver from a source-specific lookup, which returns the values it found; every name
- * it did not find is reported at once, with `howToFix` saying what to create.
+ * A resolver from a source-specific read, which reports the names it found or failed to read;
+ * every name it did not mention is missing, with `howToFix` saying what to create.
  */
 function resolverFrom(
-  lookup: (names: readonly string[]) => Promise<Map<string, string>>,
-  howToFix: (missing: readonly string[]) => string,
+  read: (names: readonly string[]) => Promise<Map<string, Read>>,
+  howToFix: (name: string) => string,
 ): SecretResolver {
   return {
-    async resolve(names) {
-      const found = await lookup(names);
-      const missing = names.filter((name) => !found.has(name));
-      if (missing.length > 0) throw new MissingSecretError(missing, howToFix(missing));
-      return found;
+    async lookup(names) {
+      const unique = [...new Set(names)];
+      let answers: Map<string, Read>;
+      try {
+        answers = await read(unique);
+      } catch (error) {
+        const reason = `cannot read secrets: ${errorText(error)}`;
+        answers = new Map(unique.map((name) => [name, { error: reason }]));
+      }
+      const values = new Map<string, string>();
+      const unresolved = new Map<string, string>();
+      for (const name of unique) {
+        const answer = answers.get(name);
+        if (answer === undefined) {
+          unresolved.set(name, `no value for placeholder \${${name}}: ${howToFix(name)}`);
+        } else if ("error" in answer) {
+          unresolved.set(name, answer.error);
+        } else {
+          values.set(name, answer.value);
+        }
+      }
+      return { values, unresolved };
     },
   };
 }
@@ -51,14 +70,14 @@ function resolverFrom(
 export function envSecretResolver(env: Env = process.env): SecretResolver {
   return resolverFrom(
     async (names) => {
-      const found = new Map<string, string>();
+      const found = new Map<string, Read>();
       for (const name of names) {
         const value = clean(env[name]);
-        if (value !== undefined) found.set(name, value);
+        if (value !== undefined) found.set(name, { value });
       }
       return found;
     },
-    (missing) => `set ${missing.join(", ")} in the environment`,
+    (name) => `set ${name} in the environment`,
   );
 }
 
@@ -66,31 +85,32 @@ const SSM_BATCH = 10; // GetParameters accepts at most 10 names per call.
 
 /** SSM Parameter Store: SecureString parameter `${prefix}${NAME}`, decrypted. */
 export function ssmSecretResolver(client: SSMClient, prefix: string): SecretResolver {
-  const readBatch = async (names: readonly string[]): Promise<Array<[string, string]>> => {
+  const readBatch = async (names: readonly string[]): Promise<Array<[string, Read]>> => {
     const parameterNames = names.map((name) => `${prefix}${name}`);
-    const answer = await client
-      .send(new GetParametersCommand({ Names: parameterNames, WithDecryption: true }))
-      .catch((error: Error) => {
-        throw new Error(
-          `cannot read SSM parameters ${parameterNames.join(", ")}: ${error.name}: ${error.message}`,
-        );
+    try {
+      const answer = await client.send(
+        new GetParametersCommand({ Names: parameterNames, WithDecryption: true }),
+      );
+      const byParameter = new Map(answer.Parameters?.map((p) => [p.Name, clean(p.Value)]));
+      return names.flatMap((name): Array<[string, Read]> => {
+        const value = byParameter.get(`${prefix}${name}`);
+        return value === undefined ? [] : [[name, { value }]];
       });
-    const byParameter = new Map(answer.Parameters?.map((p) => [p.Name, clean(p.Value)]));
-    return names.flatMap((name) => {
-      const value = byParameter.get(`${prefix}${name}`);
-      return value === undefined ? [] : [[name, value] as [string, string]];
-    });
+    } catch (error) {
+      // A throttled or denied batch leaves out only its own names, and is retried later.
+      const reason = `cannot read SSM parameters ${parameterNames.join(", ")}: ${errorText(error)}`;
+      return names.map((name): [string, Read] => [name, { error: reason }]);
+    }
   };
   return resolverFrom(
     async (names) => {
-      const batches: Array<Promise<Array<[string, string]>>> = [];
+      const batches: Array<Promise<Array<[string, Read]>>> = [];
       for (let start = 0; start < names.length; start += SSM_BATCH) {
         batches.push(readBatch(names.slice(start, start + SSM_BATCH)));
       }
       return new Map((await Promise.all(batches)).flat());
     },
-    (missing) =>
-      `create the SecureString parameter ${missing.map((name) => `${prefix}${name}`).join(", ")}`,
+    (name) => `create the SecureString parameter ${prefix}${name}`,
   );
 }
 
@@ -102,7 +122,7 @@ export function secretsManagerSecretResolver(
   client: SecretsManagerClient,
   prefix: string,
 ): SecretResolver {
-  const read = async (name: string): Promise<Array<[string, string]>> => {
+  const read = async (name: string): Promise<Array<[string, Read]>> => {
     const secretId = `${prefix}${name}`;
     let secretString: string | undefined;
     try {
@@ -110,65 +130,50 @@ export function secretsManagerSecretResolver(
       secretString = answer.SecretString;
     } catch (error) {
       if (error instanceof Error && error.name === "ResourceNotFoundException") return [];
-      const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      throw new Error(`cannot read secret ${secretId} for \${${name}}: ${reason}`);
+      return [
+        [name, { error: `cannot read secret ${secretId} for \${${name}}: ${errorText(error)}` }],
+      ];
     }
     if (secretString === undefined) {
-      throw new Error(
-        `secret ${secretId} for \${${name}} has no string value (binary is not supported)`,
-      );
+      const error = `secret ${secretId} for \${${name}} has no string value (binary is not supported)`;
+      return [[name, { error }]];
     }
-    const value = clean(jsonValueOrSelf(secretString, secretId));
-    return value === undefined ? [] : [[name, value]];
+    const parsed = jsonValueOrSelf(secretString, secretId);
+    if ("error" in parsed) return [[name, parsed]];
+    const value = clean(parsed.value);
+    return value === undefined ? [] : [[name, { value }]];
   };
   return resolverFrom(
     async (names) => new Map((await Promise.all(names.map(read))).flat()),
-    (missing) =>
-      `create the secret ${missing.map((name) => `${prefix}${name}`).join(", ")} in Secrets Manager`,
+    (name) => `create the secret ${prefix}${name} in Secrets Manager`,
   );
 }
 
-function jsonValueOrSelf(secretString: string, secretId: string): string {
-  if (!secretString.trimStart().startsWith("{")) return secretString;
+function jsonValueOrSelf(secretString: string, secretId: string): Read {
+  if (!secretString.trimStart().startsWith("{")) return { value: secretString };
   let parsed: unknown;
   try {
     parsed = JSON.parse(secretString);
   } catch {
-    return secretString;
+    return { value: secretString };
   }
   const value = (parsed as { value?: unknown }).value;
   if (typeof value !== "string") {
-    throw new Error(`secret ${secretId} is JSON without a string "value" field`);
+    return { error: `secret ${secretId} is JSON without a string "value" field` };
   }
-  return value;
+  return { value };
 }
 
-/**
- * Resolves once per container and set of names: a config change that adds or drops a
- * placeholder resolves again; a failure is not cached, so the next call retries.
- */
-export function cachedSecretResolver(inner: SecretResolver): SecretResolver {
-  let cached: { key: string; values: Promise<Map<string, string>> } | undefined;
-  return {
-    async resolve(names) {
-      const sorted = [...new Set(names)].sort();
-      const key = sorted.join("\n");
-      let entry = cached;
-      if (entry === undefined || entry.key !== key) {
-        const fresh = { key, values: inner.resolve(sorted) };
-        fresh.values.catch(() => {
-          if (cached === fresh) cached = undefined;
-        });
-        cached = entry = fresh;
-      }
-      return new Map(await entry.values);
-    },
-  };
-}
+/** Bounded, so a slow secrets service delays a config build by seconds, never indefinitely. */
+const CLIENT_OPTIONS = {
+  maxAttempts: 2,
+  requestHandler: { connectionTimeout: 1000, requestTimeout: 3000 },
+};
 
 /**
- * The resolver this process should use, cached: `SECRETS_SOURCE` = `env` (default) | `ssm` |
+ * The resolver this process should use: `SECRETS_SOURCE` = `env` (default) | `ssm` |
  * `secretsmanager`; `SECRETS_PREFIX` is put before each name for SSM and Secrets Manager.
+ * Values are cached by the model source, which also spaces out retries of failed names.
  */
 export function createSecretResolver(
   env: Env = process.env,
@@ -178,15 +183,13 @@ export function createSecretResolver(
   const prefix = env.SECRETS_PREFIX ?? "";
   switch (source) {
     case "env":
-      return cachedSecretResolver(envSecretResolver(env));
+      return envSecretResolver(env);
     case "ssm":
-      return cachedSecretResolver(ssmSecretResolver(clients.ssm ?? new SSMClient({}), prefix));
+      return ssmSecretResolver(clients.ssm ?? new SSMClient(CLIENT_OPTIONS), prefix);
     case "secretsmanager":
-      return cachedSecretResolver(
-        secretsManagerSecretResolver(
-          clients.secretsManager ?? new SecretsManagerClient({}),
-          prefix,
-        ),
+      return secretsManagerSecretResolver(
+        clients.secretsManager ?? new SecretsManagerClient(CLIENT_OPTIONS),
+        prefix,
       );
     default:
       throw new Error(`SECRETS_SOURCE must be env, ssm or secretsmanager, not "${source}"`);

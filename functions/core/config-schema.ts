@@ -1,5 +1,6 @@
 import { en } from "zod/locales";
 import * as z from "zod/mini";
+import { boundIssues } from "./config-bounds.ts";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "./cors.ts";
 
 // zod/mini (18 KB, against 443 KB for classic zod) keeps the Lambda bundle small and its cold
@@ -135,12 +136,14 @@ const failingOften = withDefaults(
 const quorumFields = {
   check_timeout_ms: positiveInt,
   max_lag_seconds: seconds,
+  max_ahead_blocks: positiveInt,
   failed_recently_checks: nonNegativeInt,
   chain_id_check_seconds: seconds,
 };
 const quorumDefaults = {
   check_timeout_ms: 7000,
   max_lag_seconds: 60,
+  max_ahead_blocks: 500,
   failed_recently_checks: 2,
   chain_id_check_seconds: 600,
 };
@@ -179,6 +182,7 @@ const tunableShape = {
   observed_head_max_ahead_blocks: z._default(nonNegativeInt, 3),
   max_capability_blacklists: z._default(nonNegativeInt, 64),
   learned_limit_ttl_seconds: z._default(seconds, 86_400),
+  max_upstream_calls: z._default(positiveInt, 50),
   cooldown_seconds: cooldown.full,
   probe: probe.full,
   quorum: quorum.full,
@@ -207,6 +211,7 @@ const networkOverrideShape = {
   observed_head_max_ahead_blocks: z.optional(nonNegativeInt),
   max_capability_blacklists: z.optional(nonNegativeInt),
   learned_limit_ttl_seconds: z.optional(seconds),
+  max_upstream_calls: z.optional(positiveInt),
   cooldown_seconds: z.optional(cooldown.override),
   probe: z.optional(probe.override),
   quorum: z.optional(quorum.override),
@@ -277,6 +282,8 @@ export const apiKeySchema = z.strictObject({
   sha256: z
     .string()
     .check(z.regex(/^[0-9a-f]{64}$/, "sha256 must be 64 lower-case hex characters")),
+  /** Requests per minute this key may make, across every container; none = unlimited. */
+  requests_per_minute: z.optional(positiveInt),
 });
 
 /** Browser origins allowed to call the API (CORS): `["*"]`, or a list of origins. */
@@ -293,30 +300,38 @@ const corsOrigins = z.array(z.string()).check(
   }),
 );
 
-export const configSchema = z.strictObject({
-  cors_origins: z._default(corsOrigins, [...DEFAULT_CORS_ORIGINS]),
-  check_interval_seconds: z._default(seconds, 15),
-  config_refresh_seconds: z._default(seconds, 30),
-  inner_errors: z._default(z.array(nonEmptyString), []),
-  api_keys: z._default(z.array(apiKeySchema), []),
-  networks: z.record(z.string(), networkSchema).check(
-    z.superRefine((networks, ctx) => {
-      for (const name of Object.keys(networks)) {
-        if (!NETWORK_NAME.test(name) || RESERVED_NETWORK_NAMES.has(name)) {
-          ctx.addIssue({
-            code: "custom",
-            path: [name],
-            message: `network name "${name}" must be lower-case letters, digits and '-', and not "status" or "health"`,
-          });
+export const configSchema = z
+  .strictObject({
+    cors_origins: z._default(corsOrigins, [...DEFAULT_CORS_ORIGINS]),
+    check_interval_seconds: z._default(seconds, 15),
+    config_refresh_seconds: z._default(seconds, 30),
+    inner_errors: z._default(z.array(nonEmptyString), []),
+    api_keys: z._default(z.array(apiKeySchema), []),
+    networks: z.record(z.string(), networkSchema).check(
+      z.superRefine((networks, ctx) => {
+        for (const name of Object.keys(networks)) {
+          if (!NETWORK_NAME.test(name) || RESERVED_NETWORK_NAMES.has(name)) {
+            ctx.addIssue({
+              code: "custom",
+              path: [name],
+              message: `network name "${name}" must be lower-case letters, digits and '-', and not "status" or "health"`,
+            });
+          }
         }
-      }
-      if (Object.keys(networks).length === 0) {
-        ctx.addIssue({ code: "custom", message: "configure at least one network" });
+        if (Object.keys(networks).length === 0) {
+          ctx.addIssue({ code: "custom", message: "configure at least one network" });
+        }
+      }),
+    ),
+    ...tunableShape,
+  })
+  .check(
+    z.superRefine((config, ctx) => {
+      for (const issue of boundIssues(config)) {
+        ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
       }
     }),
-  ),
-  ...tunableShape,
-});
+  );
 
 export type ConfigInput = z.input<typeof configSchema>;
 export type Config = z.infer<typeof configSchema>;

@@ -25,11 +25,26 @@ export interface Provider {
   readonly methodsAllow: readonly string[] | undefined;
 }
 
+/**
+ * A configured provider the gateway cannot use: its URL needs a secret that did not resolve.
+ * It is left out of `providers` (no traffic, no quorum check) and shown on the status route.
+ */
+export interface LeftOutProvider {
+  readonly name: string;
+  readonly redactedUrl: string;
+  readonly priority: number;
+  readonly backup: boolean;
+  readonly reason: "secret_unresolved";
+  /** Which placeholder and where it was looked for; never a value. */
+  readonly detail: string;
+}
+
 export interface Network {
   readonly name: string;
   readonly chainId: number;
   readonly blockMajorityDivider: number;
   readonly providers: readonly Provider[];
+  readonly leftOut: readonly LeftOutProvider[];
   readonly settings: Settings;
 }
 
@@ -40,6 +55,12 @@ export interface GatewayModel {
   readonly apiKeySha256: readonly string[];
   /** Browser origins allowed by CORS (`cors_origins`). */
   readonly corsOrigins: readonly string[];
+  /** The keys with their names and usage limits (null = unlimited), in config order. */
+  readonly apiKeys: ReadonlyArray<{
+    readonly name: string;
+    readonly sha256: string;
+    readonly requestsPerMinute: number | null;
+  }>;
   readonly networks: ReadonlyMap<string, Network>;
 }
 
@@ -118,6 +139,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
       network.max_capability_blacklists ?? config.max_capability_blacklists,
     learned_limit_ttl_seconds:
       network.learned_limit_ttl_seconds ?? config.learned_limit_ttl_seconds,
+    max_upstream_calls: network.max_upstream_calls ?? config.max_upstream_calls,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },
     probe: { ...config.probe, ...network.probe },
     quorum: {
@@ -130,34 +152,91 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
   });
 }
 
-function nameProviders(providers: readonly ProviderConfig[]): string[] {
-  const taken = new Set(providers.flatMap((provider) => (provider.name ? [provider.name] : [])));
-  return providers.map((provider) => {
-    if (provider.name) return provider.name;
-    const base = deriveProviderName(provider.url);
+/** FNV-1a, 32 bits, as 8 hex digits: a stable, dependency-free fingerprint of a short text. */
+function fingerprint(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < text.length; index++) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, "0");
+}
+
+/**
+ * Settles every provider's name without regard to its position in the file, so reordering
+ * never moves strikes, blacklists or stats to another provider. A derived name shared by
+ * several providers (or taken by an explicit name) gets a suffix from a fingerprint of the
+ * redacted URL template, or of the template itself when the redacted forms are alike (keys
+ * differ only in placeholders); only exact duplicates fall back to `-2`, `-3`, which are
+ * interchangeable anyway.
+ */
+export function nameProviders(providers: readonly ProviderConfig[]): string[] {
+  const explicit = new Set(providers.flatMap((provider) => (provider.name ? [provider.name] : [])));
+  const bases = providers.map((provider) =>
+    provider.name ? null : deriveProviderName(provider.url),
+  );
+  const shared = (base: string): boolean =>
+    explicit.has(base) || bases.filter((other) => other === base).length > 1;
+  const redactedCount = new Map<string, number>();
+  for (const provider of providers) {
+    const key = redactTemplate(provider.url);
+    redactedCount.set(key, (redactedCount.get(key) ?? 0) + 1);
+  }
+  const taken = new Set(explicit);
+  return providers.map((provider, index) => {
+    const base = bases[index];
+    if (base === null || base === undefined) return provider.name ?? "";
     let name = base;
-    for (let suffix = 2; taken.has(name); suffix++) name = `${base}-${suffix}`;
+    if (shared(base)) {
+      const redacted = redactTemplate(provider.url);
+      const source = (redactedCount.get(redacted) ?? 0) > 1 ? provider.url : redacted;
+      name = `${base}-${fingerprint(source).slice(0, 6)}`;
+    }
+    const stem = name;
+    for (let suffix = 2; taken.has(name); suffix++) name = `${stem}-${suffix}`;
     taken.add(name);
     return name;
   });
 }
 
+/** A provider's real URL (secrets filled in), or why it cannot be had. */
+export type ResolvedUrl = string | { readonly unresolved: string };
+
 /**
  * Builds the runtime model. `resolveUrl` turns a URL template into the real URL (secrets
- * filled in); it is injected so this stays pure.
+ * filled in); it is injected so this stays pure. A provider whose URL cannot be resolved is
+ * left out of its network, with the reason, and every other provider serves.
  */
-export function buildModel(config: Config, resolveUrl: (template: string) => string): GatewayModel {
+export function buildModel(
+  config: Config,
+  resolveUrl: (template: string) => ResolvedUrl,
+): GatewayModel {
   const networks = new Map<string, Network>();
   for (const [name, network] of Object.entries(config.networks)) {
     const names = nameProviders(network.providers);
-    const providers = network.providers.map((provider, index): Provider => {
+    const providers: Provider[] = [];
+    const leftOut: LeftOutProvider[] = [];
+    network.providers.forEach((provider, index) => {
+      const providerName = names[index] ?? `provider-${index}`;
+      // From the template, so a secret that looks like a word is masked all the same.
+      const redactedUrl = redactTemplate(provider.url);
       const url = resolveUrl(provider.url);
-      return {
-        name: names[index] ?? `provider-${index}`,
+      if (typeof url !== "string") {
+        leftOut.push({
+          name: providerName,
+          redactedUrl,
+          priority: provider.priority,
+          backup: provider.backup,
+          reason: "secret_unresolved",
+          detail: url.unresolved,
+        });
+        return;
+      }
+      providers.push({
+        name: providerName,
         index,
         url,
-        // From the template, so a secret that looks like a word is masked all the same.
-        redactedUrl: redactTemplate(provider.url),
+        redactedUrl,
         priority: provider.priority,
         tiebreakWeight: provider.tiebreak_weight,
         priorityMatch: Object.entries(provider.priority_match),
@@ -165,13 +244,14 @@ export function buildModel(config: Config, resolveUrl: (template: string) => str
         maxBatch: provider.max_batch,
         methodsDeny: provider.methods_deny,
         methodsAllow: provider.methods_allow,
-      };
+      });
     });
     networks.set(name, {
       name,
       chainId: network.chain_id,
       blockMajorityDivider: network.block_majority_divider,
       providers,
+      leftOut,
       settings: mergeSettings(config, network),
     });
   }
@@ -181,6 +261,11 @@ export function buildModel(config: Config, resolveUrl: (template: string) => str
     innerErrors: config.inner_errors,
     apiKeySha256: config.api_keys.map((key) => key.sha256),
     corsOrigins: config.cors_origins,
+    apiKeys: config.api_keys.map((key) => ({
+      name: key.name,
+      sha256: key.sha256,
+      requestsPerMinute: key.requests_per_minute ?? null,
+    })),
     networks,
   };
 }

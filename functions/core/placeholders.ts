@@ -1,5 +1,5 @@
 import { type Config, PLACEHOLDER, placeholdersOf } from "./config-schema.ts";
-import { formatPath } from "./network-model.ts";
+import { formatPath, type ResolvedUrl } from "./network-model.ts";
 
 /** One `${NAME}` placeholder in one provider URL, with the URL's JSON path. */
 export interface PlaceholderUse {
@@ -25,13 +25,22 @@ export function secretNamesOf(config: Config): string[] {
 
 /**
  * Fills every `${NAME}` of a URL template. Values are URL-encoded so a secret can never
- * change the URL's structure (add a path segment, a query or a host). Throws naming the
- * placeholder, never a value, when one is missing.
+ * change the URL's structure (add a path segment, a query or a host). When a placeholder has
+ * no value, the result says why (from `unresolved`, else "no value"), naming placeholders and
+ * where they were looked for, never a value.
  */
-export function resolveUrlTemplate(template: string, values: ReadonlyMap<string, string>): string {
-  return template.replace(PLACEHOLDER, (_match, name: string) => {
+export function resolveUrlTemplate(
+  template: string,
+  values: ReadonlyMap<string, string>,
+  unresolved: ReadonlyMap<string, string> = new Map(),
+): ResolvedUrl {
+  const reasons: string[] = [];
+  const url = template.replace(PLACEHOLDER, (_match, name: string) => {
     const value = values.get(name);
-    if (value === undefined) throw new Error(`no value for placeholder \${${name}}`);
-    return encodeURIComponent(value);
+    if (value !== undefined) return encodeURIComponent(value);
+    const reason = unresolved.get(name) ?? `no value for placeholder \${${name}}`;
+    if (!reasons.includes(reason)) reasons.push(reason);
+    return "";
   });
+  return reasons.length === 0 ? url : { unresolved: reasons.join("; ") };
 }

@@ -74,7 +74,7 @@ export function needsChainIdCheck(
 
 export type QuorumSettings = Pick<
   Settings["quorum"],
-  "max_lag_seconds" | "failed_recently_checks" | "failing_often"
+  "max_lag_seconds" | "max_ahead_blocks" | "failed_recently_checks" | "failing_often"
 >;
 
 export interface QuorumInput {
@@ -155,6 +155,47 @@ function answered(check: HeadCheck): BlockHead | null {
   return "error" in check.answer ? null : check.answer;
 }
 
+interface Answer {
+  readonly provider: string;
+  readonly head: BlockHead;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  const upper = sorted[middle] ?? 0;
+  return sorted.length % 2 === 1 ? upper : ((sorted[middle - 1] ?? upper) + upper) / 2;
+}
+
+/**
+ * Heads no honest provider can show, excluded as `ahead` before grouping so one provider can
+ * never capture the quorum (ties go to the highest group):
+ * - a block timestamp later than now plus `max_lag_seconds`; unless every answer is, when the
+ *   monitor's own clock is the likelier fault;
+ * - a block number more than `max_ahead_blocks` beyond the median of the other answers, when
+ *   at least two others answered (with one other there is no telling who is right).
+ */
+function implausiblyAhead(
+  answers: readonly Answer[],
+  nowSeconds: number,
+  settings: QuorumSettings,
+): Set<string> {
+  const future = answers.filter(
+    (answer) => answer.head.timestamp > nowSeconds + settings.max_lag_seconds,
+  );
+  const excluded = new Set(
+    future.length < answers.length ? future.map((answer) => answer.provider) : [],
+  );
+  const plausible = answers.filter((answer) => !excluded.has(answer.provider));
+  for (const answer of plausible) {
+    const others = plausible.filter((other) => other !== answer).map((other) => other.head.number);
+    if (others.length >= 2 && answer.head.number - median(others) > settings.max_ahead_blocks) {
+      excluded.add(answer.provider);
+    }
+  }
+  return excluded;
+}
+
 export function computeQuorum(input: QuorumInput): QuorumResult {
   const { checks, settings, now } = input;
   const failingOften = settings.failing_often;
@@ -165,10 +206,12 @@ export function computeQuorum(input: QuorumInput): QuorumResult {
     check.chainIdOk === null ? previous(check.provider).wrongChain : !check.chainIdOk;
 
   // Only answers from the right chain vote: a foreign chain's heads must not make a majority.
-  const votes = checks.flatMap((check) => {
+  const rightChain = checks.flatMap((check): Answer[] => {
     const head = answered(check);
-    return head !== null && !isWrongChain(check) ? [head] : [];
+    return head !== null && !isWrongChain(check) ? [{ provider: check.provider, head }] : [];
   });
+  const ahead = implausiblyAhead(rightChain, now / 1000, settings);
+  const votes = rightChain.filter((answer) => !ahead.has(answer.provider)).map((a) => a.head);
   const quorumHead = majorityHead(votes, input.divider);
 
   const members: string[] = [];
@@ -180,9 +223,13 @@ export function computeQuorum(input: QuorumInput): QuorumResult {
     const wrongChain = isWrongChain(check);
     const head = answered(check);
     const lag =
-      head !== null && !wrongChain && quorumHead !== null
-        ? lagReason(head.timestamp, quorumHead.timestamp, settings.max_lag_seconds)
-        : null;
+      head === null || wrongChain
+        ? null
+        : ahead.has(check.provider)
+          ? "ahead"
+          : quorumHead !== null
+            ? lagReason(head.timestamp, quorumHead.timestamp, settings.max_lag_seconds)
+            : null;
 
     // A missed check is one this tick judged on its own: sticky exclusions are not counted
     // again, or an exclusion would feed itself and never end.

@@ -92,6 +92,15 @@ export interface NetworkStatus {
   };
   readonly active_provider: string | null;
   readonly providers: readonly ProviderStatus[];
+  /** Configured but not serving: a secret of the URL did not resolve (retried in the background). */
+  readonly providers_left_out: ReadonlyArray<{
+    readonly name: string;
+    readonly url: string;
+    readonly priority: number;
+    readonly backup: boolean;
+    readonly reason: "secret_unresolved";
+    readonly detail: string;
+  }>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -179,5 +188,14 @@ export function networkStatus(input: StatusInput): NetworkStatus {
     },
     active_provider: activeProvider(network, context)?.name ?? null,
     providers,
+    // Configured but not serving: a secret of the URL did not resolve (retried in the background).
+    providers_left_out: network.leftOut.map((provider) => ({
+      name: provider.name,
+      url: provider.redactedUrl,
+      priority: provider.priority,
+      backup: provider.backup,
+      reason: provider.reason,
+      detail: provider.detail,
+    })),
   };
 }

@@ -29,6 +29,15 @@ export interface MonitorStore {
     until: number,
   ): Promise<boolean>;
   releaseProbeLease(network: string, provider: string, until: number): Promise<void>;
+  /**
+   * Lets the health items of providers not in `configured` expire at `expiresAt` (ms), and
+   * keeps those of configured ones.
+   */
+  tidyProviderItems(
+    network: string,
+    configured: readonly string[],
+    expiresAt: number,
+  ): Promise<void>;
 }
 
 export interface StatsReader {

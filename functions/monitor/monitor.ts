@@ -10,8 +10,15 @@ import { runQuorumCheck } from "./quorum-check.ts";
 /**
  * One monitor tick over every network at once: the head-block quorum, then the recovery
  * probes against the fresh quorum, then the heartbeat. A network that fails (DynamoDB down)
- * is logged and does not hold up the others.
+ * is logged and counted in `monitor_errors`, and does not hold up the others; `monitor_ticks`
+ * counts a tick only when it wrote at least one heartbeat, so a monitor that fails everywhere
+ * looks as silent as one that does not run.
  */
+
+/** How long the health item of a provider removed from the config is kept. */
+const REMOVED_PROVIDER_TTL_MS = 7 * 86_400_000;
+/** How often each network's provider items are tidied (by this container). */
+const TIDY_INTERVAL_MS = 3_600_000;
 
 export interface MonitorDeps {
   /** The model in force; may load it (config refresh) before each tick. */
@@ -35,6 +42,24 @@ export interface Monitor {
 
 export function createMonitor(deps: MonitorDeps): Monitor {
   const { clock, telemetry } = deps;
+  const tidiedAt = new Map<string, number>();
+
+  /** Removed providers' items expire; a failure only delays it to a later tick. */
+  async function tidyProviderItems(network: Network): Promise<void> {
+    const now = clock();
+    if (now - (tidiedAt.get(network.name) ?? Number.NEGATIVE_INFINITY) < TIDY_INTERVAL_MS) return;
+    tidiedAt.set(network.name, now);
+    const configured = [...network.providers, ...network.leftOut].map((provider) => provider.name);
+    await deps.monitorStore
+      .tidyProviderItems(network.name, configured, now + REMOVED_PROVIDER_TTL_MS)
+      .catch((error: unknown) => {
+        tidiedAt.delete(network.name);
+        telemetry.log("warn", "provider items not tidied", {
+          network: network.name,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      });
+  }
 
   async function tickNetwork(
     network: Network,
@@ -65,24 +90,29 @@ export function createMonitor(deps: MonitorDeps): Monitor {
       checkIntervalSeconds,
     );
     await deps.monitorStore.writeHeartbeat(network.name, clock());
+    await tidyProviderItems(network);
   }
 
   return {
     async tick() {
       const model = await deps.model();
       const scrub = deps.scrub ?? makeScrubber(urlRedactions(model), []);
-      await Promise.all(
+      const heartbeats = await Promise.all(
         [...model.networks.values()].map((network) =>
-          tickNetwork(network, model.checkIntervalSeconds, scrub).catch((error: unknown) => {
-            telemetry.log("error", "monitor tick failed for a network", {
-              network: network.name,
-              error: scrub(error instanceof Error ? error.message : String(error)),
-            });
-            telemetry.count("monitor_errors", { network: network.name });
-          }),
+          tickNetwork(network, model.checkIntervalSeconds, scrub).then(
+            () => true,
+            (error: unknown) => {
+              telemetry.log("error", "monitor tick failed for a network", {
+                network: network.name,
+                error: scrub(error instanceof Error ? error.message : String(error)),
+              });
+              telemetry.count("monitor_errors", { network: network.name });
+              return false;
+            },
+          ),
         ),
       );
-      telemetry.count("monitor_ticks", {});
+      if (heartbeats.some(Boolean)) telemetry.count("monitor_ticks", {});
     },
   };
 }

@@ -96,7 +96,9 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       // No AWS managed policy (AWSLambdaBasicExecutionRole): the role starts empty.
       expect(resource(fn.role).Properties.ManagedPolicyArns).toBeUndefined();
     }
-    expect(resource(stack.proxy.function).Properties.ReservedConcurrentExecutions).toBeUndefined();
+    expect(resource(stack.proxy.function).Properties.ReservedConcurrentExecutions).toBe(
+      settings.proxy.reservedConcurrency,
+    );
     expect(resource(stack.monitor.function).Properties.ReservedConcurrentExecutions).toBe(1);
   });
 
@@ -236,26 +238,39 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
     expect(logs.Format).not.toMatch(/querystring|header/i);
   });
 
-  it("grants each function exactly the table, its config object and its secrets prefix", () => {
+  it("grants each function exactly its table actions and partitions, its config object and its secrets prefix", () => {
     const region = (defaultEnv.region as string | undefined) ?? "<AWS::Region>";
     const account = (defaultEnv.account as string | undefined) ?? "<AWS::AccountId>";
     // With a concrete region CDK writes the partition out too.
     const partition = defaultEnv.region === undefined ? "<AWS::Partition>" : "aws";
     const arn = (service: string, rest: string) =>
       `arn:${partition}:${service}:${region}:${account}:${rest}`;
-    for (const fn of [stack.proxy, stack.monitor]) {
+    const tableAccess = [
+      [
+        stack.proxy,
+        ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+        ["NET#*", "STATS#*", "USAGE#*"],
+      ],
+      [
+        stack.monitor,
+        ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+        ["NET#*", "STATS#*", "MONITOR#*", "LEASE#monitor"],
+      ],
+    ] as const;
+    for (const [fn, actions, partitions] of tableAccess) {
       const statements = policyOf(idOf(fn.role));
       const bySid = Object.fromEntries(statements.map((s) => [s.Sid ?? "logs", s]));
       expect(Object.keys(bySid).sort()).toEqual(
-        ["ConfigObject", "SecretsManagerSecrets", "SecretsParameters", "StateTable", "logs"].sort(),
+        ["ConfigObject", "SecretsParameters", "StateTable", "logs"].sort(),
       );
       expect(bySid.logs).toMatchObject({
         Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
         Resource: { "Fn::GetAtt": [idOf(fn.logGroup), "Arn"] },
       });
       expect(bySid.StateTable).toMatchObject({
-        Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+        Action: actions,
         Resource: { "Fn::GetAtt": [idOf(stack.table), "Arn"] },
+        Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": partitions } },
       });
       expect(bySid.ConfigObject).toMatchObject({
         Action: "s3:GetObject",
@@ -263,13 +278,9 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
           "Fn::Join": ["", [{ "Fn::GetAtt": [idOf(stack.bucket), "Arn"] }, `/config/${env}.json`]],
         },
       });
-      expect(bySid.SecretsParameters?.Action).toEqual(["ssm:GetParameter", "ssm:GetParameters"]);
+      expect(bySid.SecretsParameters?.Action).toBe("ssm:GetParameters");
       expect(flattenCfnReference(bySid.SecretsParameters?.Resource)).toBe(
         arn("ssm", `parameter/rpc-gateway/${env}/*`),
-      );
-      expect(bySid.SecretsManagerSecrets?.Action).toBe("secretsmanager:GetSecretValue");
-      expect(flattenCfnReference(bySid.SecretsManagerSecrets?.Resource)).toBe(
-        arn("secretsmanager", `secret:/rpc-gateway/${env}/*`),
       );
       expect(statements.every((s) => s.Effect === "Allow")).toBe(true);
     }
@@ -305,7 +316,10 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
         `${prefix}-monitor-not-running`,
         `${prefix}-api-5xx-rate`,
         `${prefix}-config-rejected`,
+        `${prefix}-config-unreachable`,
+        `${prefix}-providers-left-out`,
         ...perNetwork,
+        ...config.networks.map((network) => `${prefix}-monitor-errors-${network}`),
       ].sort(),
     );
     const topic = { Ref: idOf(stack.monitoring.topic) };
@@ -358,6 +372,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       expect(alarms[name ?? ""]).toMatchObject({
         ComparisonOperator: "LessThanThreshold",
         Threshold: 1,
+        TreatMissingData: "breaching",
       });
       expect(stat(name ?? "")).toMatchObject({
         Metric: { Namespace: "RpcGateway", MetricName: metric, Dimensions: dims },
@@ -452,10 +467,10 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       "AwsSolutions-L1",
       "AwsSolutions-S1",
     ]);
-    // Our own roles carry only the prefix wildcards, never an action wildcard.
+    // Our own roles carry only the prefix wildcard of their secrets, never an action wildcard.
     for (const fn of [stack.proxy, stack.monitor]) {
       const ours = acknowledged.filter(({ path }) => path === fn.role.node.path).map((a) => a.id);
-      expect(ours).toHaveLength(2);
+      expect(ours).toHaveLength(1);
       for (const id of ours)
         expect(id).toMatch(/IAM5\[Resource::arn:.*\/rpc-gateway\/[a-z]+\/\*\]$/);
     }

@@ -19,6 +19,7 @@ const ts = (block: number): number => BASE + 12 * block;
 
 const SETTINGS: QuorumSettings = {
   max_lag_seconds: 60,
+  max_ahead_blocks: 1000,
   failed_recently_checks: 2,
   failing_often: {
     window_seconds: 300,

@@ -84,6 +84,7 @@ describe("the status JSON", () => {
         "monitor",
         "network",
         "providers",
+        "providers_left_out",
         "quorum",
       ].sort(),
     );

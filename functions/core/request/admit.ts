@@ -63,11 +63,17 @@ export function admitCalls(
     if (order.length === 0) {
       immediate.set(
         member.position,
-        errorResponse(
-          member.rawId ?? "null",
-          ErrorCode.methodNotFound,
-          `method ${member.method} is not served by any provider of ${network.name}`,
-        ),
+        network.providers.length === 0
+          ? errorResponse(
+              member.rawId ?? "null",
+              ErrorCode.internal,
+              `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`,
+            )
+          : errorResponse(
+              member.rawId ?? "null",
+              ErrorCode.methodNotFound,
+              `method ${member.method} is not served by any provider of ${network.name}`,
+            ),
       );
       continue;
     }

@@ -1,0 +1,126 @@
+import type * as z from "zod/mini";
+import type { networkSchema, settingsSchema } from "./config-schema.ts";
+
+/**
+ * Limits of the platform the runtime silently depends on. A config beyond them would load and
+ * then misbehave (requests cut by API Gateway, a monitor that never ticks), so it is invalid:
+ * `config:check` and the synth refuse it, and a running gateway keeps the last good config.
+ */
+export const PLATFORM_LIMITS = {
+  /** API Gateway's 29 s integration timeout and the proxy Lambda's 29 s, less 1 s of the gateway's own work. */
+  maxRequestDeadlineMs: 28_000,
+  /** Lambda's 6 MB response payload, with room for the response envelope. */
+  maxResponseBytes: 6_000_000,
+  /** Lambda's 6 MB request payload holds the body base64-encoded (4/3 of its size) when it is not text. */
+  maxBodyBytes: 4_500_000,
+  /** A scheduled monitor run lasts 58 s: one tick (quorum check, then probe, then ~1 s of storage) must fit. */
+  monitorRunMs: 58_000,
+  monitorTickStorageMs: 1_000,
+  /** Request stats are kept one hour (DynamoDB TTL): "failing often" cannot look further back. */
+  statsRetentionSeconds: 3_600,
+  /** Timers and polling below one second cost more than they tell. */
+  minIntervalSeconds: 1,
+} as const;
+
+export type BoundIssue = { readonly path: PropertyKey[]; readonly message: string };
+
+/** The cross-field and platform bounds, on each network's merged settings (checked by `configSchema`). */
+export function boundIssues(config: {
+  readonly check_interval_seconds: number;
+  readonly config_refresh_seconds: number;
+  readonly api_keys: ReadonlyArray<{ readonly name: string }>;
+  readonly networks: Readonly<Record<string, z.infer<typeof networkSchema>>>;
+  readonly [key: string]: unknown;
+}): BoundIssue[] {
+  const limits = PLATFORM_LIMITS;
+  const issues: BoundIssue[] = [];
+  for (const key of ["check_interval_seconds", "config_refresh_seconds"] as const) {
+    if (config[key] < limits.minIntervalSeconds) {
+      issues.push({ path: [key], message: `${key} must be at least ${limits.minIntervalSeconds}` });
+    }
+  }
+  const keyNames = new Map<string, number>();
+  config.api_keys.forEach((key, index) => {
+    const first = keyNames.get(key.name);
+    if (first === undefined) keyNames.set(key.name, index);
+    else {
+      issues.push({
+        path: ["api_keys", index, "name"],
+        message: `duplicate API key name "${key.name}" (also api_keys[${first}]): names key the usage counters and logs, so they must be unique`,
+      });
+    }
+  });
+  const top = config as unknown as z.infer<typeof settingsSchema>;
+  for (const [name, network] of Object.entries(config.networks)) {
+    /** The value in force for this network, and where to report it. */
+    const setting = <T>(pick: (settings: Partial<typeof top>) => T | undefined, path: string[]) => {
+      const own = pick(network as Partial<typeof top>);
+      return own === undefined
+        ? { value: pick(top) as T, path, where: "" }
+        : { value: own, path: ["networks", name, ...path], where: ` in network ${name}` };
+    };
+    const deadline = setting((s) => s.request_deadline_ms, ["request_deadline_ms"]);
+    if (deadline.value > limits.maxRequestDeadlineMs) {
+      issues.push({
+        path: deadline.path,
+        message: `request_deadline_ms ${deadline.value}${deadline.where} is over ${limits.maxRequestDeadlineMs}: API Gateway cuts a request at 29 s, and the proxy needs 1 s to answer`,
+      });
+    }
+    const timeout = setting((s) => s.request_timeout_ms, ["request_timeout_ms"]);
+    if (timeout.value > deadline.value) {
+      issues.push({
+        path: timeout.path,
+        message: `request_timeout_ms ${timeout.value}${timeout.where} is over request_deadline_ms ${deadline.value}: an attempt cannot outlast its request`,
+      });
+    }
+    const response = setting((s) => s.max_response_bytes, ["max_response_bytes"]);
+    if (response.value > limits.maxResponseBytes) {
+      issues.push({
+        path: response.path,
+        message: `max_response_bytes ${response.value}${response.where} is over ${limits.maxResponseBytes}: Lambda cannot return more than 6 MB`,
+      });
+    }
+    const body = setting((s) => s.max_body_bytes, ["max_body_bytes"]);
+    if (body.value > limits.maxBodyBytes) {
+      issues.push({
+        path: body.path,
+        message: `max_body_bytes ${body.value}${body.where} is over ${limits.maxBodyBytes}: a larger body does not fit Lambda's 6 MB request payload`,
+      });
+    }
+    const attempts = setting((s) => s.max_attempts, ["max_attempts"]);
+    const calls = setting((s) => s.max_upstream_calls, ["max_upstream_calls"]);
+    if (calls.value < attempts.value) {
+      issues.push({
+        path: calls.path,
+        message: `max_upstream_calls ${calls.value}${calls.where} is under max_attempts ${attempts.value}: a single call could not use its attempts`,
+      });
+    }
+    const check = setting((s) => s.quorum?.check_timeout_ms, ["quorum", "check_timeout_ms"]);
+    const probe = setting((s) => s.probe?.timeout_ms, ["probe", "timeout_ms"]);
+    const tick = check.value + probe.value + limits.monitorTickStorageMs;
+    if (tick > limits.monitorRunMs) {
+      issues.push({
+        path: check.path,
+        message: `quorum.check_timeout_ms ${check.value} + probe.timeout_ms ${probe.value}${check.where || probe.where} leave no room for a monitor tick: together with 1 s of storage they must fit the monitor's ${limits.monitorRunMs / 1000} s run`,
+      });
+    }
+    const window = setting(
+      (s) => s.quorum?.failing_often?.window_seconds,
+      ["quorum", "failing_often", "window_seconds"],
+    );
+    if (window.value > limits.statsRetentionSeconds) {
+      issues.push({
+        path: window.path,
+        message: `quorum.failing_often.window_seconds ${window.value}${window.where} is over ${limits.statsRetentionSeconds}: request stats are kept one hour`,
+      });
+    }
+  }
+  // One problem per path: a top-level value over a bound would be reported once per network.
+  const seen = new Set<string>();
+  return issues.filter((issue) => {
+    const key = issue.path.join(".");
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}

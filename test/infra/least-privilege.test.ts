@@ -1,0 +1,167 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { App, type CfnElement } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import { describe, expect, it } from "vitest";
+import { ENVIRONMENTS, type EnvironmentSettings } from "../../infra/environments.ts";
+import { PROJECT_ROOT, readGatewayConfig } from "../../infra/gateway-config.ts";
+import {
+  GatewayStack,
+  MONITOR_TABLE_ACCESS,
+  PROXY_TABLE_ACCESS,
+} from "../../infra/gateway-stack.ts";
+import { CDK_JSON_CONTEXT } from "./synth.ts";
+
+/**
+ * Each Lambda role gets only what its code uses: the DynamoDB commands its adapters send, on
+ * the partitions it touches, and the one secrets service the environment reads from. The
+ * proxy's concurrency is capped per environment.
+ */
+
+interface Statement {
+  Sid?: string;
+  Action: string | string[];
+  Resource: unknown;
+  Condition?: Record<string, Record<string, string[]>>;
+}
+
+function stackWith(settings: EnvironmentSettings): { stack: GatewayStack; template: Template } {
+  const app = new App({ context: { ...CDK_JSON_CONTEXT, "aws:cdk:bundling-stacks": [] } });
+  const stack = new GatewayStack(app, `LeastPrivilege-${settings.name}`, {
+    settings,
+    config: readGatewayConfig(settings.name),
+    projectRoot: PROJECT_ROOT,
+  });
+  return { stack, template: Template.fromStack(stack) };
+}
+
+function statementsOf(template: Template, stack: GatewayStack, role: "proxy" | "monitor") {
+  const roleId = stack.getLogicalId(stack[role].role.node.defaultChild as CfnElement);
+  const policies = Object.values(template.findResources("AWS::IAM::Policy")) as Array<{
+    Properties: { Roles: Array<{ Ref: string }>; PolicyDocument: { Statement: Statement[] } };
+  }>;
+  return policies
+    .filter((policy) => policy.Properties.Roles.some((ref) => ref.Ref === roleId))
+    .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
+}
+
+const actionsOf = (statements: Statement[]): string[] =>
+  statements.flatMap((statement) =>
+    Array.isArray(statement.Action) ? statement.Action : [statement.Action],
+  );
+
+/** The DynamoDB commands an adapter's source sends (`new XxxCommand(`). */
+function dynamoCommands(file: string): string[] {
+  const source = readFileSync(join(PROJECT_ROOT, file), "utf8");
+  return [...source.matchAll(/new (\w+)Command\(/g)]
+    .map((match) => match[1] ?? "")
+    .filter((command) =>
+      [
+        "GetItem",
+        "Query",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Scan",
+        "BatchWriteItem",
+        "BatchGetItem",
+        "TransactWriteItems",
+      ].includes(command),
+    );
+}
+
+describe("least privilege", () => {
+  const { stack, template } = stackWith(ENVIRONMENTS.prod);
+
+  it("regression: the proxy role could PutItem though the proxy never puts; now it has exactly the commands its adapters send", () => {
+    const proxyActions = actionsOf(statementsOf(template, stack, "proxy")).filter((action) =>
+      action.startsWith("dynamodb:"),
+    );
+    expect(proxyActions).not.toContain("dynamodb:PutItem");
+    const used = new Set(
+      [
+        "functions/adapters/state-store.ts",
+        "functions/adapters/stats-store.ts",
+        "functions/adapters/usage-store.ts",
+      ].flatMap(dynamoCommands),
+    );
+    expect([...used].sort()).toEqual([...PROXY_TABLE_ACCESS.actions].sort());
+    expect(proxyActions.sort()).toEqual(
+      PROXY_TABLE_ACCESS.actions.map((a) => `dynamodb:${a}`).sort(),
+    );
+  });
+
+  it("the monitor role has the commands of its adapters, the monitor store's puts included", () => {
+    const used = new Set(
+      [
+        "functions/adapters/state-store.ts",
+        "functions/adapters/stats-store.ts",
+        "functions/adapters/monitor-store.ts",
+      ].flatMap(dynamoCommands),
+    );
+    expect([...used].sort()).toEqual([...MONITOR_TABLE_ACCESS.actions].sort());
+    const monitorActions = actionsOf(statementsOf(template, stack, "monitor")).filter((action) =>
+      action.startsWith("dynamodb:"),
+    );
+    expect(monitorActions.sort()).toEqual(
+      MONITOR_TABLE_ACCESS.actions.map((a) => `dynamodb:${a}`).sort(),
+    );
+  });
+
+  it("table access is scoped to the partitions each function uses (dynamodb:LeadingKeys)", () => {
+    for (const [role, partitions] of [
+      ["proxy", ["NET#*", "STATS#*", "USAGE#*"]],
+      ["monitor", ["NET#*", "STATS#*", "MONITOR#*", "LEASE#monitor"]],
+    ] as const) {
+      const table = statementsOf(template, stack, role).find((s) => s.Sid === "StateTable");
+      expect(table?.Condition).toEqual({
+        "ForAllValues:StringLike": { "dynamodb:LeadingKeys": partitions },
+      });
+    }
+  });
+
+  it.each<{ source: EnvironmentSettings["secretsSource"]; granted: string; notGranted: string }>([
+    { source: "ssm", granted: "ssm:GetParameters", notGranted: "secretsmanager:GetSecretValue" },
+    {
+      source: "secretsmanager",
+      granted: "secretsmanager:GetSecretValue",
+      notGranted: "ssm:GetParameters",
+    },
+  ])(
+    "secrets from $source: only that service is granted, and the functions are told",
+    ({ source, granted, notGranted }) => {
+      const custom = stackWith({ ...ENVIRONMENTS.dev, secretsSource: source });
+      for (const role of ["proxy", "monitor"] as const) {
+        const actions = actionsOf(statementsOf(custom.template, custom.stack, role));
+        expect(actions).toContain(granted);
+        expect(actions).not.toContain(notGranted);
+        expect(actions).not.toContain("ssm:GetParameter");
+      }
+      const fn = custom.template.findResources("AWS::Lambda::Function");
+      for (const resource of Object.values(fn) as Array<{
+        Properties: { Environment?: { Variables?: Record<string, unknown> } };
+      }>) {
+        const variables = resource.Properties.Environment?.Variables ?? {};
+        if ("SECRETS_SOURCE" in variables) expect(variables.SECRETS_SOURCE).toBe(source);
+      }
+    },
+  );
+});
+
+describe("cost guards", () => {
+  it.each(["dev", "prod"] as const)(
+    "the %s proxy has the environment's reserved concurrency",
+    (env) => {
+      const settings = ENVIRONMENTS[env];
+      const { stack, template } = stackWith(settings);
+      const proxyId = stack.getLogicalId(stack.proxy.function.node.defaultChild as CfnElement);
+      const proxy = template.toJSON().Resources[proxyId] as {
+        Properties: { ReservedConcurrentExecutions?: number };
+      };
+      expect(proxy.Properties.ReservedConcurrentExecutions).toBe(
+        settings.proxy.reservedConcurrency,
+      );
+      expect(settings.proxy.reservedConcurrency).toBeGreaterThan(0);
+    },
+  );
+});

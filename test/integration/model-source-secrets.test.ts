@@ -1,0 +1,284 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SSMClient } from "@aws-sdk/client-ssm";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { createConfigSource } from "../../functions/adapters/config-source.ts";
+import { createModelSource, type ModelInForce } from "../../functions/adapters/model-source.ts";
+import { ssmSecretResolver } from "../../functions/adapters/secrets.ts";
+import type { ConfigInput } from "../../functions/core/config-schema.ts";
+import type { LogLevel, Telemetry } from "../../functions/core/ports.ts";
+import { type SecretsService, startSecretsService } from "../support/secrets-service.ts";
+
+/**
+ * Secrets resolved per provider, against the real SSM client and a local server speaking the
+ * SSM API: one missing or unreadable secret leaves out only the providers that use it, and a
+ * failed name is retried on the `config_refresh_seconds` cadence, never once per request.
+ */
+
+const PREFIX = "/rpc-gateway/test/";
+const REFRESH_MS = 30_000;
+const A_VALUE = "a-secret-value-0123456789";
+
+let service: SecretsService;
+let ssm: SSMClient;
+let dir: string;
+
+beforeAll(async () => {
+  service = await startSecretsService();
+  ssm = new SSMClient(service.clientConfig());
+  dir = await mkdtemp(join(tmpdir(), "model-source-secrets-"));
+});
+
+afterAll(async () => {
+  ssm.destroy();
+  await service.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+beforeEach(() => {
+  service.parameters.clear();
+  service.calls.length = 0;
+  service.fault = null;
+});
+
+afterEach(() => {
+  service.fault = null;
+});
+
+const CONFIG: ConfigInput = {
+  config_refresh_seconds: REFRESH_MS / 1000,
+  networks: {
+    ethereum: {
+      chain_id: 1,
+      providers: [
+        { name: "with-a", url: "https://a.example/v2/${A_KEY}", priority: 3 },
+        { name: "with-b", url: "https://b.example/v2/${B_KEY}", priority: 2 },
+        { name: "public", url: "https://public.example/rpc" },
+      ],
+    },
+    base: {
+      chain_id: 8453,
+      providers: [{ name: "base-b", url: "https://base.example/${B_KEY}" }],
+    },
+  },
+};
+
+interface Recorded extends Pick<Telemetry, "log" | "measure"> {
+  readonly logs: Array<{ level: LogLevel; message: string; fields: Record<string, unknown> }>;
+  readonly gauges: Array<{ name: string; value: number }>;
+}
+
+function recorder(): Recorded {
+  const logs: Recorded["logs"] = [];
+  const gauges: Recorded["gauges"] = [];
+  return {
+    logs,
+    gauges,
+    log: (level, message, fields = {}) => logs.push({ level, message, fields }),
+    measure: (name, _dimensions, value) => gauges.push({ name, value }),
+  };
+}
+
+let files = 0;
+
+/** A model source over a config file, SSM, and a clock the test moves. */
+async function setup(config: ConfigInput = CONFIG, fileRefreshSeconds?: number) {
+  const path = join(dir, `config-${++files}.json`);
+  await writeFile(path, JSON.stringify(config));
+  let now = 1_800_000_000_000;
+  const clock = () => now;
+  const telemetry = recorder();
+  const changes: ModelInForce[] = [];
+  let nextChange: (() => void) | null = null;
+  const models = createModelSource({
+    configSource: createConfigSource({
+      kind: "file",
+      path,
+      clock,
+      ...(fileRefreshSeconds === undefined ? {} : { refreshSeconds: fileRefreshSeconds }),
+    }),
+    secrets: ssmSecretResolver(ssm, PREFIX),
+    telemetry,
+    clock,
+    onChange: (inForce) => {
+      changes.push(inForce);
+      nextChange?.();
+    },
+  });
+  return {
+    models,
+    telemetry,
+    changes,
+    path,
+    advance: (ms: number) => {
+      now += ms;
+    },
+    /** Resolves at the next model change (a background retry that resolved something). */
+    changed: () =>
+      new Promise<void>((resolve) => {
+        nextChange = resolve;
+      }),
+    names: (inForce: ModelInForce, network: string) =>
+      inForce.model.networks.get(network)?.providers.map((provider) => provider.name),
+    leftOut: (inForce: ModelInForce, network: string) =>
+      inForce.model.networks.get(network)?.leftOut.map((provider) => provider.name),
+  };
+}
+
+const ssmCalls = () => service.calls.filter((call) => call.target === "AmazonSSM.GetParameters");
+const askedFor = () => ssmCalls().map((call) => (call.body.Names as string[]).join(","));
+
+describe("secrets resolved per provider", () => {
+  it("a provider whose secret is missing is left out with the reason, a log and a metric; every other provider and network serves", async () => {
+    service.parameters.set(`${PREFIX}A_KEY`, A_VALUE);
+    const s = await setup();
+
+    const inForce = await s.models.current();
+
+    expect(s.names(inForce, "ethereum")).toEqual(["with-a", "public"]);
+    expect(inForce.model.networks.get("ethereum")?.providers[0]?.url).toBe(
+      `https://a.example/v2/${A_VALUE}`,
+    );
+    expect(inForce.model.networks.get("ethereum")?.leftOut).toEqual([
+      {
+        name: "with-b",
+        redactedUrl: "https://b.example/v2/***",
+        priority: 2,
+        backup: false,
+        reason: "secret_unresolved",
+        detail: `no value for placeholder \${B_KEY}: create the SecureString parameter ${PREFIX}B_KEY`,
+      },
+    ]);
+    expect(s.names(inForce, "base")).toEqual([]);
+    expect(s.leftOut(inForce, "base")).toEqual(["base-b"]);
+
+    const errors = s.telemetry.logs.filter((log) => log.level === "error");
+    expect(errors.map((log) => [log.fields.network, log.fields.provider])).toEqual([
+      ["ethereum", "with-b"],
+      ["base", "base-b"],
+    ]);
+    expect(s.telemetry.gauges).toEqual([{ name: "providers_left_out", value: 2 }]);
+    expect(JSON.stringify(s.telemetry.logs)).not.toContain(A_VALUE);
+  });
+
+  it("regression: 50 requests while a secret was missing made one SSM call, not 50", async () => {
+    service.parameters.set(`${PREFIX}A_KEY`, A_VALUE);
+    const s = await setup();
+
+    for (let request = 0; request < 50; request++) {
+      s.advance(100);
+      await s.models.current();
+    }
+
+    expect(askedFor()).toEqual(["/rpc-gateway/test/A_KEY,/rpc-gateway/test/B_KEY"]);
+  });
+
+  it("a failed name is tried again once per config_refresh_seconds, in the background, and its providers join when it appears", async () => {
+    service.parameters.set(`${PREFIX}A_KEY`, A_VALUE);
+    const s = await setup();
+    await s.models.current();
+
+    s.advance(REFRESH_MS - 1);
+    await s.models.current();
+    expect(ssmCalls()).toHaveLength(1);
+
+    // Due, but still missing: one lookup of the failed name alone, and nothing changes.
+    s.advance(1);
+    await s.models.current();
+    await vi.waitFor(() => expect(ssmCalls()).toHaveLength(2));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(askedFor()).toEqual([
+      "/rpc-gateway/test/A_KEY,/rpc-gateway/test/B_KEY",
+      "/rpc-gateway/test/B_KEY",
+    ]);
+    expect(s.changes).toHaveLength(1);
+
+    service.parameters.set(`${PREFIX}B_KEY`, "b-secret-value-9876543210");
+    s.advance(REFRESH_MS);
+    const changed = s.changed();
+    const during = await s.models.current();
+    // The model in force answers at once; the retry runs beside it.
+    expect(s.leftOut(during, "ethereum")).toEqual(["with-b"]);
+    await changed;
+
+    const after = await s.models.current();
+    expect(s.names(after, "ethereum")).toEqual(["with-a", "with-b", "public"]);
+    expect(s.names(after, "base")).toEqual(["base-b"]);
+    expect(s.leftOut(after, "ethereum")).toEqual([]);
+    expect(askedFor()).toHaveLength(3);
+    expect(after.scrub("https://b.example/v2/b-secret-value-9876543210")).toBe(
+      "https://b.example/v2/***",
+    );
+  });
+
+  it("SSM throttled at cold start: providers with secrets are left out with the reason, the public one serves, and all join once SSM answers", async () => {
+    service.parameters.set(`${PREFIX}A_KEY`, A_VALUE);
+    service.parameters.set(`${PREFIX}B_KEY`, "b-secret-value-9876543210");
+    service.fault = { type: "ThrottlingException", message: "Rate exceeded" };
+    const s = await setup();
+
+    const cold = await s.models.current();
+    expect(s.names(cold, "ethereum")).toEqual(["public"]);
+    expect(cold.model.networks.get("ethereum")?.leftOut[0]?.detail).toBe(
+      `cannot read SSM parameters ${PREFIX}A_KEY, ${PREFIX}B_KEY: ThrottlingException: Rate exceeded`,
+    );
+
+    service.fault = null;
+    s.advance(REFRESH_MS);
+    const changed = s.changed();
+    await s.models.current();
+    await changed;
+    expect(s.names(await s.models.current(), "ethereum")).toEqual(["with-a", "with-b", "public"]);
+  });
+
+  it("a value once found is kept: a new config object with the same names makes no SSM call", async () => {
+    service.parameters.set(`${PREFIX}A_KEY`, A_VALUE);
+    service.parameters.set(`${PREFIX}B_KEY`, "b-secret-value-9876543210");
+    const s = await setup();
+    await s.models.current();
+    expect(ssmCalls()).toHaveLength(1);
+
+    const edited: ConfigInput = JSON.parse(JSON.stringify(CONFIG));
+    edited.networks.ethereum?.providers.reverse();
+    await writeFile(s.path, JSON.stringify(edited));
+    s.advance(REFRESH_MS);
+    const next = await s.models.current();
+
+    expect(s.names(next, "ethereum")).toEqual(["public", "with-b", "with-a"]);
+    expect(ssmCalls()).toHaveLength(1);
+  });
+
+  it("a new config naming a secret that failed moments ago does not look it up again before it is due", async () => {
+    const failing = { url: "https://a.example/${B_KEY}" };
+    // The file is re-read every second, far more often than a failed secret may be retried.
+    const s = await setup(
+      {
+        config_refresh_seconds: REFRESH_MS / 1000,
+        networks: { ethereum: { chain_id: 1, providers: [failing] } },
+      },
+      1,
+    );
+    await s.models.current();
+    await writeFile(
+      s.path,
+      JSON.stringify({
+        config_refresh_seconds: REFRESH_MS / 1000,
+        networks: {
+          ethereum: { chain_id: 1, providers: [failing, { url: "https://p.example/rpc" }] },
+        },
+      }),
+    );
+    s.advance(1_000);
+    const next = await s.models.current();
+    expect(next.model.networks.get("ethereum")?.providers.map((p) => p.name)).toEqual(["p"]);
+    expect(next.model.networks.get("ethereum")?.leftOut.map((p) => p.name)).toEqual(["a"]);
+    expect(ssmCalls()).toHaveLength(1);
+
+    s.advance(REFRESH_MS - 1_000);
+    await s.models.current();
+    await vi.waitFor(() =>
+      expect(askedFor()).toEqual(["/rpc-gateway/test/B_KEY", "/rpc-gateway/test/B_KEY"]),
+    );
+  });
+});
