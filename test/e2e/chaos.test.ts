@@ -5,7 +5,7 @@ import { SCENARIOS } from "../../bench/chaos/scenarios.ts";
 import { captureOutput, newChaosKey, SecretScanner } from "../../bench/chaos/secrets.ts";
 
 /**
- * "Proof of resilience" in CI: the whole chaos matrix of `npm run chaos` (bench/chaos/), every
+ * The resilience proof in CI: the whole chaos matrix of `npm run chaos` (bench/chaos/), every
  * scenario, with little traffic. Each scenario runs on its own anvil nodes, fault shims and
  * local stack with the monitor on, in real time; a few run at once. The targets: with at least
  * one healthy provider, 100 % success, no stale answer, failover within one attempt, and

@@ -8,7 +8,7 @@ import { type Fault, type FaultShim, startFaultShim } from "../../local/fault-sh
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 
 /**
- * The health model end to end (SPEC §4, §6): a real anvil behind a fault-injecting shim as
+ * The health model end to end (docs/behaviour.md §4, §6): a real anvil behind a fault-injecting shim as
  * the primary of each network, a healthy anvil as the secondary. A viem client sees every
  * read succeed while the fault is on; the status route and the metrics show why the primary
  * was blacklisted, with its strikes and cooldown.

@@ -166,7 +166,7 @@ describe("raw JSON-RPC", () => {
     expect(chainId.headers.get("cache-control")).toContain("immutable");
   });
 
-  it("serves the status JSON in the shape of SPEC §2", async () => {
+  it("serves the status JSON in the shape of docs/behaviour.md §2", async () => {
     const response = await fetch(`${url}/status`);
     const status = (await response.json()) as Record<string, unknown> & {
       providers: Array<Record<string, unknown>>;
@@ -222,7 +222,7 @@ describe("raw JSON-RPC", () => {
   });
 });
 
-describe("gateway errors of SPEC §2 carry the caller's id", () => {
+describe("gateway errors of docs/behaviour.md §2 carry the caller's id", () => {
   it.each([
     ["body not JSON", "/devnet", "{oops", 400, -32700, null],
     ["not JSON-RPC", "/devnet", '{"jsonrpc":"2.0","id":4,"params":[]}', 400, -32600, 4],

@@ -16,7 +16,7 @@ import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { rpcEvent } from "../support/api-gateway-event.ts";
 
 /**
- * Infrastructure faults (SPEC §3, §6; issue "Proof of resilience"): DynamoDB unreachable or
+ * Infrastructure faults (docs/behaviour.md §3, §6): DynamoDB unreachable or
  * throttling must not stop the proxy. It keeps serving from its cached state, fails open when
  * it has none, still avoids a provider it saw fail, and says so in its logs.
  */

@@ -213,7 +213,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
     expect(readFileSync(staged, "utf8")).toBe(readFileSync(join(PROJECT_ROOT, config.key), "utf8"));
   });
 
-  it("serves the SPEC routes through one payload-2.0 Lambda integration, no CORS", () => {
+  it("serves the routes of docs/behaviour.md §2 through one payload-2.0 Lambda integration, no CORS", () => {
     const routes = ofType("AWS::ApiGatewayV2::Route").map(([, r]) => r.Properties.RouteKey);
     expect(routes.sort()).toEqual(
       [

@@ -56,7 +56,7 @@ const order = (
     (slot) => `${slot.provider.name}${slot.emergency ? "!" : ""}`,
   );
 
-describe("priority and priority_match (SPEC §3.3)", () => {
+describe("priority and priority_match (docs/behaviour.md §3.3)", () => {
   const net = network([
     { name: "a", url: "http://a.test", priority: 2 },
     {
@@ -98,7 +98,7 @@ describe("tiebreak_weight: weighted random within a tier", () => {
   });
 });
 
-describe("candidates, backups and emergency use (SPEC §3)", () => {
+describe("candidates, backups and emergency use (docs/behaviour.md §3)", () => {
   const net = network([
     { name: "p1", url: "http://p1.test", priority: 3 },
     { name: "p2", url: "http://p2.test", priority: 2 },
