@@ -155,15 +155,61 @@ describe("raw JSON-RPC", () => {
     expect(through.text).toBe(direct.replace('"id":1', '"id":"mine"'));
   });
 
-  it("serves GET mode, with Cache-Control for immutable answers", async () => {
-    const params = encodeURIComponent(JSON.stringify([DEPLOYER, "latest"]));
-    const balance = await fetch(`${url}/get/eth_getBalance/${params}`);
-    expect(balance.status).toBe(200);
-    expect((await balance.json()) as { result: string }).toMatchObject({ jsonrpc: "2.0", id: 1 });
-    expect(balance.headers.get("cache-control")).toBe("no-store");
-    const chainId = await fetch(`${url}/get/eth_chainId/%5B%5D`);
-    expect(((await chainId.json()) as { result: string }).result).toBe("0x7a69");
-    expect(chainId.headers.get("cache-control")).toContain("immutable");
+  describe("GET mode answers what the node answers, with Cache-Control", () => {
+    const UNKNOWN_HASH = `0x${"ab".repeat(32)}`;
+    /** Block 1 of anvil-a and its one transaction (the log emitter's deployment). */
+    let block1: { hash: string; transactions: string[] };
+
+    beforeAll(async () => {
+      block1 = (await nodes[0]?.rpc("eth_getBlockByNumber", ["0x1", false])) as typeof block1;
+    });
+
+    const IMMUTABLE = "public, max-age=31536000, immutable";
+    it.each<[string, string, () => unknown[] | null, string]>([
+      ["a balance", "eth_getBalance", () => [DEPLOYER, "latest"], "no-store"],
+      ["the head", "eth_blockNumber", () => [], "no-store"],
+      ["a block by number", "eth_getBlockByNumber", () => ["0x1", false], "no-store"],
+      ["the chain id", "eth_chainId", () => [], IMMUTABLE],
+      ["the chain id, no params segment", "eth_chainId", () => null, IMMUTABLE],
+      ["a block by hash", "eth_getBlockByHash", () => [block1.hash, false], IMMUTABLE],
+      [
+        "an unknown block by hash (null)",
+        "eth_getBlockByHash",
+        () => [UNKNOWN_HASH, false],
+        "no-store",
+      ],
+      [
+        "a transaction by hash",
+        "eth_getTransactionByHash",
+        () => [block1.transactions[0]],
+        IMMUTABLE,
+      ],
+      [
+        "an unknown transaction (null)",
+        "eth_getTransactionByHash",
+        () => [UNKNOWN_HASH],
+        "no-store",
+      ],
+      ["a receipt by hash", "eth_getTransactionReceipt", () => [block1.transactions[0]], IMMUTABLE],
+      ["an unknown receipt (null)", "eth_getTransactionReceipt", () => [UNKNOWN_HASH], "no-store"],
+    ])("%s: %s", async (_name, method, params, cacheControl) => {
+      const given = params();
+      const path =
+        given === null
+          ? `${url}/get/${method}`
+          : `${url}/get/${method}/${encodeURIComponent(JSON.stringify(given))}`;
+      const answer = await fetch(path);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get("x-gateway-provider")).toBe("anvil-a");
+      // GET mode sends the call with id 1: the node's own answer to it, byte for byte.
+      const own = await fetch(nodes[0]?.url ?? "", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: given ?? [] }),
+      }).then((response) => response.text());
+      expect(await answer.text()).toBe(own);
+      expect(answer.headers.get("cache-control")).toBe(cacheControl);
+    });
   });
 
   it("serves the status JSON in the shape of docs/behaviour.md §2", async () => {

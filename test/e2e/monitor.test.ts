@@ -116,6 +116,15 @@ async function advanceChains(seconds: number): Promise<void> {
   );
 }
 
+/** A node's latest block as numbers, for comparison with the status route. */
+async function latestOf(index: number): Promise<{ number: number; timestamp: number }> {
+  const block = (await node(index).rpc("eth_getBlockByNumber", ["latest", false])) as {
+    number: string;
+    timestamp: string;
+  };
+  return { number: Number(block.number), timestamp: Number(block.timestamp) };
+}
+
 function node(index: number): AnvilNode {
   const found = nodes[index];
   if (!found) throw new Error(`no anvil node ${index}`);
@@ -163,13 +172,14 @@ interface ProviderStatus {
   state: string;
   in_quorum: boolean;
   quorum_reason: string | null;
+  head: { number: number | null; timestamp: number | null; lag_seconds: number | null };
   strikes: number;
   last_probe: { result: string; detail: string } | null;
 }
 
 interface StatusJson {
   monitor: { last_tick_at: string | null; stale: boolean };
-  quorum: { head: number | null; members: string[] };
+  quorum: { head: number | null; head_timestamp: number | null; members: string[] };
   active_provider: string | null;
   providers: ProviderStatus[];
 }
@@ -316,6 +326,7 @@ describe("head-block quorum", () => {
     expect(await s.proxied()).toBe("a");
 
     await s.shims.a?.setFault({ kind: "stuck_head" });
+    const frozen = await latestOf(0);
     await advanceChains(2 * LAG_SECONDS);
     let snapshot: QuorumSnapshot | undefined;
     let ticks = 0;
@@ -337,6 +348,20 @@ describe("head-block quorum", () => {
     });
     expect(status.active_provider).toBe("b");
     expect(status.monitor.stale).toBe(false);
+    // The values, from the nodes' own blocks: the quorum head is b's and c's (in lockstep), a
+    // shows its frozen head and lags by the block time the others moved on.
+    const head = await latestOf(1);
+    expect(await latestOf(2)).toEqual(head);
+    expect(status.quorum).toMatchObject({ head: head.number, head_timestamp: head.timestamp });
+    expect(s.providerStatus(status, "a").head).toEqual({
+      number: frozen.number,
+      timestamp: frozen.timestamp,
+      lag_seconds: head.timestamp - frozen.timestamp,
+    });
+    expect(head.timestamp - frozen.timestamp).toBeGreaterThanOrEqual(2 * LAG_SECONDS);
+    for (const name of ["b", "c"]) {
+      expect(s.providerStatus(status, name).head).toEqual({ ...head, lag_seconds: 0 });
+    }
     // The lag is measured by block timestamp: at least the time the others moved on.
     expect(
       Math.max(...s.metricValues("head_lag_seconds", { provider: "a" })),
