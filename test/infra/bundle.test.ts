@@ -20,8 +20,9 @@ import { synthGateway } from "./synth.ts";
  */
 
 /**
- * The proxy bundle was 1,826 KB with undici and classic zod, 682 KB without. The target is
- * 600 KB (the AWS SDK clients are ~550 KB of what is left); this bound stops regressions.
+ * A regression bound, not the target: the proxy bundle was 1,826 KB with undici and classic
+ * zod, 682 KB without. The README's target of 600 KB (the AWS SDK clients are ~550 KB of
+ * what is left) is a measurement of `npm run bench`, which this test does not claim to meet.
  */
 const MAX_PROXY_BYTES = 700 * 1024;
 const run = promisify(execFile);
@@ -152,7 +153,7 @@ describe("the bundles CDK builds", () => {
     expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
   });
 
-  it("the proxy bundle stays small", () => {
+  it("the proxy bundle stays under its regression bound of 700 KB (the 600 KB target is measured, not gated)", () => {
     const kb = Math.round(bundles.proxy.bytes / 1024);
     console.info(
       `bundle sizes: proxy ${kb} KB, monitor ${Math.round(bundles.monitor.bytes / 1024)} KB`,
@@ -160,6 +161,8 @@ describe("the bundles CDK builds", () => {
     expect(bundles.proxy.bytes, `proxy bundle is ${kb} KB`).toBeLessThanOrEqual(MAX_PROXY_BYTES);
   });
 
+  // The cold import time is logged as a measurement, not a gate: one import on a shared
+  // machine says little; `npm run bench` reports it against the 150 ms target.
   it("the bundled proxy serves a request: config from S3, state in DynamoDB, answer from anvil", async () => {
     const event = {
       version: "2.0",
@@ -172,7 +175,7 @@ describe("the bundles CDK builds", () => {
       isBase64Encoded: false,
     };
     const { importMs, result } = await invoke(bundles.proxy.file, event, 29_000);
-    console.info(`proxy bundle cold import: ${importMs.toFixed(0)} ms`);
+    console.info(`proxy bundle cold import: ${importMs.toFixed(0)} ms (a measurement, not a gate)`);
     expect(result).toMatchObject({
       statusCode: 200,
       body: '{"jsonrpc":"2.0","id":7,"result":"0x7a69"}',
@@ -182,7 +185,9 @@ describe("the bundles CDK builds", () => {
 
   it("the bundled monitor runs its ticks and writes the quorum", async () => {
     const { importMs, result } = await invoke(bundles.monitor.file, {}, 12_000);
-    console.info(`monitor bundle cold import: ${importMs.toFixed(0)} ms`);
+    console.info(
+      `monitor bundle cold import: ${importMs.toFixed(0)} ms (a measurement, not a gate)`,
+    );
     expect(result).toMatchObject({ leased: true });
     expect(result.ticks).toBeGreaterThanOrEqual(1);
     const state = await new DynamoStateStore({
