@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { type ScriptedUpstream, startScriptedUpstream } from "../support/scripted-upstream.ts";
+import { type ScriptedUpstream, startScriptedUpstream } from "../support/scripted-http-upstream.ts";
 
 /**
  * What the caller gets back when providers answer with errors: `inner_errors` (the next
