@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { type ScriptedUpstream, startScriptedUpstream } from "../support/scripted-http-upstream.ts";
+import {
+  type ScriptedHttpUpstream,
+  startScriptedHttpUpstream,
+} from "../support/scripted-http-upstream.ts";
 
 /**
  * What the caller gets back when providers answer with errors: `inner_errors` (the next
@@ -21,12 +24,12 @@ let nodeA: AnvilNode;
 let nodeB: AnvilNode;
 let stack: LocalStack;
 const shims: FaultShim[] = [];
-const scripted: ScriptedUpstream[] = [];
+const scripted: ScriptedHttpUpstream[] = [];
 let innerB: FaultShim;
 let headerA: FaultShim;
 let headerB: FaultShim;
-let batchPrimary: ScriptedUpstream;
-let batchSecondary: ScriptedUpstream;
+let batchPrimary: ScriptedHttpUpstream;
+let batchSecondary: ScriptedHttpUpstream;
 
 interface Answer {
   status: number;
@@ -86,12 +89,12 @@ beforeAll(async () => {
     message: "header not found (node B)",
   });
   // The primary fails eth_getBalance only (transient), the secondary records what it gets.
-  batchPrimary = await startScriptedUpstream(nodeA.url, (received) =>
+  batchPrimary = await startScriptedHttpUpstream(nodeA.url, (received) =>
     received.method === "eth_getBalance"
       ? { error: { code: -32603, message: "temporary internal error" } }
       : undefined,
   );
-  batchSecondary = await startScriptedUpstream(nodeB.url, () => undefined);
+  batchSecondary = await startScriptedHttpUpstream(nodeB.url, () => undefined);
   scripted.push(batchPrimary, batchSecondary);
 
   const pair = (primary: string, secondary: string, extra: object = {}) => ({

@@ -15,7 +15,7 @@ export interface ReceivedCall {
  */
 export type CallScript = (call: ReceivedCall) => Record<string, unknown> | undefined;
 
-export interface ScriptedUpstream {
+export interface ScriptedHttpUpstream {
   readonly url: string;
   /** Every call received (batch members one by one), in order. */
   readonly calls: readonly ReceivedCall[];
@@ -31,10 +31,10 @@ export interface ScriptedUpstream {
  * on the method or on the batch member, which the fault shim (one fault for every call) cannot
  * express.
  */
-export async function startScriptedUpstream(
+export async function startScriptedHttpUpstream(
   nodeUrl: string,
   script: CallScript,
-): Promise<ScriptedUpstream> {
+): Promise<ScriptedHttpUpstream> {
   const calls: ReceivedCall[] = [];
   const bodies: string[] = [];
 
