@@ -1,5 +1,5 @@
 import { rm, writeFile } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ConfigInput } from "../../functions/core/config-schema.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
@@ -125,10 +125,18 @@ describe("request metrics (network dimension)", () => {
 
 describe("the status route's traffic figures", () => {
   it("shows each provider's requests, errors and latency over the window", async () => {
-    // The stats are flushed to DynamoDB once the flush interval (5 s) has passed.
+    // The stats are flushed to DynamoDB with the first request after the flush interval
+    // (5 s), beside it: wait for the flush to land.
     skipped += 5_000;
     await fetch(`${stack.url}/health`).then((response) => response.text());
-    const stats = await statsOf();
+    let stats: Record<string, ProviderStats> = {};
+    await vi.waitFor(
+      async () => {
+        stats = await statsOf();
+        expect(stats.primary?.requests).toBeGreaterThanOrEqual(5);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
     expect(stats.primary).toMatchObject({ window_seconds: 300, requests: 5, errors: 1 });
     expect(stats.secondary).toMatchObject({ window_seconds: 300, requests: 3, errors: 0 });
     const fast = stats.primary?.latency_ms;
