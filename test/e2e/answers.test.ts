@@ -251,6 +251,8 @@ describe("headers", () => {
     expect(plain.headers.get("x-gateway-attempts")).toBe("1");
   });
 
+  // Only answers of routes the stack deploys: other paths and methods get API Gateway's own
+  // answer in AWS, whatever the emulator does.
   it.each<[string, () => Promise<Response>, number]>([
     ["a JSON-RPC answer", () => fetch(`${stack.url}/plain`, postInit(call("eth_chainId"))), 200],
     [
@@ -266,8 +268,6 @@ describe("headers", () => {
     ],
     ["a parse error", () => fetch(`${stack.url}/plain`, postInit("{oops")), 400],
     ["an unknown network", () => fetch(`${stack.url}/nope`, postInit(call("eth_chainId"))), 404],
-    ["an unknown route", () => fetch(`${stack.url}/plain/what/ever`), 404],
-    ["a wrong HTTP method", () => fetch(`${stack.url}/plain`), 405],
     ["the status JSON", () => fetch(`${stack.url}/plain/status`), 200],
     ["every network's status", () => fetch(`${stack.url}/status`), 200],
     ["health", () => fetch(`${stack.url}/health`), 200],
