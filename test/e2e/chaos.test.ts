@@ -5,7 +5,7 @@ import { SCENARIOS } from "../../bench/chaos/scenarios.ts";
 import { captureOutput, newChaosKey, SecretScanner } from "../../bench/chaos/secrets.ts";
 
 /**
- * "Proof of resilience" in CI: the whole chaos matrix of `npm run chaos` (bench/chaos/), every
+ * The resilience proof in CI: the whole chaos matrix of `npm run chaos` (bench/chaos/), every
  * scenario, with little traffic. Each scenario runs on its own anvil nodes, fault shims and
  * local stack with the monitor on, in real time; a few run at once. The targets: with at least
  * one healthy provider, 100 % success, no stale answer, failover within one attempt, and
@@ -60,11 +60,33 @@ function check(name: string, target: string): void {
   it(target, () => expectTarget(name, target));
 }
 
+/**
+ * Faults that freeze the primary's head: until the monitor sees it, the primary's answers fall
+ * behind, by up to max_lag_seconds plus the detection allowance (one check interval, that
+ * check's timeout, one block, the state cache); the README states that allowance. With any
+ * other fault the answers come from providers that keep up, so none may be more than
+ * max_lag_seconds behind.
+ */
+const HEAD_FAULTS = new Set(["stuck-head", "lagging-head"]);
+
+function checkStaleness(name: string): void {
+  if (HEAD_FAULTS.has(name)) {
+    it("0 stale answers (none beyond max_lag_seconds + the detection allowance)", () =>
+      expectTarget(name, "0 stale answers"));
+    return;
+  }
+  it("0 stale answers (none more than max_lag_seconds behind)", () => {
+    expectTarget(name, "0 stale answers");
+    const stale = results.get(name)?.figures?.stale;
+    expect(stale?.strict, `${name}: ${verdictOf(name, "0 stale answers").measured}`).toBe(0);
+  });
+}
+
 describe.each(SCENARIOS.filter((scenario) => !scenario.allDown).map((scenario) => scenario.name))(
   "chaos %s (one healthy provider or more)",
   (name) => {
     check(name, "100 % success");
-    check(name, "0 stale answers");
+    checkStaleness(name);
     check(name, "failover within one attempt");
     check(name, "traffic returns to the primary");
   },
@@ -74,7 +96,7 @@ describe.each(SCENARIOS.filter((scenario) => scenario.allDown).map((scenario) =>
   "chaos %s (every provider down, then back)",
   (name) => {
     check(name, "100 % success before and after the outage");
-    check(name, "0 stale answers");
+    checkStaleness(name);
     check(name, "every outage request gets a JSON-RPC error, no hang");
     check(name, "service resumes after");
     check(name, "traffic returns to the primary");

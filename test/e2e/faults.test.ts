@@ -8,7 +8,7 @@ import { type Fault, type FaultShim, startFaultShim } from "../../local/fault-sh
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 
 /**
- * The health model end to end (SPEC §4, §6): a real anvil behind a fault-injecting shim as
+ * The health model end to end (docs/behaviour.md §4, §6): a real anvil behind a fault-injecting shim as
  * the primary of each network, a healthy anvil as the secondary. A viem client sees every
  * read succeed while the fault is on; the status route and the metrics show why the primary
  * was blacklisted, with its strikes and cooldown.
@@ -163,20 +163,50 @@ async function primaryStatus(network: string): Promise<ProviderStatus> {
   return primary;
 }
 
-/** A bounded stream of mixed reads, like an indexer's: all must succeed. */
+const DEPLOYER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+
+/** What the healthy node itself says: the answers every read must match. */
+interface Truth {
+  readonly blockNumber: bigint;
+  readonly latestHash: string;
+  readonly balance: bigint;
+}
+let healthyTruth: Truth;
+
+async function truthOf(node: AnvilNode): Promise<Truth> {
+  const block = (await node.rpc("eth_getBlockByNumber", ["latest", false])) as {
+    number: string;
+    hash: string;
+  };
+  return {
+    blockNumber: BigInt(block.number),
+    latestHash: block.hash,
+    balance: BigInt((await node.rpc("eth_getBalance", [DEPLOYER, "latest"])) as string),
+  };
+}
+
+/**
+ * A bounded stream of mixed reads, like an indexer's: all must succeed, with the healthy
+ * node's answers (the faulty primary's node has another head, hash and balance).
+ */
 async function mixedReads(viem: PublicClient): Promise<number> {
   let ok = 0;
   for (let round = 0; round < 4; round++) {
-    const results = await Promise.all([
-      viem.getBlockNumber(),
+    const [blockNumber, block, chainId, logs, balance] = await Promise.all([
+      viem.getBlockNumber({ cacheTime: 0 }),
       viem.getBlock({ blockTag: "latest" }),
       viem.getChainId(),
       viem.getLogs({ fromBlock: 0n, toBlock: "latest" }),
-      viem.getBalance({ address: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266" }),
+      viem.getBalance({ address: DEPLOYER }),
     ]);
-    ok += results.length;
-    const single = await viem.getBlockNumber({ cacheTime: 0 });
-    if (single >= 0n) ok++;
+    expect(blockNumber).toBe(healthyTruth.blockNumber);
+    expect(block.hash).toBe(healthyTruth.latestHash);
+    expect(chainId).toBe(31337);
+    expect(logs).toEqual([]);
+    expect(balance).toBe(healthyTruth.balance);
+    ok += 5;
+    expect(await viem.getBlockNumber({ cacheTime: 0 })).toBe(healthyTruth.blockNumber);
+    ok++;
   }
   return ok;
 }
@@ -186,10 +216,13 @@ beforeAll(async () => {
     startAnvil({ chainId: 31337 }),
     startAnvil({ chainId: 31337 }),
   ]);
+  // Another head and balance on each node, so an answer says which node gave it.
   await Promise.all([
     primaryNode.rpc("anvil_mine", ["0x3"]),
-    healthyNode.rpc("anvil_mine", ["0x3"]),
+    healthyNode.rpc("anvil_mine", ["0x6"]),
+    healthyNode.rpc("anvil_setBalance", [DEPLOYER, "0x4242"]),
   ]);
+  healthyTruth = await truthOf(healthyNode);
   const networks: Record<string, ConfigInput["networks"][string]> = {};
   for (const scenario of [...scenarios.map((s) => s.name), "escalation"]) {
     const shim = await startFaultShim(primaryNode.url);

@@ -135,10 +135,11 @@ describe("raw JSON-RPC", () => {
     // The notification (no id) gets no answer.
     expect(members.map((member) => member.id)).toEqual(["z", 7, null, null, "deny", 1]);
     expect(members[0]?.result).toBe("0x7a69");
+    expect(members[1]?.result).toBe(await nodes[0]?.rpc("eth_blockNumber", []));
     expect(members[2]?.error?.code).toBe(-32600);
     expect(members[3]?.result).toBe(String(CHAIN_ID));
     expect(members[4]?.error?.code).toBe(-32601);
-    expect(typeof members[5]?.result).toBe("string");
+    expect(members[5]?.result).toBe(await nodes[0]?.rpc("eth_getBalance", [DEPLOYER, "latest"]));
     expect(answer.headers.get("x-gateway-provider")).toBe("anvil-a");
     expect(answer.headers.get("x-gateway-attempts")).toBe("1");
   });
@@ -155,18 +156,64 @@ describe("raw JSON-RPC", () => {
     expect(through.text).toBe(direct.replace('"id":1', '"id":"mine"'));
   });
 
-  it("serves GET mode, with Cache-Control for immutable answers", async () => {
-    const params = encodeURIComponent(JSON.stringify([DEPLOYER, "latest"]));
-    const balance = await fetch(`${url}/get/eth_getBalance/${params}`);
-    expect(balance.status).toBe(200);
-    expect((await balance.json()) as { result: string }).toMatchObject({ jsonrpc: "2.0", id: 1 });
-    expect(balance.headers.get("cache-control")).toBe("no-store");
-    const chainId = await fetch(`${url}/get/eth_chainId/%5B%5D`);
-    expect(((await chainId.json()) as { result: string }).result).toBe("0x7a69");
-    expect(chainId.headers.get("cache-control")).toContain("immutable");
+  describe("GET mode answers what the node answers, with Cache-Control", () => {
+    const UNKNOWN_HASH = `0x${"ab".repeat(32)}`;
+    /** Block 1 of anvil-a and its one transaction (the log emitter's deployment). */
+    let block1: { hash: string; transactions: string[] };
+
+    beforeAll(async () => {
+      block1 = (await nodes[0]?.rpc("eth_getBlockByNumber", ["0x1", false])) as typeof block1;
+    });
+
+    const IMMUTABLE = "public, max-age=31536000, immutable";
+    it.each<[string, string, () => unknown[] | null, string]>([
+      ["a balance", "eth_getBalance", () => [DEPLOYER, "latest"], "no-store"],
+      ["the head", "eth_blockNumber", () => [], "no-store"],
+      ["a block by number", "eth_getBlockByNumber", () => ["0x1", false], "no-store"],
+      ["the chain id", "eth_chainId", () => [], IMMUTABLE],
+      ["the chain id, no params segment", "eth_chainId", () => null, IMMUTABLE],
+      ["a block by hash", "eth_getBlockByHash", () => [block1.hash, false], IMMUTABLE],
+      [
+        "an unknown block by hash (null)",
+        "eth_getBlockByHash",
+        () => [UNKNOWN_HASH, false],
+        "no-store",
+      ],
+      [
+        "a transaction by hash",
+        "eth_getTransactionByHash",
+        () => [block1.transactions[0]],
+        IMMUTABLE,
+      ],
+      [
+        "an unknown transaction (null)",
+        "eth_getTransactionByHash",
+        () => [UNKNOWN_HASH],
+        "no-store",
+      ],
+      ["a receipt by hash", "eth_getTransactionReceipt", () => [block1.transactions[0]], IMMUTABLE],
+      ["an unknown receipt (null)", "eth_getTransactionReceipt", () => [UNKNOWN_HASH], "no-store"],
+    ])("%s: %s", async (_name, method, params, cacheControl) => {
+      const given = params();
+      const path =
+        given === null
+          ? `${url}/get/${method}`
+          : `${url}/get/${method}/${encodeURIComponent(JSON.stringify(given))}`;
+      const answer = await fetch(path);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get("x-gateway-provider")).toBe("anvil-a");
+      // GET mode sends the call with id 1: the node's own answer to it, byte for byte.
+      const own = await fetch(nodes[0]?.url ?? "", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: given ?? [] }),
+      }).then((response) => response.text());
+      expect(await answer.text()).toBe(own);
+      expect(answer.headers.get("cache-control")).toBe(cacheControl);
+    });
   });
 
-  it("serves the status JSON in the shape of SPEC §2", async () => {
+  it("serves the status JSON in the shape of docs/behaviour.md §2", async () => {
     const response = await fetch(`${url}/status`);
     const status = (await response.json()) as Record<string, unknown> & {
       providers: Array<Record<string, unknown>>;
@@ -222,7 +269,7 @@ describe("raw JSON-RPC", () => {
   });
 });
 
-describe("gateway errors of SPEC §2 carry the caller's id", () => {
+describe("gateway errors of docs/behaviour.md §2 carry the caller's id", () => {
   it.each([
     ["body not JSON", "/devnet", "{oops", 400, -32700, null],
     ["not JSON-RPC", "/devnet", '{"jsonrpc":"2.0","id":4,"params":[]}', 400, -32600, 4],
@@ -291,6 +338,12 @@ describe("gateway errors of SPEC §2 carry the caller's id", () => {
 
 describe("failover", () => {
   it("kill the primary mid-run: every following request still succeeds", async () => {
+    // anvil-b two blocks ahead, so each answer says which node gave it.
+    await nodes[1]?.rpc("anvil_mine", ["0x2"]);
+    const headOf = async (node: AnvilNode | undefined) =>
+      (await node?.rpc("eth_blockNumber", [])) as string;
+    const heads = [await headOf(nodes[0]), await headOf(nodes[1])];
+    expect(heads[0]).not.toBe(heads[1]);
     const served: string[] = [];
     for (let i = 0; i < 30; i++) {
       if (i === 10) nodes[0]?.kill();
@@ -298,7 +351,7 @@ describe("failover", () => {
         `{"jsonrpc":"2.0","id":${i},"method":"eth_blockNumber","params":[]}`,
       );
       expect(answer.status, answer.text).toBe(200);
-      expect((JSON.parse(answer.text) as { result?: string }).result).toMatch(/^0x[0-9a-f]+$/);
+      expect(answer.text).toBe(`{"jsonrpc":"2.0","id":${i},"result":"${heads[i < 10 ? 0 : 1]}"}`);
       served.push(answer.headers.get("x-gateway-provider") ?? "");
     }
     expect(served.slice(0, 10).every((name) => name === "anvil-a")).toBe(true);

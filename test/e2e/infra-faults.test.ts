@@ -16,7 +16,7 @@ import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { rpcEvent } from "../support/api-gateway-event.ts";
 
 /**
- * Infrastructure faults (SPEC §3, §6; issue "Proof of resilience"): DynamoDB unreachable or
+ * Infrastructure faults (docs/behaviour.md §3, §6): DynamoDB unreachable or
  * throttling must not stop the proxy. It keeps serving from its cached state, fails open when
  * it has none, still avoids a provider it saw fail, and says so in its logs.
  */
@@ -87,8 +87,9 @@ let now = Date.UTC(2026, 10, 29, 12);
 const logs: string[] = [];
 const originalWrites: Array<[NodeJS.WriteStream, NodeJS.WriteStream["write"]]> = [];
 
-function newRuntime(): { runtime: ProxyRuntime; close(): Promise<void> } {
+function newRuntime(): { runtime: ProxyRuntime; metrics: string[]; close(): Promise<void> } {
   const upstream = createUpstream();
+  const metrics: string[] = [];
   const runtime = createProxyRuntime({
     configSource: createConfigSource({ kind: "file", path: configPath }),
     secrets: envSecretResolver({}),
@@ -98,9 +99,9 @@ function newRuntime(): { runtime: ProxyRuntime; close(): Promise<void> } {
     }),
     upstream,
     clock: () => now,
-    writeMetrics: () => undefined,
+    writeMetrics: (line) => metrics.push(line),
   });
-  return { runtime, close: () => upstream.close() };
+  return { runtime, metrics, close: () => upstream.close() };
 }
 
 beforeAll(async () => {
@@ -110,6 +111,8 @@ beforeAll(async () => {
     startAnvil({ chainId: 31337 }),
     startAnvil({ chainId: 31337 }),
   ]);
+  // Heads 5 and 9: an answer says which node gave it.
+  await Promise.all([primaryNode.rpc("anvil_mine", ["0x5"]), secondary.rpc("anvil_mine", ["0x9"])]);
   primary = await startFaultShim(primaryNode.url);
   dir = await mkdtemp(join(tmpdir(), "infra-faults-"));
   configPath = join(dir, "config.json");
@@ -152,27 +155,54 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const call = (runtime: ProxyRuntime, id: number) =>
-  runtime.handle(rpcEvent(`{"jsonrpc":"2.0","id":${id},"method":"eth_chainId","params":[]}`));
+const blockNumber = (id: number) =>
+  `{"jsonrpc":"2.0","id":${id},"method":"eth_blockNumber","params":[]}`;
+const call = (runtime: ProxyRuntime, id: number) => runtime.handle(rpcEvent(blockNumber(id)));
+
+/** The node's own answer to the same call. */
+async function direct(node: AnvilNode, id: number): Promise<string> {
+  const response = await fetch(node.url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: blockNumber(id),
+  });
+  return response.text();
+}
+
+/** The `state_store_errors` counts in EMF lines, by network. */
+function stateStoreErrors(metrics: readonly string[]): Array<{ network: unknown; count: unknown }> {
+  return metrics
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((metric) => "state_store_errors" in metric)
+    .map((metric) => ({ network: metric.network, count: metric.state_store_errors }));
+}
 
 describe.each<[string, DynamoMode]>([
   ["unreachable", "down"],
   ["throttling", "throttle"],
 ])("DynamoDB %s", (_name, mode) => {
   it("the proxy keeps serving from its cached state and still avoids a failing provider", async () => {
-    const { runtime, close } = newRuntime();
-    expect((await call(runtime, 1)).statusCode).toBe(200);
+    const { runtime, metrics, close } = newRuntime();
+    const first = await call(runtime, 1);
+    expect(first.statusCode).toBe(200);
+    expect(first.body).toBe(await direct(primaryNode, 1));
     front.setMode(mode);
     logs.length = 0;
     now += 5000; // past the cache TTL: every read now goes to the broken store
     await primary.setFault({ kind: "refuse" });
     const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => call(runtime, i)));
-    for (const answer of answers) expect(answer.statusCode).toBe(200);
+    for (const [i, answer] of answers.entries()) {
+      expect(answer.statusCode).toBe(200);
+      expect(answer.headers?.["x-gateway-provider"]).toBe("secondary");
+      expect(answer.body).toBe(await direct(secondary, i));
+    }
     // The write of the blacklist failed, but this container keeps it and sends nothing more there.
     const before = primary.requests;
     for (let i = 0; i < 5; i++) {
       const answer = await call(runtime, 100 + i);
       expect(answer.headers?.["x-gateway-provider"]).toBe("secondary");
+      expect(answer.headers?.["x-gateway-attempts"]).toBe("1");
+      expect(answer.body).toBe(await direct(secondary, 100 + i));
     }
     expect(primary.requests).toBe(before);
     // The background refresh of the state fails after the SDK's own retry: wait for its log line.
@@ -187,6 +217,12 @@ describe.each<[string, DynamoMode]>([
         interval: 50,
       },
     );
+    // Both failures are counted, per network.
+    runtime.telemetry.flush();
+    const errors = stateStoreErrors(metrics);
+    expect(errors.length).toBeGreaterThan(0);
+    for (const error of errors) expect(error.network).toBe("devnet");
+    expect(errors.reduce((sum, error) => sum + Number(error.count), 0)).toBeGreaterThanOrEqual(2);
     await close();
   });
 
@@ -196,6 +232,7 @@ describe.each<[string, DynamoMode]>([
     const answer = await call(runtime, 1);
     expect(answer.statusCode).toBe(200);
     expect(answer.headers?.["x-gateway-provider"]).toBe("primary");
+    expect(answer.body).toBe(await direct(primaryNode, 1));
     await close();
   });
 });

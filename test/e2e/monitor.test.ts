@@ -116,6 +116,15 @@ async function advanceChains(seconds: number): Promise<void> {
   );
 }
 
+/** A node's latest block as numbers, for comparison with the status route. */
+async function latestOf(index: number): Promise<{ number: number; timestamp: number }> {
+  const block = (await node(index).rpc("eth_getBlockByNumber", ["latest", false])) as {
+    number: string;
+    timestamp: string;
+  };
+  return { number: Number(block.number), timestamp: Number(block.timestamp) };
+}
+
 function node(index: number): AnvilNode {
   const found = nodes[index];
   if (!found) throw new Error(`no anvil node ${index}`);
@@ -163,13 +172,14 @@ interface ProviderStatus {
   state: string;
   in_quorum: boolean;
   quorum_reason: string | null;
+  head: { number: number | null; timestamp: number | null; lag_seconds: number | null };
   strikes: number;
   last_probe: { result: string; detail: string } | null;
 }
 
 interface StatusJson {
   monitor: { last_tick_at: string | null; stale: boolean };
-  quorum: { head: number | null; members: string[] };
+  quorum: { head: number | null; head_timestamp: number | null; members: string[] };
   active_provider: string | null;
   providers: ProviderStatus[];
 }
@@ -318,6 +328,7 @@ describe("head-block quorum", () => {
     expect(await s.proxied()).toBe("a");
 
     await s.shims.a?.setFault({ kind: "stuck_head" });
+    const frozen = await latestOf(0);
     await advanceChains(2 * LAG_SECONDS);
     let snapshot: QuorumSnapshot | undefined;
     let ticks = 0;
@@ -339,6 +350,25 @@ describe("head-block quorum", () => {
     });
     expect(status.active_provider).toBe("b");
     expect(status.monitor.stale).toBe(false);
+    // The values, from the nodes' own blocks: each provider shows its node's latest block (a
+    // its frozen one), the quorum head is b's and c's, and the lag is the quorum head's
+    // timestamp minus the provider's.
+    const [b, c] = [await latestOf(1), await latestOf(2)];
+    expect(c.number).toBe(b.number);
+    const quorumTimestamp = status.quorum.head_timestamp ?? Number.NaN;
+    expect(status.quorum.head).toBe(b.number);
+    expect([b.timestamp, c.timestamp]).toContain(quorumTimestamp);
+    for (const [name, block] of [
+      ["a", frozen],
+      ["b", b],
+      ["c", c],
+    ] as const) {
+      expect(s.providerStatus(status, name).head, name).toEqual({
+        ...block,
+        lag_seconds: Math.max(0, quorumTimestamp - block.timestamp),
+      });
+    }
+    expect(quorumTimestamp - frozen.timestamp).toBeGreaterThanOrEqual(2 * LAG_SECONDS);
     // The lag is measured by block timestamp: at least the time the others moved on.
     expect(
       Math.max(...s.metricValues("head_lag_seconds", { provider: "a" })),

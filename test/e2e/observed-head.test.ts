@@ -4,7 +4,7 @@ import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 
 /**
- * SPEC §5.4: the proxy raises its known head from block numbers in answers, so between two
+ * docs/behaviour.md §5.4: the proxy raises its known head from block numbers in answers, so between two
  * monitor ticks a null for a block it has already seen is stale, not an answer. Two quorum
  * members: `ahead` at block 10, `lagging` at block 5 and preferred for block lookups.
  */

@@ -13,7 +13,7 @@ import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { type CapturedOutput, captureOutput } from "../support/capture-output.ts";
 
 /**
- * SPEC §8 end to end, on the local stack (API Gateway emulator, dynalite, the proxy runtime)
+ * docs/behaviour.md §8 end to end, on the local stack (API Gateway emulator, dynalite, the proxy runtime)
  * with anvil upstreams: API keys, method deny/allow lists, size limits, no caller-chosen
  * upstream, and secret hygiene under upstream failures.
  */
@@ -119,7 +119,18 @@ beforeAll(async () => {
     startAnvil({ chainId: CHAIN_ID }),
     startAnvil({ chainId: CHAIN_ID }),
   ]);
+  // Another head and balance on each node, so an answer says which node gave it.
+  await Promise.all([
+    nodeA.rpc("anvil_mine", ["0x2"]),
+    nodeB.rpc("anvil_mine", ["0x4"]),
+    nodeB.rpc("anvil_setBalance", [DEPLOYER, "0x5150"]),
+  ]);
 }, 60_000);
+
+/** The node's own answer text to a call (a single call or a batch member). */
+async function direct(node: AnvilNode, member: unknown): Promise<string> {
+  return (await send(node.url, { body: JSON.stringify(member) })).text;
+}
 
 afterAll(async () => {
   await agent.close();
@@ -151,6 +162,7 @@ describe("API keys (api_keys: SHA-256 hashes)", () => {
   function expectUnauthorized(answer: Answer): void {
     expect(answer.status).toBe(401);
     expect(answer.headers["content-type"]).toBe("application/json");
+    expect(answer.headers["access-control-allow-origin"]).toBe("*");
     const member = rpc(answer);
     expect(member.jsonrpc).toBe("2.0");
     expect(member.id).toBeNull();
@@ -334,8 +346,8 @@ describe("methods, limits and upstream choice", () => {
       expect(answer.status).toBe(200);
       const members = rpcBatch(answer);
       expect(members.map((member) => member.id)).toEqual([1, "admin", 3, "head", 5]);
-      expect(members[0]?.result).toBe(CHAIN_ID_HEX);
-      expect(typeof members[2]?.result).toBe("string");
+      expect(JSON.stringify(members[0])).toBe(await direct(nodeA, batch[0]));
+      expect(JSON.stringify(members[2])).toBe(await direct(nodeA, batch[2]));
       for (const index of [1, 3, 4]) expect(members[index]?.error?.code).toBe(-32601);
     });
 
@@ -367,22 +379,23 @@ describe("methods, limits and upstream choice", () => {
     });
 
     it("a provider's methods_deny sends the method to another provider", async () => {
-      const balance = await send(`${stack.url}/devnet`, {
-        body: call("eth_getBalance", [DEPLOYER, "latest"]),
-      });
+      const balanceCall = call("eth_getBalance", [DEPLOYER, "latest"]);
+      const balance = await send(`${stack.url}/devnet`, { body: balanceCall });
       expect(balance.status).toBe(200);
-      expect(typeof rpc(balance).result).toBe("string");
+      expect(balance.text).toBe(await direct(nodeB, JSON.parse(balanceCall)));
       expect(balance.headers["x-gateway-provider"]).toBe("b");
-      const chainId = await send(`${stack.url}/devnet`, { body: call("eth_chainId") });
-      expect(chainId.headers["x-gateway-provider"]).toBe("a");
+      const blockNumber = await send(`${stack.url}/devnet`, { body: call("eth_blockNumber") });
+      expect(blockNumber.text).toBe(await direct(nodeA, JSON.parse(call("eth_blockNumber"))));
+      expect(blockNumber.headers["x-gateway-provider"]).toBe("a");
       // In one batch: each member goes where it may.
-      const batch = await send(`${stack.url}/devnet`, {
-        body: JSON.stringify([
-          { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] },
-          { jsonrpc: "2.0", id: 2, method: "eth_getBalance", params: [DEPLOYER, "latest"] },
-        ]),
-      });
-      expect(rpcBatch(batch).every((member) => member.result !== undefined)).toBe(true);
+      const members = [
+        { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] },
+        { jsonrpc: "2.0", id: 2, method: "eth_getBalance", params: [DEPLOYER, "latest"] },
+      ];
+      const batch = await send(`${stack.url}/devnet`, { body: JSON.stringify(members) });
+      expect(batch.text).toBe(
+        `[${await direct(nodeA, members[0])},${await direct(nodeB, members[1])}]`,
+      );
       expect(batch.headers["x-gateway-provider"]?.split(",").sort()).toEqual(["a", "b"]);
     });
   });
@@ -410,7 +423,9 @@ describe("methods, limits and upstream choice", () => {
       expect(rpc(over).error?.message).toContain("5");
       const at = await send(`${stack.url}/devnet`, { body: batch(5) });
       expect(at.status).toBe(200);
-      expect(rpcBatch(at)).toHaveLength(5);
+      expect(rpcBatch(at)).toEqual(
+        Array.from({ length: 5 }, (_, id) => ({ jsonrpc: "2.0", id, result: CHAIN_ID_HEX })),
+      );
     });
 
     it.each([
@@ -521,7 +536,7 @@ describe("secret hygiene: a provider key never leaves the process", () => {
   const metricLines: string[] = [];
   /** Every HTTP answer the gateway gave, as text (status line, headers, body). */
   const emitted: string[] = [];
-  /** Answers to calls whose upstream error echoed the provider URL (see the report). */
+  /** Answers to calls whose upstream error echoed the provider URL and the key. */
   const echoed: string[] = [];
 
   function record(answer: Answer, sink: string[] = emitted): Answer {
@@ -659,19 +674,19 @@ describe("secret hygiene: a provider key never leaves the process", () => {
     expect(status).toContain("***");
   });
 
-  // Known bug (see the report): an upstream JSON-RPC error is handed to the caller as is,
-  // byte for byte, so a message or data that echoes the provider URL leaks the key. The
-  // scrubber that cleans logs, metrics and the gateway's own errors is not applied to it.
-  it("answers built from upstream errors that echo the URL do not carry the key", () => {
+  // An upstream JSON-RPC error is handed to the caller as is, so a message or data that
+  // echoed the provider URL used to leak the key: the scrubber that cleans logs, metrics and
+  // the gateway's own errors was not applied to it.
+  it("regression: answers built from upstream errors that echo the URL carried the key", () => {
     expect(echoed.length).toBeGreaterThan(0);
     expect(echoed.filter((answer) => leaks(answer).length > 0)).toEqual([]);
   });
 });
 
-describe("known bug: a key that looks like a word is shown by the status route", () => {
-  // redactUrl keeps path segments that look like route words (letters, '-', at most two
-  // digits, ≤ 24 characters), even when the segment is a `${NAME}` secret. So
-  // "s3cr3t-token" in `/rpc/${WORD_KEY}` is printed by GET /status.
+describe("regression: a key that looked like a word was shown by the status route", () => {
+  // redactUrl kept path segments that look like route words (letters, '-', at most two
+  // digits, ≤ 24 characters), even when the segment was a `${NAME}` secret, so
+  // "s3cr3t-token" in `/rpc/${WORD_KEY}` was printed by GET /status.
   let stack: LocalStack;
   const WORD_SECRET = "s3cr3t-token";
 
@@ -695,10 +710,14 @@ describe("known bug: a key that looks like a word is shown by the status route",
     const page = await send(`${stack.url}/status`, { headers: { accept: "text/html" } });
     expect(json.text).not.toContain(WORD_SECRET);
     expect(page.text).not.toContain(WORD_SECRET);
+    // The placeholder's place is masked, the rest of the URL kept.
+    const status = JSON.parse(json.text) as { providers: Array<{ url: string }> };
+    expect(status.providers.map((provider) => provider.url)).toEqual([`${nodeA.url}/rpc/***`]);
+    expect(page.text).toContain(`${nodeA.url}/rpc/***`);
   });
 });
 
-describe("known bugs: a caller can get a healthy provider blacklisted", () => {
+describe("regression: a caller could get a healthy provider blacklisted", () => {
   let stack: LocalStack;
   let gethLike: FaultShim;
 
@@ -729,42 +748,52 @@ describe("known bugs: a caller can get a healthy provider blacklisted", () => {
     return status.providers.map((provider) => provider.strikes);
   }
 
-  // A single notification is forwarded as is; anvil (rightly) answers HTTP 204 with no body;
-  // the classifier calls that "not a JSON-RPC answer", blacklists the provider and the caller
-  // gets 502. Expected: no answer for a notification (204 or an empty 200), no strike.
-  it("a single notification: no 502, no strike", async () => {
+  // A single notification is forwarded as is and anvil (rightly) answers HTTP 204 with no
+  // body; the classifier called that "not a JSON-RPC answer", blacklisted the provider and
+  // the caller got 502. A notification gets no answer: 204 with an empty body, no strike.
+  it("a single notification got 502 and a strike; now 204, an empty body, no strike", async () => {
     const answer = await send(`${stack.url}/notif`, {
       body: '{"jsonrpc":"2.0","method":"eth_chainId","params":[]}',
     });
-    expect(answer.status).not.toBe(502);
+    expect(answer.status).toBe(204);
+    expect(answer.text).toBe("");
+    expect(answer.headers["x-gateway-provider"]).toBe("anvil");
     expect(await strikes("notif")).toEqual([0]);
   });
 
-  // `{"id":0,"method":"eth_chainId","id":1}`: parseRequest reads the first id, the upstream
-  // the last, so the gateway's batch ids collide; the upstream's answer for member 0 comes
-  // back with id 1, member 0 is "missing from the batch answer", and the provider is
+  // `{"id":0,"method":"eth_chainId","id":1}`: parseRequest read the first id, the upstream
+  // the last, so the gateway's batch ids collided; the upstream's answer for member 0 came
+  // back with id 1, member 0 was "missing from the batch answer", and the provider was
   // blacklisted (transient) for a request the caller made up.
-  it("a batch member with a duplicate id is refused in place, the others served, no strike", async () => {
+  it("a batch member with a duplicate id blacklisted the provider; now it is refused in place, the others served", async () => {
     const answer = await send(`${stack.url}/dup`, {
       body: '[{"jsonrpc":"2.0","id":0,"method":"eth_chainId","id":1},{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}]',
     });
+    expect(answer.status).toBe(200);
     const members = rpcBatch(answer);
+    expect(members).toHaveLength(2);
     // Upstreams disagree on which duplicate wins, so the gateway refuses the member.
-    expect(members[0]?.error?.code).toBe(-32600);
-    expect(members[1]?.error).toBeUndefined();
+    expect(members[0]).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } });
+    expect(members[0]?.error?.message).toContain('"id" appears twice');
+    // The geth-like shim answers every call with 0x1: the other member is its answer.
+    expect(members[1]).toEqual({ jsonrpc: "2.0", id: 2, result: "0x1" });
+    expect(answer.headers["x-gateway-provider"]).toBe("geth-like");
     expect(await strikes("dup")).toEqual([0]);
   });
 
   // A lone surrogate escape ("\ud800", valid JSON text, accepted by JSON.parse) in one batch
-  // member: the upstream (anvil, like any serde_json node) cannot parse the batch and answers
-  // one -32600 for all of it, so the valid members are not served either, each member is
-  // "missing from the batch answer", and the provider is blacklisted.
-  it("a batch member with a lone surrogate: the other members served, no strike", async () => {
+  // member: the upstream (anvil, like any serde_json node) could not parse the batch and
+  // answered one -32600 for all of it, so the valid members were not served either, each
+  // member was "missing from the batch answer", and the provider was blacklisted.
+  it("a batch member with a lone surrogate blacklisted the provider; now it is refused in place, the others served", async () => {
     const answer = await send(`${stack.url}/surrogate`, {
       body: String.raw`[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"eth_getBalance","params":["\ud800","latest"]}]`,
     });
+    expect(answer.status).toBe(200);
     const members = rpcBatch(answer);
-    expect(members[0]?.result).toBe(CHAIN_ID_HEX);
+    expect(members).toHaveLength(2);
+    expect(members[0]).toEqual({ jsonrpc: "2.0", id: 1, result: CHAIN_ID_HEX });
+    expect(members[1]).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } });
     expect(await strikes("surrogate")).toEqual([0]);
   });
 });

@@ -109,38 +109,66 @@ describe("matchRoute never throws", () => {
     fc.assert(
       fc.property(httpMethod, path, (method, rawPath) => {
         const result = route(method, rawPath);
+        const verb = method.toUpperCase();
         const segments = rawPath.split("/").filter((part) => part !== "");
-        if (method.toUpperCase() === "OPTIONS") expect(result.kind).toBe("preflight");
+        const [first, second] = segments;
+        if (verb === "OPTIONS") expect(result.kind).toBe("preflight");
         switch (result.kind) {
+          case "preflight":
+            expect(verb).toBe("OPTIONS");
+            break;
           case "rpc":
-            expect(method.toUpperCase()).toBe("POST");
+            expect(verb).toBe("POST");
             expect(segments.length).toBe(1);
+            expect(result.network).toBe(decodeURIComponent(first ?? ""));
             break;
           case "health":
+            expect(verb).toBe("GET");
             expect(segments).toEqual(["health"]);
             break;
+          case "status":
+            expect(verb).toBe("GET");
+            if (result.network === null) expect(segments).toEqual(["status"]);
+            else {
+              expect(segments).toEqual([first, "status"]);
+              expect(result.network).toBe(decodeURIComponent(first ?? ""));
+            }
+            break;
           case "get": {
-            expect(method.toUpperCase()).toBe("GET");
+            expect(verb).toBe("GET");
+            expect(second).toBe("get");
+            expect(segments.length).toBeGreaterThanOrEqual(3);
             expect(typeof result.params).toBe("string");
             let built: ReturnType<typeof getModeBody> | undefined;
             expect(() => {
               built = getModeBody(result.method, result.params);
             }).not.toThrow();
-            if (built !== undefined && "body" in built) {
+            if (built === undefined) throw new Error("getModeBody returned nothing");
+            if ("body" in built) {
               const call = JSON.parse(built.body) as { method: string; params: unknown };
               expect(call.method).toBe(result.method);
               expect(Array.isArray(call.params)).toBe(true);
+            } else {
+              expect(built.error).toMatch(/^GET mode: /);
             }
             break;
           }
           case "bad_path":
+            expect(result.message).toMatch(/not valid URL encoding/);
+            expect(segments.some((segment) => !decodes(segment))).toBe(true);
+            break;
           case "method_not_allowed":
-            expect(typeof (result.kind === "bad_path" ? result.message : result.allow)).toBe(
-              "string",
-            );
+            expect(["GET", "POST"]).toContain(result.allow);
+            expect(verb).not.toBe(result.allow);
             break;
-          default:
+          case "not_found": {
+            // Only paths of no known shape: nothing, or a second segment that is neither
+            // `status` (alone) nor `get` followed by a method.
+            const status = segments.length === 2 && second === "status";
+            const get = second === "get" && segments.length >= 3;
+            expect(segments.length === 0 || (segments.length >= 2 && !status && !get)).toBe(true);
             break;
+          }
         }
       }),
       fuzzParams(2000),
@@ -163,12 +191,31 @@ describe("matchRoute never throws", () => {
             "GET",
             `/devnet/get/${encodeURIComponentLoose(method)}/${encodedParams}`,
           );
-          if (result.kind !== "get") return;
+          // An encoded method is one non-empty segment: the path is always GET mode.
+          if (result.kind !== "get") throw new Error(`routed as ${result.kind}`);
+          expect(result.network).toBe("devnet");
+          expect(result.method).toBe(method);
+          if (encodedParams.split("/").every((part) => part === "")) {
+            expect(result.params).toBe("[]");
+          } else if (encode) {
+            expect(result.params).toBe(params.toWellFormed());
+          } else {
+            // Not encoded: decoded when it decodes, else taken as is.
+            expect(result.params).toBe(decodes(params) ? decodeURIComponent(params) : params);
+          }
           const built = getModeBody(result.method, result.params);
-          if ("body" in built) JSON.parse(built.body);
-          else expect(built.error).toMatch(/^GET mode: /);
+          if ("body" in built) {
+            const call = JSON.parse(built.body) as { method: string; params: unknown };
+            expect(call.method).toBe(method);
+            expect(Array.isArray(call.params)).toBe(true);
+          } else {
+            expect(built.error).toMatch(/^GET mode: /);
+          }
+          // Errors and failures are never cached, whatever the method.
+          const error = '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"x"}}';
+          expect(cacheControlFor(result.method, error, 200)).toBe("no-store");
           const answer = '{"jsonrpc":"2.0","id":1,"result":"0x1"}';
-          expect(typeof cacheControlFor(result.method, answer, 200)).toBe("string");
+          expect(cacheControlFor(result.method, answer, 502)).toBe("no-store");
         },
       ),
       fuzzParams(1500),
@@ -193,6 +240,12 @@ describe("getModeBody never throws", () => {
             expect(call.jsonrpc).toBe("2.0");
             expect(call.method).toBe(method);
             expect(Array.isArray(call.params)).toBe(true);
+          } else {
+            // Refused only for a method that is no method name, or params that are no array.
+            expect(built.error).toMatch(/^GET mode: /);
+            expect(!/^[A-Za-z][A-Za-z0-9_]{0,127}$/.test(method) || !isJsonArrayText(params)).toBe(
+              true,
+            );
           }
         },
       ),
@@ -200,18 +253,19 @@ describe("getModeBody never throws", () => {
     );
   });
 
-  // Known bug (see the report): getModeBody re-serialises the parsed params with
-  // JSON.stringify, which is recursive and throws RangeError ("Maximum call stack size
-  // exceeded") at a few thousand levels; handleEvent does not catch it, so the runtime answers
-  // 500 "internal gateway error". JSON.parse itself copes with any depth.
-  it("deeply nested params (20 000 – 50 000 levels) get an answer, not an exception", () => {
+  // getModeBody re-serialised the parsed params with JSON.stringify, which is recursive and
+  // threw RangeError ("Maximum call stack size exceeded") at a few thousand levels; handleEvent
+  // did not catch it, so the runtime answered 500 "internal gateway error".
+  it("regression: deeply nested params (20 000 – 50 000 levels) threw; now the params text is spliced in as is", () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 20_000, max: 50_000 }),
         fc.constantFrom("array", "object", "mixed") as fc.Arbitrary<"array" | "object" | "mixed">,
         (depth, shape) => {
-          const built = getModeBody("eth_call", `[${deepText(depth, shape)}]`);
-          expect("body" in built || "error" in built).toBe(true);
+          const params = `[${deepText(depth, shape)}]`;
+          expect(getModeBody("eth_call", params)).toEqual({
+            body: `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":${params}}`,
+          });
         },
       ),
       fuzzParams(5),
@@ -254,6 +308,23 @@ describe("apiKeyAccepted", () => {
     );
   });
 });
+
+function decodes(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isJsonArrayText(text: string): boolean {
+  try {
+    return Array.isArray(JSON.parse(text));
+  } catch {
+    return false;
+  }
+}
 
 /** encodeURIComponent that does not throw on lone surrogates (they become U+FFFD first). */
 function encodeURIComponentLoose(text: string): string {

@@ -154,7 +154,7 @@ describe("the bundles CDK builds", () => {
     expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
   });
 
-  it("the proxy bundle stays small", () => {
+  it("the proxy bundle stays under its regression bound of 720 KB (the cold-start target is measured, not gated)", () => {
     const kb = Math.round(bundles.proxy.bytes / 1024);
     console.info(
       `bundle sizes: proxy ${kb} KB, monitor ${Math.round(bundles.monitor.bytes / 1024)} KB`,
@@ -162,6 +162,8 @@ describe("the bundles CDK builds", () => {
     expect(bundles.proxy.bytes, `proxy bundle is ${kb} KB`).toBeLessThanOrEqual(MAX_PROXY_BYTES);
   });
 
+  // The cold import time is logged as a measurement, not a gate: one import on a shared
+  // machine says little; `npm run bench` reports it against the 150 ms target.
   it("the bundled proxy serves a request: config from S3, state in DynamoDB, answer from anvil", async () => {
     const event = {
       version: "2.0",
@@ -174,7 +176,7 @@ describe("the bundles CDK builds", () => {
       isBase64Encoded: false,
     };
     const { importMs, result } = await invoke(bundles.proxy.file, event, 29_000);
-    console.info(`proxy bundle cold import: ${importMs.toFixed(0)} ms`);
+    console.info(`proxy bundle cold import: ${importMs.toFixed(0)} ms (a measurement, not a gate)`);
     expect(result).toMatchObject({
       statusCode: 200,
       body: '{"jsonrpc":"2.0","id":7,"result":"0x7a69"}',
@@ -184,7 +186,9 @@ describe("the bundles CDK builds", () => {
 
   it("the bundled monitor runs its ticks and writes the quorum", async () => {
     const { importMs, result } = await invoke(bundles.monitor.file, {}, 12_000);
-    console.info(`monitor bundle cold import: ${importMs.toFixed(0)} ms`);
+    console.info(
+      `monitor bundle cold import: ${importMs.toFixed(0)} ms (a measurement, not a gate)`,
+    );
     expect(result).toMatchObject({ leased: true });
     expect(result.ticks).toBeGreaterThanOrEqual(1);
     const state = await new DynamoStateStore({
@@ -192,6 +196,6 @@ describe("the bundles CDK builds", () => {
       tableName: dynamo.tableName,
     }).readNetwork("devnet");
     expect(state.quorum?.members).toEqual(["anvil"]);
-    expect(state.quorum?.head).toBeGreaterThanOrEqual(0);
+    expect(state.quorum?.head).toBe(Number(await anvil.rpc("eth_blockNumber", [])));
   });
 });

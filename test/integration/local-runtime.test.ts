@@ -19,12 +19,12 @@ import {
 import {
   createGatewayTable,
   createLocalDynamoDbClient,
-  isJavaAvailable,
   type LocalDynamoDb,
   startDynalite,
   startDynamoDbLocal,
 } from "../../local/dynamodb.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
+import { RUN_DYNAMODB_LOCAL } from "../support/environment.ts";
 import {
   loadExecutionApisFixtures,
   type ReplayUpstream,
@@ -384,7 +384,7 @@ describe("local DynamoDB", () => {
     await expect(get(db.endpoint)).rejects.toMatchObject({ code: "ECONNREFUSED" });
   });
 
-  it.skipIf(!isJavaAvailable())(
+  it.skipIf(!RUN_DYNAMODB_LOCAL)(
     "DynamoDB Local starts with the gateway table and stops",
     async () => {
       const db = await startDynamoDbLocal({ tableName: "gateway-state" });

@@ -8,30 +8,19 @@ import type { QuorumSnapshot } from "../../functions/core/network-state.ts";
 import { type CheckMemory, initialCheckMemory } from "../../functions/core/quorum.ts";
 import { windowOf } from "../../functions/core/request-stats.ts";
 import { monitorLease, runMonitorLoop } from "../../functions/monitor/loop.ts";
-import {
-  createLocalDynamoDbClient,
-  isJavaAvailable,
-  type LocalDynamoDb,
-  startDynalite,
-  startDynamoDbLocal,
-} from "../../local/dynamodb.ts";
+import { createLocalDynamoDbClient, type LocalDynamoDb } from "../../local/dynamodb.ts";
+import { dynamoBackends } from "../support/environment.ts";
 
 /**
  * The monitor's DynamoDB operations against both emulators that speak the real API through
- * the real SDK: dynalite (always) and AWS's DynamoDB Local (where Java is installed).
+ * the real SDK: dynalite (always) and AWS's DynamoDB Local (where Java is installed, and
+ * always under CI).
  */
 
 const TABLE = "rpc-gateway-monitor-test";
 const T0 = 1_800_000_000_000;
 
-const backends: Array<[string, (options: { tableName: string }) => Promise<LocalDynamoDb>]> = [
-  ["dynalite", startDynalite],
-  ...(isJavaAvailable()
-    ? [["DynamoDB Local", startDynamoDbLocal] as [string, typeof startDynamoDbLocal]]
-    : []),
-];
-
-describe.each(backends)("monitor storage on %s", (_name, start) => {
+describe.each(dynamoBackends())("monitor storage on $name", ({ start }) => {
   let dynamo: LocalDynamoDb;
   let client: DynamoDBClient;
   let monitorStore: DynamoMonitorStore;

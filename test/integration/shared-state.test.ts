@@ -8,28 +8,20 @@ import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/s
 import { createUpstream } from "../../functions/adapters/upstream.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
-import {
-  isJavaAvailable,
-  type LocalDynamoDb,
-  startDynalite,
-  startDynamoDbLocal,
-} from "../../local/dynamodb.ts";
+import type { LocalDynamoDb } from "../../local/dynamodb.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { rpcEvent } from "../support/api-gateway-event.ts";
+import { dynamoBackends } from "../support/environment.ts";
 
 /**
- * Many Lambda containers share provider health through DynamoDB (SPEC §6): four gateway
- * instances with their own caches fire 50 concurrent requests at a primary that fails. The
- * one conditional write per incident means exactly one strike, and every request is served by
- * the other provider.
+ * Many Lambda containers share provider health through DynamoDB (docs/behaviour.md §6): four
+ * gateway instances with their own caches fire 50 concurrent requests at a primary that fails.
+ * The one conditional write per incident means exactly one strike, and every request is served
+ * by the other provider. Runs on dynalite and on AWS's DynamoDB Local (always under CI), since
+ * the conditional write is what the two could disagree on.
  */
 
-const backends: Array<[string, () => Promise<LocalDynamoDb>, boolean]> = [
-  ["dynalite", () => startDynalite({ tableName: "shared-state" }), false],
-  ["DynamoDB Local", () => startDynamoDbLocal({ tableName: "shared-state" }), !isJavaAvailable()],
-];
-
-describe.each(backends)("shared state on %s", (_name, start, skip) => {
+describe.each(dynamoBackends())("shared state on $name", (backend) => {
   let dynamo: LocalDynamoDb;
   let healthy: AnvilNode;
   let failing: FaultShim;
@@ -42,8 +34,10 @@ describe.each(backends)("shared state on %s", (_name, start, skip) => {
   const clock = () => now;
 
   beforeAll(async () => {
-    if (skip) return;
-    [dynamo, healthy] = await Promise.all([start(), startAnvil({ chainId: 31337 })]);
+    [dynamo, healthy] = await Promise.all([
+      backend.start({ tableName: "shared-state" }),
+      startAnvil({ chainId: 31337 }),
+    ]);
     const failingNode = await startAnvil({ chainId: 31337 });
     failing = await startFaultShim(failingNode.url);
     await failing.setFault({ kind: "http", status: 503, body: "<html>Service Unavailable</html>" });
@@ -94,47 +88,42 @@ describe.each(backends)("shared state on %s", (_name, start, skip) => {
     });
   }, 180_000);
 
-  it.skipIf(skip)(
-    "50 concurrent requests at a failing primary: all served, exactly one strike",
-    async () => {
-      const answers = await Promise.all(
-        Array.from({ length: 50 }, (_, i) =>
-          gateways[i % 4]?.handle(
-            rpcEvent(`{"jsonrpc":"2.0","id":${i},"method":"eth_chainId","params":[]}`),
-          ),
+  it("50 concurrent requests at a failing primary: all served, exactly one strike", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        gateways[i % 4]?.handle(
+          rpcEvent(`{"jsonrpc":"2.0","id":${i},"method":"eth_chainId","params":[]}`),
         ),
-      );
-      for (const [i, answer] of answers.entries()) {
-        expect(answer?.statusCode).toBe(200);
-        expect(JSON.parse(String(answer?.body))).toEqual({
-          jsonrpc: "2.0",
-          id: i,
-          result: "0x7a69",
-        });
-      }
-      const health = await store.readHealth("devnet", "primary");
-      expect(health).toMatchObject({ strikes: 1, reason: "connection", probeGated: true });
-      expect((await store.readHealth("devnet", "secondary")).strikes).toBe(0);
-    },
-  );
+      ),
+    );
+    for (const [i, answer] of answers.entries()) {
+      expect(answer?.statusCode).toBe(200);
+      expect(answer?.headers?.["x-gateway-provider"]).toBe("secondary");
+      expect(JSON.parse(String(answer?.body))).toEqual({
+        jsonrpc: "2.0",
+        id: i,
+        result: "0x7a69",
+      });
+    }
+    const health = await store.readHealth("devnet", "primary");
+    expect(health).toMatchObject({ strikes: 1, reason: "connection", probeGated: true });
+    expect((await store.readHealth("devnet", "secondary")).strikes).toBe(0);
+  });
 
-  it.skipIf(skip)(
-    "a container sees another container's blacklist within its cache TTL",
-    async () => {
-      // Past the cache TTL (1 s) every container reads the blacklist: no request goes to the primary.
-      const before = failing.requests;
-      now += 1100;
-      const answers = await Promise.all(
-        gateways.map((gateway, i) =>
-          gateway.handle(rpcEvent(`{"jsonrpc":"2.0","id":${i},"method":"eth_blockNumber"}`)),
-        ),
-      );
-      for (const answer of answers) {
-        expect(answer.statusCode).toBe(200);
-        expect(answer.headers?.["x-gateway-provider"]).toBe("secondary");
-        expect(answer.headers?.["x-gateway-attempts"]).toBe("1");
-      }
-      expect(failing.requests).toBe(before);
-    },
-  );
+  it("a container sees another container's blacklist within its cache TTL", async () => {
+    // Past the cache TTL (1 s) every container reads the blacklist: no request goes to the primary.
+    const before = failing.requests;
+    now += 1100;
+    const answers = await Promise.all(
+      gateways.map((gateway, i) =>
+        gateway.handle(rpcEvent(`{"jsonrpc":"2.0","id":${i},"method":"eth_blockNumber"}`)),
+      ),
+    );
+    for (const answer of answers) {
+      expect(answer.statusCode).toBe(200);
+      expect(answer.headers?.["x-gateway-provider"]).toBe("secondary");
+      expect(answer.headers?.["x-gateway-attempts"]).toBe("1");
+    }
+    expect(failing.requests).toBe(before);
+  });
 });

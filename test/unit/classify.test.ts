@@ -75,7 +75,7 @@ describe("classifyTransport", () => {
   });
 });
 
-describe("classifyHttp: status rules (§B2)", () => {
+describe("classifyHttp: status rules (docs/behaviour.md §4)", () => {
   const rpc = (error: unknown) => JSON.stringify({ jsonrpc: "2.0", id: 1, error });
   const reverted = rpc({ code: 3, message: "execution reverted" });
   it.each<[string, number, string, Expected | "members"]>([
@@ -142,7 +142,7 @@ describe("classifyHttp: status rules (§B2)", () => {
   });
 });
 
-describe("classifyHttp: what counts as a JSON-RPC answer in a 500 (§B2)", () => {
+describe("classifyHttp: what counts as a JSON-RPC answer in a 500 (docs/behaviour.md §4)", () => {
   // An answer carrying a permanent error is left to its members; anything else is retried.
   const permanent = { code: 3, message: "execution reverted" };
   it.each<[string, string, Expected | "members"]>([
@@ -200,7 +200,7 @@ describe("classifyHttp: what counts as a JSON-RPC answer in a 500 (§B2)", () =>
   });
 });
 
-describe("classifyHttp: a 500 is transient only when every error in it is (§B3)", () => {
+describe("classifyHttp: a 500 is transient only when every error in it is (docs/behaviour.md §4)", () => {
   const transient = { code: 19, message: "Temporary internal error. Please retry" };
   const permanent = { code: -32601, message: "The method x does not exist/is not available" };
   const rateLimit = { code: -32005, message: "rate limit exceeded" };
@@ -312,7 +312,7 @@ describe("classifyHttp: one envelope answering a batch", () => {
   });
 });
 
-describe("classifyMember: §B3b TRANSIENT table", () => {
+describe("classifyMember: the transient table (docs/behaviour.md §4)", () => {
   it.each<[number, string, Expected]>([
     [
       -32429,
@@ -377,7 +377,7 @@ describe("classifyMember: §B3b TRANSIENT table", () => {
   });
 });
 
-describe("classifyMember: §B3b PERMANENT table (never retried)", () => {
+describe("classifyMember: the permanent table, never retried (docs/behaviour.md §4)", () => {
   it.each<[number, string, string, Expected]>([
     [
       -32601,
@@ -423,7 +423,7 @@ describe("classifyMember: §B3b PERMANENT table (never retried)", () => {
   });
 });
 
-describe("classifyMember: §B3c proxy cause chains, judged by the leaves", () => {
+describe("classifyMember: proxy cause chains, judged by the leaves (docs/behaviour.md §4)", () => {
   type Leaf = { code: string; message?: string; details?: { originalCode: number } };
   const proxyError = (code: number, message: string, leaf: Leaf) => ({
     code,
@@ -583,7 +583,7 @@ describe("classifyMember: §B3c proxy cause chains, judged by the leaves", () =>
   });
 });
 
-describe("classifyMember: §B3d wrong state while tracing a mined block", () => {
+describe("classifyMember: wrong state while tracing a mined block (docs/behaviour.md §4)", () => {
   const precheck =
     "tracing failed: insufficient funds for gas * price + value: address 0x01 have 0 want 100";
   const proxied = (message: string) => ({
@@ -888,7 +888,7 @@ describe("classifyMember: unclassified, and words rather than digits", () => {
   });
 });
 
-describe("classifyMember: method-aware results (§B4)", () => {
+describe("classifyMember: method-aware results (docs/behaviour.md §4)", () => {
   const block = { number: "0x64", hash: `0x${"ab".repeat(32)}` };
   const rateLimitText = "You've been rate limited, please upgrade your plan.\n";
   it.each<[string, CallInfo, unknown, ClassifyContext, Expected]>([

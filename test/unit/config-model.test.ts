@@ -222,7 +222,7 @@ describe("redaction: origin kept, key-like parts masked", () => {
   });
 });
 
-describe("routes of SPEC §2", () => {
+describe("routes of docs/behaviour.md §2", () => {
   it.each([
     ["POST", "/ethereum", { kind: "rpc", network: "ethereum" }],
     ["GET", "/ethereum/status", { kind: "status", network: "ethereum" }],

@@ -16,7 +16,7 @@ const policy = { cooldownSeconds: cooldownSecondsSchema.parse({}), maxBlacklistM
 const MIN = 60_000;
 const T0 = 1_000_000_000_000;
 
-describe("cooldown = base × 2^(strikes − 1), capped (SPEC §6)", () => {
+describe("cooldown = base × 2^(strikes − 1), capped (docs/behaviour.md §6)", () => {
   it.each<[CooldownReason, number, number]>([
     ["rate_limit", 1, 5 * MIN],
     ["rate_limit", 2, 10 * MIN],

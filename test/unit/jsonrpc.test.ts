@@ -9,7 +9,7 @@ import {
 
 const limits = { maxBodyBytes: 1024, maxBatch: 3 };
 
-describe("parseRequest: gateway errors of SPEC §2", () => {
+describe("parseRequest: gateway errors of docs/behaviour.md §2", () => {
   it.each([
     ["body not JSON", "{nope", -32700, 400],
     ["empty body", "", -32700, 400],

@@ -56,7 +56,7 @@ const order = (
     (slot) => `${slot.provider.name}${slot.emergency ? "!" : ""}`,
   );
 
-describe("priority and priority_match (SPEC §3.3)", () => {
+describe("priority and priority_match (docs/behaviour.md §3.3)", () => {
   const net = network([
     { name: "a", url: "http://a.test", priority: 2 },
     {
@@ -98,7 +98,7 @@ describe("tiebreak_weight: weighted random within a tier", () => {
   });
 });
 
-describe("candidates, backups and emergency use (SPEC §3)", () => {
+describe("candidates, backups and emergency use (docs/behaviour.md §3)", () => {
   const net = network([
     { name: "p1", url: "http://p1.test", priority: 3 },
     { name: "p2", url: "http://p2.test", priority: 2 },
@@ -211,12 +211,6 @@ describe("candidates, backups and emergency use (SPEC §3)", () => {
     expect(order(net2, stateWith({}), "eth_call")).toEqual(["lite", "full"]);
   });
 
-  it("a force-rotated provider goes to the end of its tier", () => {
-    const ranked = rankProviders(net.providers, "", sequence(0.5));
-    const slots = attemptOrder(ranked, "eth_call", context(net, stateWith({}), ["p1"]));
-    expect(slots.map((slot) => slot.provider.name)).toEqual(["p2", "p1", "b"]);
-  });
-
   it("the active provider is the first candidate, the backup when every primary is out", () => {
     expect(activeProvider(net, context(net, stateWith({})))?.name).toBe("p1");
     expect(
@@ -228,5 +222,52 @@ describe("candidates, backups and emergency use (SPEC §3)", () => {
         context(net, stateWith({ p1: blacklisted(), p2: blacklisted(), b: blacklisted() })),
       ),
     ).toBeNull();
+  });
+});
+
+describe("force-rotate: a provider this container demoted", () => {
+  // With no backup configured, force-rotate demotes the provider in this container: it goes
+  // after every other primary candidate, whatever their priority, and before the backups.
+  const demotedOrder = (
+    providers: ConfigInput["networks"][string]["providers"],
+    demoted: string[],
+    state: NetworkState = stateWith({}),
+  ) => {
+    const net = network(providers);
+    // The first draw of the weighted choice picks the first provider of a tier.
+    const ranked = rankProviders(net.providers, "", sequence(0));
+    return attemptOrder(ranked, "eth_call", context(net, state, demoted)).map(
+      (slot) => `${slot.provider.name}${slot.emergency ? "!" : ""}`,
+    );
+  };
+  const sameTier = [
+    { name: "a", url: "http://a.test", priority: 2 },
+    { name: "b", url: "http://b.test", priority: 2 },
+  ];
+  const tiers = [
+    { name: "p1", url: "http://p1.test", priority: 3 },
+    { name: "p2", url: "http://p2.test", priority: 2 },
+    { name: "p3", url: "http://p3.test", priority: 1 },
+  ];
+  const backup = { name: "k", url: "http://k.test", backup: true, priority: 9 };
+
+  it.each<[string, ConfigInput["networks"][string]["providers"], string[], string[]]>([
+    ["two in one tier, nobody demoted", sameTier, [], ["a", "b"]],
+    ["two in one tier: the demoted one goes second", sameTier, ["a"], ["b", "a"]],
+    ["two in one tier, then a backup", [...sameTier, backup], ["a"], ["b", "a", "k"]],
+    ["across tiers: after every lower tier", tiers, ["p1"], ["p2", "p3", "p1"]],
+    ["across tiers, from the middle tier", tiers, ["p2"], ["p1", "p3", "p2"]],
+    ["across tiers: before the backups", [...tiers, backup], ["p1"], ["p2", "p3", "p1", "k"]],
+    ["every primary demoted: in priority order", tiers, ["p1", "p2", "p3"], ["p1", "p2", "p3"]],
+    ["the lowest tier demoted changes nothing", tiers, ["p3"], ["p1", "p2", "p3"]],
+  ])("%s", (_name, providers, demoted, expected) => {
+    expect(demotedOrder(providers, demoted)).toEqual(expected);
+  });
+
+  it("a demoted provider that is also blacklisted is tried only in emergency use", () => {
+    const state = stateWith({
+      p1: { reason: "connection", blacklistedUntil: NOW + 60_000, probeGated: true, strikes: 1 },
+    });
+    expect(demotedOrder(tiers, ["p1", "p2"], state)).toEqual(["p3", "p2", "p1!"]);
   });
 });
