@@ -247,10 +247,10 @@ export class Gateway {
         cutShort,
       });
     }
-    if (judgement.success !== null) {
-      if (!scope.used.includes(provider)) scope.used.push(provider);
-      this.#health.succeeded(attempt, judgement.success);
-    }
+    // x-gateway-provider names providers whose answers the caller gets, not ones set aside.
+    const answered = judgement.outcomes.some((outcome) => outcome.kind === "answer");
+    if (answered && !scope.used.includes(provider)) scope.used.push(provider);
+    if (judgement.success !== null) this.#health.succeeded(attempt, judgement.success);
   }
 }
 

@@ -6,10 +6,11 @@ import { rpcEvent } from "../support/api-gateway-event.ts";
 
 /**
  * The whole request has a deadline: `request_deadline_ms`, and never later than one second
- * before the Lambda's remaining time runs out. A provider that hangs is given no more than
+ * before the Lambda's remaining time runs out. Providers that hang are given no more than
  * that, whatever `request_timeout_ms` allows, and the caller gets the gateway's own error.
- * The per-attempt timeout here (20 s) is far above the deadlines (0.5 s, 0.6 s), so the
- * bounds below cannot be met by the attempt timeout.
+ * On `deadline` two providers hang: the first attempt's 400 ms timeout fits the 500 ms
+ * deadline, the second is cut to what is left. On `lambda` the attempt timeout (20 s) is far
+ * above the Lambda's 0.6 s, so that bound cannot be met by the attempt timeout.
  */
 
 const REQUEST_TIMEOUT_MS = 20_000;
@@ -18,17 +19,20 @@ const ANSWER_BOUND_MS = 8_000;
 
 let node: AnvilNode;
 let hangingForDeadline: FaultShim;
+let hangingAlsoForDeadline: FaultShim;
 let hangingForLambda: FaultShim;
 let stack: LocalStack;
 
 beforeAll(async () => {
   node = await startAnvil({ chainId: 31337 });
-  [hangingForDeadline, hangingForLambda] = await Promise.all([
+  [hangingForDeadline, hangingAlsoForDeadline, hangingForLambda] = await Promise.all([
+    startFaultShim(node.url),
     startFaultShim(node.url),
     startFaultShim(node.url),
   ]);
   await Promise.all([
     hangingForDeadline.setFault({ kind: "hang" }),
+    hangingAlsoForDeadline.setFault({ kind: "hang" }),
     hangingForLambda.setFault({ kind: "hang" }),
   ]);
   stack = await startLocalStack({
@@ -37,8 +41,12 @@ beforeAll(async () => {
       networks: {
         deadline: {
           chain_id: 31337,
+          request_timeout_ms: 400,
           request_deadline_ms: 500,
-          providers: [{ name: "hanging", url: hangingForDeadline.url }],
+          providers: [
+            { name: "hanging", url: hangingForDeadline.url, priority: 2 },
+            { name: "hanging-too", url: hangingAlsoForDeadline.url },
+          ],
         },
         lambda: {
           chain_id: 31337,
@@ -51,7 +59,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.close();
-  await Promise.all([hangingForDeadline?.close(), hangingForLambda?.close()]);
+  await Promise.all([
+    hangingForDeadline?.close(),
+    hangingAlsoForDeadline?.close(),
+    hangingForLambda?.close(),
+  ]);
   await node?.stop();
 });
 
@@ -68,7 +80,7 @@ function expectTimedOut(status: number | undefined, body: string | undefined): v
 const CALL = '{"jsonrpc":"2.0","id":7,"method":"eth_blockNumber","params":[]}';
 
 describe("deadlines", () => {
-  it("request_deadline_ms (500 ms) cuts a hanging attempt short: 502 -32603", async () => {
+  it("request_deadline_ms (500 ms) cuts the second hanging attempt short: 502 -32603", async () => {
     const started = performance.now();
     const response = await fetch(`${stack.url}/deadline`, {
       method: "POST",
@@ -78,6 +90,7 @@ describe("deadlines", () => {
     const body = await response.text();
     const elapsed = performance.now() - started;
     expectTimedOut(response.status, body);
+    expect(response.headers.get("x-gateway-attempts")).toBe("2");
     expect(elapsed).toBeGreaterThanOrEqual(450);
     expect(elapsed).toBeLessThan(ANSWER_BOUND_MS);
   });

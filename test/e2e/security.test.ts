@@ -54,6 +54,8 @@ async function send(
     method: method as "GET",
     headers: {
       ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+      // As a browser page sends it: API Gateway adds CORS headers to such requests' answers.
+      origin: "https://app.example",
       ...options.headers,
     },
     body: options.body,

@@ -525,10 +525,10 @@ describe("regressions", () => {
     });
   });
 
-  // bug: nesting no node accepts is forwarded to every provider (anvil answers -32600 itself,
-  // a WAF in front of a provider may drop the connection); the gateway should refuse it before
-  // anything goes upstream, with HTTP 400 (issue 15 item 10).
-  it.fails("GET mode with absurdly nested params is refused by the gateway: 400, no upstream attempt", async () => {
+  // Nesting no node accepts was forwarded to every provider (anvil answers -32600 itself, a WAF
+  // in front of a provider may drop the connection); max_json_depth refuses it before anything
+  // goes upstream.
+  it("regression: GET mode with absurdly nested params is refused by the gateway: 400, no upstream attempt", async () => {
     const result = await open.runtime.handle(simpleEvent("GET", withinLimit), 29_000);
     expect(result.statusCode).toBe(400);
     expect(result.headers?.["x-gateway-attempts"]).toBeUndefined();
