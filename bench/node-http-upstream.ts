@@ -1,6 +1,7 @@
 import http from "node:http";
 import https from "node:https";
-import { transportFailure, type UpstreamClient } from "../functions/adapters/upstream.ts";
+import { transportFailure } from "../functions/adapters/transport-failure.ts";
+import type { UpstreamClient } from "../functions/adapters/upstream.ts";
 import type { UpstreamRequest, UpstreamResult } from "../functions/core/ports.ts";
 
 /**

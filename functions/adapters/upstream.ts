@@ -3,7 +3,7 @@ import type { buildConnector, Dispatcher } from "undici";
 import buildSocketConnector from "undici/lib/core/connect.js";
 import Agent from "undici/lib/dispatcher/agent.js";
 import type { Upstream, UpstreamRequest, UpstreamResult } from "../core/ports.ts";
-import type { TransportFailure } from "../core/verdict.ts";
+import { errorCode, transportFailure } from "./transport-failure.ts";
 
 /**
  * Upstream HTTP on undici's dispatcher: one Agent (a keep-alive pool per provider origin) for
@@ -265,30 +265,4 @@ function describe(error: unknown): string {
   const code = errorCode(error);
   const message = error instanceof Error ? error.message : String(error);
   return code ? `${code} ${message}` : message;
-}
-
-function errorCode(error: unknown): string {
-  if (typeof error !== "object" || error === null) return "";
-  const own = (error as { code?: unknown }).code;
-  if (typeof own === "string") return own;
-  const cause = (error as { cause?: unknown }).cause;
-  return cause === undefined ? "" : errorCode(cause);
-}
-
-const TIMEOUT_CODES = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "UND_ERR_CONNECT_TIMEOUT"]);
-
-/** Maps network errors (Node's and undici's) onto the classifier's three transport kinds. */
-export function transportFailure(error: unknown): TransportFailure {
-  const code = errorCode(error);
-  const message = error instanceof Error ? error.message : String(error);
-  if (TIMEOUT_CODES.has(code) || (error instanceof Error && error.name === "TimeoutError")) {
-    return { kind: "timeout", message: `timeout: ${message}` };
-  }
-  if (
-    /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|EPROTO)/.test(code) ||
-    /\b(tls|ssl)\b/i.test(message)
-  ) {
-    return { kind: "tls", message: `tls: ${code ? `${code} ` : ""}${message}` };
-  }
-  return { kind: "connection", message: `connection: ${code ? `${code} ` : ""}${message}` };
 }
