@@ -20,10 +20,12 @@ import { synthGateway } from "./synth.ts";
  */
 
 /**
- * The proxy bundle was 1,826 KB with undici and classic zod, 682 KB without. The target is
- * 600 KB (the AWS SDK clients are ~550 KB of what is left); this bound stops regressions.
+ * The proxy bundle was 1,826 KB with the whole of undici and classic zod, 688 KB on Node's
+ * HTTP client, and is ~1,150 KB with undici's dispatcher imported by path (its WASM HTTP
+ * parsers are ~290 KB of that). Size is no target of its own (the bench compares import time
+ * with a minimal handler's); this bound stops regressions.
  */
-const MAX_PROXY_BYTES = 700 * 1024;
+const MAX_PROXY_BYTES = 1200 * 1024;
 const run = promisify(execFile);
 
 let bundles: Record<"proxy" | "monitor", { dir: string; file: string; bytes: number }>;
