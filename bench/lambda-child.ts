@@ -5,7 +5,8 @@
  * its figures as JSON to `job.out`. Imports nothing from the project, so it measures only
  * what the handler module loads.
  *
- *   cold   import time, then the first invocation's time (config, state, upstream)
+ *   cold   import, then the first invocation (config, state, upstream): wall time, CPU time
+ *          and time spent waiting for a core, each
  *   loop   after `warmup` invocations, CPU and wall time of `count` back-to-back ones
  *   paced  `rate` invocations a second for `seconds`: each one's wall time, CPU time and time
  *          spent waiting for a core (what a billed duration is estimated from)
@@ -71,14 +72,27 @@ const runQueueWaitMs = (): number => {
 };
 
 async function main(): Promise<Record<string, unknown>> {
+  const importWaitBefore = runQueueWaitMs();
+  const importCpuBefore = cpuMicros();
   const importStarted = performance.now();
   const { handler } = (await import(pathToFileURL(job.module).href)) as { handler: Handler };
   const importMs = performance.now() - importStarted;
+  const importCpuMs = (cpuMicros() - importCpuBefore) / 1000;
+  const importWaitMs = runQueueWaitMs() - importWaitBefore;
 
   if (job.mode === "cold") {
+    const waitBefore = runQueueWaitMs();
+    const cpuBefore = cpuMicros();
     const started = performance.now();
     await invoke(handler);
-    return { importMs, firstRequestMs: performance.now() - started };
+    return {
+      importMs,
+      importCpuMs,
+      importWaitMs,
+      firstRequestMs: performance.now() - started,
+      firstRequestCpuMs: (cpuMicros() - cpuBefore) / 1000,
+      firstRequestWaitMs: runQueueWaitMs() - waitBefore,
+    };
   }
 
   if (job.mode === "loop") {

@@ -72,7 +72,11 @@ export interface ProfilePart extends PartMeta {
   readonly findings: readonly ProfileFindings[];
 }
 
+/** Bumped when a part's shape changes: figures of another shape are dropped, not misread. */
+const SCHEMA = 1;
+
 export interface Results {
+  schema?: number;
   throughput?: ThroughputPart;
   ab?: ThroughputPart;
   handler?: HandlerPart;
@@ -84,14 +88,15 @@ export interface Results {
 export function readResults(): Results {
   if (!existsSync(RESULTS_JSON)) return {};
   try {
-    return JSON.parse(readFileSync(RESULTS_JSON, "utf8")) as Results;
+    const results = JSON.parse(readFileSync(RESULTS_JSON, "utf8")) as Results;
+    return results.schema === SCHEMA ? results : {};
   } catch {
     return {};
   }
 }
 
 export function writeResultsJson(results: Results): void {
-  writeFileSync(RESULTS_JSON, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(RESULTS_JSON, `${JSON.stringify({ ...results, schema: SCHEMA }, null, 2)}\n`);
 }
 
 /** The commit measured, and which files of the shipped code differed from it. */

@@ -269,23 +269,25 @@ async function main(): Promise<number> {
         const records = await measureColdStarts(environment, variants, { starts, event }, log);
         const gateway = records.find((r) => r.role === "gateway" && r.client === "undici");
         const baseline = records.find((r) => r.role === "baseline" && r.client === "undici");
+        // Judged on CPU time: what stretches on Lambda's share of a vCPU, and what other
+        // people's load on this shared machine disturbs least.
         const importRatio =
-          gateway && baseline ? gateway.medianImportMs / baseline.medianImportMs : Number.NaN;
+          gateway && baseline ? gateway.medianImportCpuMs / baseline.medianImportCpuMs : Number.NaN;
         const totalRatio =
-          gateway && baseline ? gateway.medianTotalMs / baseline.medianTotalMs : Number.NaN;
+          gateway && baseline ? gateway.medianTotalCpuMs / baseline.medianTotalCpuMs : Number.NaN;
         results.cold = {
           ...meta(started),
           starts,
           records,
           verdicts: [
             {
-              target: `cold start, import alone ≤ ${TARGETS.coldRatio}× the minimal handler's`,
-              measured: `${gateway?.medianImportMs.toFixed(0)} vs ${baseline?.medianImportMs.toFixed(0)} ms = ${importRatio.toFixed(2)}× (bundles ${Math.round((gateway?.bytes ?? 0) / 1024)} vs ${Math.round((baseline?.bytes ?? 0) / 1024)} KB)`,
+              target: `cold start, import alone ≤ ${TARGETS.coldRatio}× the minimal handler's (CPU time)`,
+              measured: `${gateway?.medianImportCpuMs.toFixed(0)} vs ${baseline?.medianImportCpuMs.toFixed(0)} ms = ${importRatio.toFixed(2)}× (bundles ${Math.round((gateway?.bytes ?? 0) / 1024)} vs ${Math.round((baseline?.bytes ?? 0) / 1024)} KB)`,
               verdict: verdict(importRatio <= TARGETS.coldRatio),
             },
             {
-              target: `cold start, import + first request ≤ ${TARGETS.coldRatio}× the minimal handler's`,
-              measured: `${gateway?.medianTotalMs.toFixed(0)} vs ${baseline?.medianTotalMs.toFixed(0)} ms = ${totalRatio.toFixed(2)}×`,
+              target: `cold start, import + first request ≤ ${TARGETS.coldRatio}× the minimal handler's (CPU time)`,
+              measured: `${gateway?.medianTotalCpuMs.toFixed(0)} vs ${baseline?.medianTotalCpuMs.toFixed(0)} ms = ${totalRatio.toFixed(2)}× (wall ${gateway?.medianTotalMs.toFixed(0)} vs ${baseline?.medianTotalMs.toFixed(0)} ms)`,
               verdict: verdict(totalRatio <= TARGETS.coldRatio),
             },
           ],
