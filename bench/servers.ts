@@ -16,6 +16,8 @@ const ROOT = resolve(import.meta.dirname, "..");
 const TMP = join(ROOT, "bench", ".tmp");
 const READY_TIMEOUT_MS = 120_000;
 const OUTPUT_TAIL_BYTES = 8192;
+/** Writing a CPU profile of a long run can take a while on a busy machine. */
+const GROUP_EXIT_TIMEOUT_MS = 60_000;
 
 export interface ServerProcess {
   readonly name: string;
@@ -150,7 +152,10 @@ async function stopGroup(leader: ChildProcess, groupId: number): Promise<void> {
   }
   // The gateway's Node process may still be closing (and writing a CPU profile) after npm has
   // gone: wait for the group to empty, then kill whatever is left of it.
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + GROUP_EXIT_TIMEOUT_MS;
   while (groupMembers(groupId).length > 0 && Date.now() < deadline) await sleep(50);
-  signal("SIGKILL");
+  if (groupMembers(groupId).length > 0) {
+    console.error(`bench: process group ${groupId} outlived its leader; killing it`);
+    signal("SIGKILL");
+  }
 }
