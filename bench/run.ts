@@ -66,25 +66,35 @@ const TARGETS = {
   dollarsPerMillion: 1.25,
 };
 
-const { values: args } = parseArgs({
-  options: {
-    only: { type: "string" },
-    rounds: { type: "string", default: "2" },
-    seconds: { type: "string", default: "5" },
-    warmup: { type: "string", default: "2" },
-    "handler-rounds": { type: "string", default: "3" },
-    "handler-count": { type: "string", default: "5000" },
-    starts: { type: "string", default: "9" },
-    "cost-rates": { type: "string", default: "20,2" },
-    "cost-seconds": { type: "string", default: "15" },
-    "dry-run": { type: "boolean", default: false },
-  },
-});
+const args = (() => {
+  try {
+    return parseArgs({
+      options: {
+        only: { type: "string" },
+        rounds: { type: "string", default: "2" },
+        seconds: { type: "string", default: "5" },
+        warmup: { type: "string", default: "2" },
+        "handler-rounds": { type: "string", default: "3" },
+        "handler-count": { type: "string", default: "5000" },
+        starts: { type: "string", default: "9" },
+        "cost-rates": { type: "string", default: "20,2" },
+        "cost-seconds": { type: "string", default: "15" },
+        "dry-run": { type: "boolean", default: false },
+      },
+    }).values;
+  } catch (error) {
+    console.error(`bench: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(2);
+  }
+})();
+
+/** A wrong command line: reported as one line, without a stack trace. */
+class UsageError extends Error {}
 
 function whole(name: string, value: string | undefined): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed) || parsed < 1) {
-    throw new Error(`--${name} must be a whole number ≥ 1, not "${value}"`);
+    throw new UsageError(`--${name} must be a whole number ≥ 1, not "${value}"`);
   }
   return parsed;
 }
@@ -94,7 +104,7 @@ function selectedParts(): Set<PartName> {
   const names = args.only.split(",").map((name) => name.trim());
   const unknown = names.filter((name) => !PART_NAMES.includes(name as PartName));
   if (unknown.length > 0) {
-    throw new Error(`--only takes ${PART_NAMES.join(", ")}; not ${unknown.join(", ")}`);
+    throw new UsageError(`--only takes ${PART_NAMES.join(", ")}; not ${unknown.join(", ")}`);
   }
   return new Set(names as PartName[]);
 }
@@ -154,6 +164,18 @@ function throughputVerdicts(
 
 async function main(): Promise<number> {
   const parts = selectedParts();
+  // Every number is checked before anything starts.
+  const settings = {
+    seconds: whole("seconds", args.seconds),
+    rounds: whole("rounds", args.rounds),
+    warmupSeconds: whole("warmup", args.warmup),
+    handlerRounds: whole("handler-rounds", args["handler-rounds"]),
+    count: whole("handler-count", args["handler-count"]),
+    starts: whole("starts", args.starts),
+    costSeconds: whole("cost-seconds", args["cost-seconds"]),
+    rates: (args["cost-rates"] ?? "").split(",").map((rate) => whole("cost-rates", rate)),
+  };
+  const { seconds, rounds, warmupSeconds } = settings;
   const loadAtStart = loadAverage();
   log(`load average at start ${formatLoad(loadAtStart)}; parts: ${[...parts].join(", ")}`);
   const results: Results = readResults();
@@ -166,9 +188,6 @@ async function main(): Promise<number> {
     // A few blocks, so "latest" is not the genesis block; no interval mining (it adds noise).
     await anvil.rpc("anvil_mine", ["0xa"]);
     const load = loadGenerator();
-    const seconds = whole("seconds", args.seconds);
-    const rounds = whole("rounds", args.rounds);
-    const warmupSeconds = whole("warmup", args.warmup);
 
     if (parts.has("throughput")) {
       const started = loadAverage();
@@ -236,8 +255,7 @@ async function main(): Promise<number> {
 
       if (parts.has("handler") || parts.has("ab")) {
         const started = loadAverage();
-        const handlerRounds = whole("handler-rounds", args["handler-rounds"]);
-        const count = whole("handler-count", args["handler-count"]);
+        const { handlerRounds, count } = settings;
         const records = await measureHandlerCpu(
           environment,
           variants,
@@ -265,7 +283,7 @@ async function main(): Promise<number> {
 
       if (parts.has("cold") || parts.has("ab")) {
         const started = loadAverage();
-        const starts = whole("starts", args.starts);
+        const { starts } = settings;
         const records = await measureColdStarts(environment, variants, { starts, event }, log);
         const gateway = records.find((r) => r.role === "gateway" && r.client === "undici");
         const baseline = records.find((r) => r.role === "baseline" && r.client === "undici");
@@ -297,10 +315,7 @@ async function main(): Promise<number> {
       if (parts.has("cost")) {
         const started = loadAverage();
         const memoryMb = ENVIRONMENTS.prod.proxy.memoryMb;
-        const costSeconds = whole("cost-seconds", args["cost-seconds"]);
-        const rates = (args["cost-rates"] ?? "")
-          .split(",")
-          .map((rate) => whole("cost-rates", rate));
+        const { costSeconds, rates } = settings;
         const records = await measureCost(
           environment,
           of("gateway", "undici"),
@@ -363,6 +378,7 @@ let exitCode = 1;
 try {
   exitCode = await main();
 } catch (error) {
-  console.error("bench: failed:", error);
+  if (error instanceof UsageError) console.error(`bench: ${error.message}`);
+  else console.error("bench: failed:", error);
 }
 process.exit(exitCode);
