@@ -1,244 +1,331 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { dollarsPerMillionPerMs, PRICES } from "./cost.ts";
+import { formatLoad } from "./machine.ts";
+import type {
+  ColdPart,
+  CostPart,
+  HandlerPart,
+  PartMeta,
+  ProfilePart,
+  Results,
+  ThroughputPart,
+  Verdict,
+} from "./results.ts";
+import type { ThroughputRecord } from "./throughput.ts";
 
-/** What one measured run (one target, one workload, one concurrency) produced. */
-export type TargetName = "direct" | "pass-through" | "gateway";
-
-export interface DynamoCounts {
-  Query: number;
-  GetItem: number;
-  UpdateItem: number;
-  other: number;
-}
-
-export interface RunRecord {
-  readonly workload: string;
-  readonly connections: number;
-  readonly target: TargetName;
-  /** Measured windows merged into this record. */
-  readonly rounds: number;
-  readonly responses: number;
-  readonly reqPerSec: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly durationSeconds: number;
-  /** Errors, timeouts, non-2xx, unexpected bodies: a run with any is not a valid result. */
-  readonly problems: readonly string[];
-  /** Event loop utilisation of the main thread, where the pass-through and the gateway run. */
-  readonly serverElu: number;
-  /** CPU time of the main thread per response, µs; null when unknown (not Linux). */
-  readonly serverCpuUsPerRequest: number | null;
-  /** CPU anvil used, in cores (1 = one core busy the whole run); null when unknown. */
-  readonly anvilCores: number | null;
-  /** CPU every other process on the machine used during the run, in cores. */
-  readonly otherCores: number | null;
-  readonly loadgenElu: number;
-  /** Requests the gateway's DynamoDB client sent (each HTTP attempt), gateway runs only. */
-  readonly dynamo: DynamoCounts | null;
-  /** What the gateway wrote during the run, gateway runs only. */
-  readonly output: GatewayOutput | null;
-}
-
-/** Lines the gateway wrote. */
-export interface GatewayOutput {
-  /** EMF blobs with metrics, through the telemetry's `write` option. */
-  emfWrite: number;
-  /** EMF blobs with no metric at all, through `write`. */
-  emfEmpty: number;
-  /** EMF blobs Powertools printed on stdout itself, bypassing `write`. */
-  emfStdout: number;
-  /** Any other stdout line (logs). */
-  otherStdout: number;
-}
-
-export interface Machine {
-  readonly cpu: string;
-  readonly cores: number;
-  readonly memoryGiB: number;
-  readonly node: string;
-  readonly platform: string;
-  readonly date: string;
-  readonly loadAtStart: readonly number[];
-  readonly loadAtEnd: readonly number[];
-}
-
-export interface Verdict {
-  readonly name: string;
-  readonly measured: string;
-  readonly verdict: "PASS" | "FAIL" | "INVALID";
-}
-
-export interface Report {
-  readonly machine: Machine;
-  readonly command: string;
-  readonly setup: readonly string[];
-  readonly primary: string;
-  readonly runs: readonly RunRecord[];
-  readonly verdicts: readonly Verdict[];
-}
+/**
+ * bench/RESULTS.md: the section between the markers is generated from bench/results.json by
+ * every run; everything outside it (the hand-written notes) is kept.
+ */
 
 export const START_MARKER = "<!-- bench:start -->";
 export const END_MARKER = "<!-- bench:end -->";
 
-const ms = (value: number) => value.toFixed(3);
 const ratio = (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : "n/a");
-const pct = (value: number) => `${Math.round(value * 100)}%`;
+const ms = (value: number, digits = 3) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a");
 const cores = (value: number | null) => (value === null ? "n/a" : value.toFixed(2));
+const kb = (bytes: number) => `${Math.round(bytes / 1024)} KB`;
+const dollars = (value: number) => `$${value.toFixed(4)}`;
 
-export function find(
-  runs: readonly RunRecord[],
-  workload: string,
-  connections: number,
-  target: TargetName,
-): RunRecord | undefined {
-  return runs.find(
-    (run) => run.workload === workload && run.connections === connections && run.target === target,
-  );
+export function verdict(ok: boolean, valid = true): Verdict["verdict"] {
+  if (!valid) return "INVALID";
+  return ok ? "PASS" : "FAIL";
 }
 
-export const dynamoReads = (counts: DynamoCounts) => counts.Query + counts.GetItem;
-export const dynamoTotal = (counts: DynamoCounts) =>
-  counts.Query + counts.GetItem + counts.UpdateItem + counts.other;
-
-function groups(runs: readonly RunRecord[]): Array<{ workload: string; connections: number }> {
-  const seen = new Map<string, { workload: string; connections: number }>();
-  for (const run of runs) {
-    seen.set(`${run.workload}|${run.connections}`, {
-      workload: run.workload,
-      connections: run.connections,
-    });
-  }
-  return [...seen.values()];
+function when(part: PartMeta): string {
+  return `${part.date}, load ${formatLoad(part.loadAtStart)} at start, ${formatLoad(part.loadAtEnd)} at end; ${part.revision}; \`${part.command}\``;
 }
 
-/** The generated section (markdown), also what goes to stdout. */
-export function renderReport(report: Report): string {
-  const { machine, runs } = report;
+export function renderReport(results: Results): string {
   const lines: string[] = [];
-  const invalid = runs.filter((run) => run.problems.length > 0);
-  lines.push(`## Latest run: ${machine.date}`, "");
-  if (invalid.length > 0) {
+  const parts = [
+    ["local server throughput and latency", results.throughput],
+    ["handler CPU per request", results.handler],
+    ["cold start", results.cold],
+    ["cost per million requests", results.cost],
+  ] as const;
+  const machine = [results.throughput, results.handler, results.cold, results.cost, results.ab]
+    .map((part) => part?.machine)
+    .find((m) => m !== undefined);
+  lines.push("## Targets", "");
+  if (machine) {
     lines.push(
-      `> **⚠ INVALID: ${invalid.length} run(s) had errors; their figures are not valid results.**`,
+      `Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB.toFixed(1)} GiB, ${machine.platform}, Node ${machine.node}. Shared with other engineers' work: read each part's load average and noise.`,
+      "",
     );
-    for (const run of invalid) {
+  }
+  lines.push("| target | measured | verdict | part |", "|---|---|---|---|");
+  for (const [name, part] of parts) {
+    if (!part) {
+      lines.push(`| ${name} | not measured yet | – | – |`);
+      continue;
+    }
+    for (const v of part.verdicts) {
       lines.push(
-        `> - ${run.workload} c=${run.connections} ${run.target}: ${run.problems.join("; ")}`,
+        `| ${v.target} | ${v.measured} | **${v.verdict}** | ${name} (${part.date.slice(0, 16)}) |`,
       );
     }
-    lines.push("");
   }
-  lines.push(
-    `- Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB.toFixed(1)} GiB, ${machine.platform}`,
-    `- Node: ${machine.node}`,
-    `- Load average (1/5/15 min) at start: ${machine.loadAtStart.map((n) => n.toFixed(2)).join(" / ")}; at end: ${machine.loadAtEnd.map((n) => n.toFixed(2)).join(" / ")}`,
-    `- Command: \`${report.command}\``,
-    ...report.setup.map((line) => `- ${line}`),
-    "",
-    `### Targets (primary workload: ${report.primary})`,
-    "",
-    "| target | measured | verdict |",
-    "|---|---|---|",
-    ...report.verdicts.map((v) => `| ${v.name} | ${v.measured} | **${v.verdict}** |`),
-    "",
-    "### Throughput and latency",
-    "",
-    "| workload | c | target | req/s | p50 ms | p99 ms | responses | valid |",
-    "|---|---:|---|---:|---:|---:|---:|---|",
-  );
-  for (const run of runs) {
+  lines.push("");
+  if (results.throughput) lines.push(...renderThroughput(results.throughput));
+  if (results.handler) lines.push(...renderHandler(results.handler));
+  if (results.cold) lines.push(...renderCold(results.cold));
+  if (results.cost) lines.push(...renderCost(results.cost));
+  lines.push(...renderAb(results));
+  if (results.profile) lines.push(...renderProfile(results.profile));
+  return lines.join("\n").trimEnd();
+}
+
+function throughputTable(records: readonly ThroughputRecord[]): string[] {
+  const lines = [
+    "| workload | c | target | req/s | p50 ms | p99 ms | requests | server CPU µs/req | anvil cores | load generator cores | others (cores) | valid |",
+    "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+  ];
+  for (const r of records) {
     lines.push(
-      `| ${run.workload} | ${run.connections} | ${run.target} | ${Math.round(run.reqPerSec)} | ${ms(run.p50)} | ${ms(run.p99)} | ${run.responses} | ${run.problems.length === 0 ? "yes" : "**NO**"} |`,
+      `| ${r.workload} | ${r.connections} | ${r.target} | ${Math.round(r.perSecond)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.requests} | ${r.serverCpuUsPerRequest === null ? "–" : Math.round(r.serverCpuUsPerRequest)} | ${cores(r.anvilCores)} | ${cores(r.loadgenCores)} | ${cores(r.otherCores)} | ${r.problems.length === 0 ? "yes" : `**NO**: ${r.problems.join("; ")}`} |`,
     );
   }
-  lines.push(
-    "",
-    "### Ratios (gateway / baseline)",
-    "",
-    "| workload | c | req/s gw/pass-through | req/s gw/direct | p50 gw/pass-through | p50 gw/direct | p99 gw/pass-through | p99 gw/direct |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|",
+  return lines;
+}
+
+const find = (
+  records: readonly ThroughputRecord[],
+  workload: string,
+  connections: number,
+  target: string,
+) =>
+  records.find(
+    (r) => r.workload === workload && r.connections === connections && r.target === target,
   );
-  for (const { workload, connections } of groups(runs)) {
-    const gw = find(runs, workload, connections, "gateway");
-    const pt = find(runs, workload, connections, "pass-through");
-    const direct = find(runs, workload, connections, "direct");
-    if (!gw || !pt || !direct) continue;
-    lines.push(
-      `| ${workload} | ${connections} | ${ratio(gw.reqPerSec / pt.reqPerSec)} | ${ratio(gw.reqPerSec / direct.reqPerSec)} | ${ratio(gw.p50 / pt.p50)} | ${ratio(gw.p50 / direct.p50)} | ${ratio(gw.p99 / pt.p99)} | ${ratio(gw.p99 / direct.p99)} |`,
-    );
-  }
-  lines.push(
+
+function renderThroughput(part: ThroughputPart): string[] {
+  const lines = [
+    "## Local server: throughput and latency",
     "",
-    "### Added p50 latency at c=1 (p50 through X − p50 direct)",
+    `- Measured: ${when(part)}`,
+    `- Load: ${part.loadGenerator}, its own process, one thread, keep-alive connections, one fixed body per workload; ${part.rounds} rounds of ${part.seconds} s per target and concurrency, the targets alternated within each round (req/s over all rounds; p50/p99: the median of the rounds' percentiles).`,
+    "- Targets: anvil directly; the ~20-line undici pass-through (`bench/passthrough.ts`) in its own `node` process; the gateway as `npm start -- --config F --port 0` runs it (API Gateway emulator + proxy handler + dynalite + the monitor on its timer), one provider: that anvil.",
+    "- server CPU: CPU of the server's whole process group per request. others: cores every other process on the machine used meanwhile (the noise).",
+    "",
+    ...throughputTable(part.records),
+    "",
+    "Added p50 latency at c=1 (p50 through the proxy − p50 direct):",
     "",
     "| workload | direct p50 ms | pass-through added ms | gateway added ms | gateway/pass-through |",
     "|---|---:|---:|---:|---:|",
-  );
-  for (const { workload, connections } of groups(runs)) {
-    if (connections !== 1) continue;
-    const added = addedLatency(runs, workload);
+  ];
+  for (const workload of new Set(part.records.map((r) => r.workload))) {
+    const added = addedLatency(part.records, workload, "gateway (undici)");
     if (!added) continue;
     lines.push(
       `| ${workload} | ${ms(added.direct)} | ${ms(added.passthrough)} | ${ms(added.gateway)} | ${ratio(added.gateway / added.passthrough)} |`,
     );
   }
-  lines.push(
-    "",
-    "### DynamoDB requests per proxied request (gateway runs, measured window only)",
-    "",
-    "| workload | c | proxied requests | Query | GetItem | UpdateItem | other | reads/request | all/request |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-  );
-  for (const run of runs) {
-    if (!run.dynamo) continue;
-    const d = run.dynamo;
-    lines.push(
-      `| ${run.workload} | ${run.connections} | ${run.responses} | ${d.Query} | ${d.GetItem} | ${d.UpdateItem} | ${d.other} | ${perRequest(dynamoReads(d), run.responses)} | ${perRequest(dynamoTotal(d), run.responses)} |`,
-    );
-  }
-  lines.push(
-    "",
-    "### Where the CPU went (diagnostics)",
-    "",
-    "server CPU/request: CPU time of the main thread, which hosts the pass-through, the gateway (API Gateway emulator + handler) and dynalite, per response. server ELU: its event loop utilisation (≈100%: saturated; it counts time the thread was runnable but waiting for a core too). anvil: cores anvil kept busy. others: cores used by every other process on the machine during the run (other engineers' tests): the noise. load generator ELU: autocannon's worker thread. Gateway output during the run: EMF blobs with metrics through the telemetry's `write` / empty EMF blobs through `write` / EMF blobs Powertools printed on stdout itself / other stdout lines (logs).",
-    "",
-    "| workload | c | target | server CPU µs/request | server ELU | anvil cores | load generator ELU | others (cores) | gateway output (EMF / empty EMF / EMF on stdout / logs) |",
-    "|---|---:|---|---:|---:|---:|---:|---:|---:|",
-  );
-  for (const run of runs) {
-    lines.push(
-      `| ${run.workload} | ${run.connections} | ${run.target} | ${run.serverCpuUsPerRequest === null ? "n/a" : Math.round(run.serverCpuUsPerRequest)} | ${pct(run.serverElu)} | ${cores(run.anvilCores)} | ${pct(run.loadgenElu)} | ${cores(run.otherCores)} | ${run.output ? `${run.output.emfWrite} / ${run.output.emfEmpty} / ${run.output.emfStdout} / ${run.output.otherStdout}` : "–"} |`,
-    );
-  }
-  return lines.join("\n");
-}
-
-function perRequest(count: number, requests: number): string {
-  if (requests === 0) return "n/a";
-  const value = count / requests;
-  return value === 0 ? "0" : value < 0.001 ? value.toExponential(2) : value.toFixed(4);
+  lines.push("");
+  return lines;
 }
 
 export function addedLatency(
-  runs: readonly RunRecord[],
+  records: readonly ThroughputRecord[],
   workload: string,
+  gatewayTarget: string,
 ): { direct: number; passthrough: number; gateway: number } | undefined {
-  const direct = find(runs, workload, 1, "direct");
-  const pt = find(runs, workload, 1, "pass-through");
-  const gw = find(runs, workload, 1, "gateway");
-  if (!direct || !pt || !gw) return undefined;
-  return { direct: direct.p50, passthrough: pt.p50 - direct.p50, gateway: gw.p50 - direct.p50 };
+  const direct = find(records, workload, 1, "direct");
+  const passthrough = find(records, workload, 1, "pass-through");
+  const gateway = find(records, workload, 1, gatewayTarget);
+  if (!direct || !passthrough || !gateway) return undefined;
+  return {
+    direct: direct.p50Ms,
+    passthrough: passthrough.p50Ms - direct.p50Ms,
+    gateway: gateway.p50Ms - direct.p50Ms,
+  };
+}
+
+function renderHandler(part: HandlerPart): string[] {
+  return [
+    "## Handler CPU per request (what a Lambda container pays)",
+    "",
+    `- Measured: ${when(part)}`,
+    `- The bundles the stack ships, each imported by a fresh Node process (\`bench/lambda-child.ts\`) with the Lambda's environment (config in s3rver, state in dynalite, the anvil upstream) and invoked directly with API Gateway events, one at a time: ${part.count} invocations measured after 2,000 of warm-up, ${part.rounds} rounds alternating the handlers. CPU is the whole process's (\`process.cpuUsage()\`): background refreshes, metric flushes and GC included.`,
+    "- baseline: `bench/baseline/minimal-handler.ts`, middy + the same S3 and DynamoDB clients, forwarding the body with the same upstream adapter.",
+    "",
+    "| handler | CPU µs/request (median) | every round | wall µs/request | spread | DynamoDB calls/request |",
+    "|---|---:|---|---:|---:|---|",
+    ...part.records.map(
+      (r) =>
+        `| ${r.variant} | ${Math.round(r.medianCpuUs)} | ${r.cpuUs.map((v) => Math.round(v)).join(", ")} | ${Math.round(r.medianWallMs * 1000)} | ${Math.round(r.spread * 100)}% | ${
+          Object.entries(r.dynamoPerRequest)
+            .map(([op, n]) => `${op} ${n.toExponential(1)}`)
+            .join(", ") || "none"
+        } |`,
+    ),
+    "",
+  ];
+}
+
+function renderCold(part: ColdPart): string[] {
+  return [
+    "## Cold start",
+    "",
+    `- Measured: ${when(part)}`,
+    `- Each bundle built as the stack builds it (esbuild ESM, minified, \`module\` main fields, AWS SDK bundled: \`bench/bundles.ts\` with the settings of \`infra/constructs/node-function.ts\`), started ${part.starts} times in a fresh Node process, alternating: the import, then the first request (config from S3, the state Query, one upstream call). Node's own start-up is excluded and the same for all.`,
+    "- CPU time decides the verdicts: it is what stretches on Lambda's share of a vCPU, and what other people's load here disturbs least. Wall time is shown as measured, and without the time spent waiting for a core (own). Medians.",
+    "",
+    "| handler | bundle | import ms CPU | import + first request ms CPU | import ms wall | import + first request ms wall | … own | every import, ms CPU | every first request, ms CPU |",
+    "|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ...part.records.map(
+      (r) =>
+        `| ${r.variant} | ${kb(r.bytes)} | ${ms(r.medianImportCpuMs, 0)} | ${ms(r.medianTotalCpuMs, 0)} | ${ms(r.medianImportMs, 0)} | ${ms(r.medianTotalMs, 0)} | ${ms(r.medianOwnTotalMs, 0)} | ${r.importCpuMs.map((v) => v.toFixed(0)).join(", ")} | ${r.firstRequestCpuMs.map((v) => v.toFixed(0)).join(", ")} |`,
+    ),
+    "",
+  ];
+}
+
+function renderCost(part: CostPart): string[] {
+  return [
+    "## Cost per million requests",
+    "",
+    `- Measured: ${when(part)}`,
+    `- The gateway's bundle in one container, invoked at a steady rate for ${part.seconds} s after its cold start, healthy provider (anvil on this machine). List prices (us-east-1): HTTP API $${PRICES.httpApiPerMillion.toFixed(2)}/M, Lambda requests $${PRICES.lambdaRequestsPerMillion.toFixed(2)}/M, arm64 duration $${PRICES.lambdaArmPerGbSecond}/GB-s at ${part.memoryMb} MB (prod), DynamoDB on demand $${PRICES.dynamoReadUnitPerMillion}/M read units and $${PRICES.dynamoWriteUnitPerMillion}/M write units.`,
+    `- Billed duration, per invocation: its wall time here, less the time it waited for a core (other processes' load, from /proc schedstat), plus its CPU time × (1769/${part.memoryMb} − 1) (Lambda gives ${part.memoryMb} MB that share of a vCPU), rounded up to 1 ms. DynamoDB: every call the handler made (counted at a relay in front of dynalite), a Query at 0.5 read unit per 4 KB answered, a write at 1 unit per KB sent. A provider's own latency adds ${dollars(dollarsPerMillionPerMs(part.memoryMb))} per ms per million on top.`,
+    "",
+    "| requests/s per container | requests | wall ms (median) | CPU ms (median) | waiting for a core ms (median) | billed ms (mean) | DynamoDB calls/request | read units/request | write units/request | HTTP API | Lambda requests | Lambda duration | DynamoDB | total per million |",
+    "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ...part.records.map(
+      (r) =>
+        `| ${r.rate} | ${r.requests} | ${ms(r.medianWallMs)} | ${ms(r.medianCpuMs)} | ${ms(r.medianWaitMs)} | ${ms(r.billedMs, 2)} | ${
+          Object.entries(r.callsPerRequest)
+            .map(([op, n]) => `${op} ${n.toFixed(3)}`)
+            .join(", ") || "none"
+        } | ${r.readUnitsPerRequest.toFixed(4)} | ${r.writeUnitsPerRequest.toFixed(4)} | ${dollars(r.httpApi)} | ${dollars(r.lambdaRequests)} | ${dollars(r.lambdaDuration)} | ${dollars(r.dynamo)} | **${dollars(r.total)}** |`,
+    ),
+    "",
+  ];
+}
+
+function renderAb(results: Results): string[] {
+  const lines = ["## undici vs Node's http client (same-run A/B)", ""];
+  const ab = results.ab;
+  if (ab) {
+    lines.push(
+      `- Local server at c=32: ${when(ab)}; ${ab.loadGenerator}, ${ab.rounds} rounds of ${ab.seconds} s, targets alternated. The node-http gateway is the same \`npm start\` with \`--import bench/use-node-http-upstream.ts\`, which swaps in \`bench/node-http-upstream.ts\` (the former adapter).`,
+      "",
+      ...throughputTable(ab.records),
+      "",
+    );
+  }
+  const handler = results.handler?.records ?? [];
+  const cold = results.cold?.records ?? [];
+  const gatewayOf = <T extends { client: string; role: string }>(
+    records: readonly T[],
+    client: string,
+  ) => records.find((r) => r.client === client && r.role === "gateway");
+  const abRows: Array<[string, number | undefined, number | undefined, string]> = [
+    [
+      "local server req/s at c=32 (higher is better)",
+      ab?.records.find((r) => r.target === "gateway (undici)")?.perSecond,
+      ab?.records.find((r) => r.target === "gateway (node-http)")?.perSecond,
+      "",
+    ],
+    [
+      "handler CPU µs/request",
+      gatewayOf(handler, "undici")?.medianCpuUs,
+      gatewayOf(handler, "node-http")?.medianCpuUs,
+      "",
+    ],
+    [
+      "cold import ms CPU",
+      gatewayOf(cold, "undici")?.medianImportCpuMs,
+      gatewayOf(cold, "node-http")?.medianImportCpuMs,
+      "",
+    ],
+    [
+      "cold import + first request ms CPU",
+      gatewayOf(cold, "undici")?.medianTotalCpuMs,
+      gatewayOf(cold, "node-http")?.medianTotalCpuMs,
+      "",
+    ],
+  ];
+  if (abRows.some(([, a, b]) => a !== undefined && b !== undefined)) {
+    lines.push(
+      "The gateway on each client, same run:",
+      "",
+      "| figure | undici | node-http | undici / node-http |",
+      "|---|---:|---:|---:|",
+      ...abRows
+        .filter(([, a, b]) => a !== undefined && b !== undefined)
+        .map(
+          ([name, a = 0, b = 0]) =>
+            `| ${name} | ${a.toFixed(0)} | ${b.toFixed(0)} | ${ratio(a / b)} |`,
+        ),
+      "",
+      "Each client against a baseline on the same client:",
+      "",
+    );
+  }
+  const hasBoth = (records: ReadonlyArray<{ client: string }>) =>
+    records.some((r) => r.client === "node-http") && records.some((r) => r.client === "undici");
+  if (hasBoth(handler) || hasBoth(cold)) {
+    lines.push(
+      "| client | handler CPU µs/request (gateway / baseline = ratio) | cold import ms CPU (gateway / baseline = ratio) | cold import + first request ms CPU (gateway / baseline = ratio) | bundle (gateway / baseline) |",
+      "|---|---|---|---|---|",
+    );
+    for (const client of ["undici", "node-http"] as const) {
+      const h = (role: string) => handler.find((r) => r.client === client && r.role === role);
+      const c = (role: string) => cold.find((r) => r.client === client && r.role === role);
+      const hg = h("gateway");
+      const hb = h("baseline");
+      const cg = c("gateway");
+      const cb = c("baseline");
+      lines.push(
+        `| ${client} | ${hg && hb ? `${Math.round(hg.medianCpuUs)} / ${Math.round(hb.medianCpuUs)} = ${ratio(hg.medianCpuUs / hb.medianCpuUs)}` : "n/a"} | ${cg && cb ? `${cg.medianImportCpuMs.toFixed(0)} / ${cb.medianImportCpuMs.toFixed(0)} = ${ratio(cg.medianImportCpuMs / cb.medianImportCpuMs)}` : "n/a"} | ${cg && cb ? `${cg.medianTotalCpuMs.toFixed(0)} / ${cb.medianTotalCpuMs.toFixed(0)} = ${ratio(cg.medianTotalCpuMs / cb.medianTotalCpuMs)}` : "n/a"} | ${cg && cb ? `${kb(cg.bytes)} / ${kb(cb.bytes)}` : "n/a"} |`,
+      );
+    }
+    lines.push("");
+  } else if (!ab) {
+    lines.push("Not measured yet (`npm run bench -- --only ab`).", "");
+  }
+  return lines;
+}
+
+function renderProfile(part: ProfilePart): string[] {
+  const lines = [
+    "## Where the time goes (CPU profiles)",
+    "",
+    `- Measured: ${when(part)}`,
+    "- `--cpu-prof`; each sample charged to its nearest project frame (time in a library or in native code goes to the project code that called it), and separately by the file or package it ran in; µs per request. Profiles: `bench/.tmp/profiles/` (`npx tsx bench/cpuprofile-top.ts FILE --owners` for more).",
+    "",
+  ];
+  for (const found of part.findings) {
+    lines.push(
+      `### ${found.subject}: ${found.cpuUsPerRequest.toFixed(0)} µs CPU/request sampled over ${found.requests} requests`,
+      "",
+      "| nearest project frame | µs/request | | file or package | µs/request (self) |",
+      "|---|---:|---|---|---:|",
+    );
+    const rows = Math.max(found.byOwner.length, found.byPackage.length);
+    for (let i = 0; i < rows; i++) {
+      const owner = found.byOwner[i];
+      const where = found.byPackage[i];
+      lines.push(
+        `| ${owner ? owner[0] : ""} | ${owner ? owner[1].toFixed(1) : ""} | | ${where ? where[0] : ""} | ${where ? where[1].toFixed(1) : ""} |`,
+      );
+    }
+    lines.push("");
+  }
+  return lines;
 }
 
 const DEFAULT_HEADER = `# Benchmark results
 
-What \`npm run bench\` measured: the upstream (anvil) directly, a ~20-line undici pass-through
-proxy (\`bench/passthrough.ts\`) and the gateway's local server, in one run on the same upstream.
-The section between the markers is regenerated by every run; everything outside it is kept.
+What \`npm run bench\` measured. The section between the markers is generated from
+bench/results.json by every run; everything outside it is kept.
 
 `;
 
 /** Replaces the generated section of RESULTS.md and keeps everything else as it is. */
-export function writeResults(path: string, generated: string): void {
+export function writeReport(path: string, generated: string): void {
   const section = `${START_MARKER}\n${generated}\n${END_MARKER}`;
   if (!existsSync(path)) {
     writeFileSync(path, `${DEFAULT_HEADER}${section}\n\n## Notes\n\n(hand-written, kept)\n`);

@@ -1,206 +1,277 @@
-import http from "node:http";
-import https from "node:https";
+import type { Socket } from "node:net";
+import type { buildConnector, Dispatcher } from "undici";
+import buildSocketConnector from "undici/lib/core/connect.js";
+import Agent from "undici/lib/dispatcher/agent.js";
 import type { Upstream, UpstreamRequest, UpstreamResult } from "../core/ports.ts";
-import type { TransportFailure } from "../core/verdict.ts";
+import { errorCode, transportFailure } from "./transport-failure.ts";
 
 /**
- * Upstream HTTP on Node's own client with keep-alive agents at module scope, so connections
- * are reused across invocations. Node's client costs nothing to bundle or load, where undici
- * added 720 KB and most of a cold start; against anvil both move the same requests per second
- * (bench/RESULTS.md). Idle sockets close after a few seconds, under what providers allow; a
- * reset on a reused socket before any answer is retried once on a fresh connection rather
- * than blamed on the provider.
+ * Upstream HTTP on undici's dispatcher: one Agent (a keep-alive pool per provider origin) for
+ * the life of the container, driven through `dispatch()` with a small handler of our own. Only
+ * the dispatcher is imported, by path: the package's index also loads fetch, WebSocket, the
+ * cache and the mocks, which the gateway never uses.
+ *
+ * Per attempt: one timer for the whole exchange (connect, send, headers, body); the answer
+ * capped at `maxResponseBytes`, refused at once when its Content-Length says it is over;
+ * an optional AbortSignal. A request is never re-sent behind the caller's back, except an
+ * `idempotent` one, once, when a keep-alive socket that had already carried an answer turns
+ * out to be dead before this request got any.
  */
 
-const IDLE_SOCKET_MS = 4_000;
-const MAX_SOCKETS_PER_HOST = 256;
-
-interface Target {
-  readonly send: typeof http.request;
-  readonly options: http.RequestOptions;
-}
+/** Idle time before a pooled connection is closed, when the provider gives no Keep-Alive hint. */
+const KEEP_ALIVE_MS = 4_000;
+/**
+ * Ceiling on a provider's `Keep-Alive: timeout=N` hint (undici closes 2 s before the hint).
+ * Kept well under the idle timeouts of load balancers and NAT gateways, which drop silently.
+ */
+const KEEP_ALIVE_MAX_MS = 30_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+const CONNECTIONS_PER_ORIGIN = 256;
 
 export interface UpstreamClient extends Upstream {
   close(): Promise<void>;
 }
 
+/** What `dispatch()` needs for one provider URL, computed once per URL. */
+interface Target {
+  readonly origin: string;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+type AttemptOutcome = { readonly result: UpstreamResult; readonly resendable: boolean };
+
 export function createUpstream(options: { clock?: () => number } = {}): UpstreamClient {
   const clock = options.clock ?? (() => performance.now());
-  const agentOptions = {
-    keepAlive: true,
-    maxSockets: MAX_SOCKETS_PER_HOST,
-    // Most recently used first, so spare sockets idle out instead of going stale in rotation.
-    scheduling: "lifo" as const,
-    timeout: IDLE_SOCKET_MS,
-  };
-  const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+
+  /**
+   * Errors of sockets that had already received bytes since they connected: a keep-alive
+   * socket the provider dropped while it sat in the pool, not a provider refusing this request.
+   */
+  const afterEarlierAnswers = new WeakSet<Error>();
+  const connectSocket = buildSocketConnector({ timeout: CONNECT_TIMEOUT_MS });
+  const connect: buildConnector.connector = (connectOptions, callback) =>
+    connectSocket(connectOptions, (error, socket) => {
+      if (socket) watchForStaleness(socket, afterEarlierAnswers);
+      // The union of the callback's argument tuples does not survive being passed on as one.
+      (callback as (error: Error | null, socket: Socket | null) => void)(error, socket);
+    });
+  const agent = new Agent({
+    connections: CONNECTIONS_PER_ORIGIN,
+    keepAliveTimeout: KEEP_ALIVE_MS,
+    keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
+    // The attempt's own timer bounds the whole exchange; undici's per-phase timers would be a
+    // second clock with a coarser resolution.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect,
+  });
+
   // Provider URLs are few and fixed: each is parsed once, not on every request.
   const targets = new Map<string, Target>();
   const targetOf = (raw: string): Target => {
     let target = targets.get(raw);
     if (target === undefined) {
-      const url = new URL(raw);
-      const secure = url.protocol === "https:";
-      target = {
-        send: secure ? https.request : http.request,
-        options: {
-          protocol: url.protocol,
-          hostname: url.hostname.replace(/^\[|\]$/g, ""),
-          port: url.port || (secure ? 443 : 80),
-          path: `${url.pathname}${url.search}`,
-          method: "POST",
-          agent: secure ? agents.https : agents.http,
-          ...(url.username
-            ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }
-            : {}),
-        },
-      };
+      target = parseTarget(raw);
       targets.set(raw, target);
     }
     return target;
   };
 
-  /** One HTTP exchange; `retryable` marks a reset on a reused socket before any answer. */
-  function attempt(
-    req: UpstreamRequest,
-    started: number,
-  ): Promise<{ result: UpstreamResult; retryable: boolean }> {
-    const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
-    return new Promise((resolve) => {
+  function attempt(req: UpstreamRequest, target: Target, started: number) {
+    return new Promise<AttemptOutcome>((resolve) => {
+      const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
+      const elapsed = () => clock() - started;
       let settled = false;
-      let timer: NodeJS.Timeout | undefined;
-      const finish = (result: UpstreamResult, retryable = false) => {
+      let answered = false;
+      let controller: Dispatcher.DispatchController | null = null;
+      /** Set once the attempt is over but undici still holds the request (queued or running). */
+      let abandonReason: Error | null = null;
+      let status = 0;
+      let retryAfter: string | undefined;
+      const chunks: Buffer[] = [];
+      let size = 0;
+
+      const finish = (result: UpstreamResult, resendable = false) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve({ result, retryable });
+        req.signal?.removeEventListener("abort", onAbort);
+        resolve({ result, resendable });
       };
-      let target: Target;
-      try {
-        target = targetOf(req.url);
-      } catch (error) {
-        finish({ ok: false, failure: transportFailure(error), elapsedMs: clock() - started });
-        return;
-      }
-      const body = Buffer.from(req.body, "utf8");
-      const outgoing = target.send({
-        ...target.options,
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json",
-          "content-length": body.length,
-        },
-      });
-      timer = setTimeout(() => {
-        finish({
-          ok: false,
-          failure: {
-            kind: "timeout",
-            message: `timeout: no complete answer within ${timeoutMs} ms`,
-          },
-          elapsedMs: clock() - started,
-        });
-        outgoing.destroy();
-      }, timeoutMs);
-      outgoing.on("error", (error) => {
-        const failure = transportFailure(error);
-        finish(
-          { ok: false, failure, elapsedMs: clock() - started },
-          outgoing.reusedSocket && isStaleSocket(failure),
+      /** Ends the attempt now and tells undici to drop the request and its socket. */
+      const abandon = (result: UpstreamResult, reason: Error) => {
+        finish(result);
+        abandonReason = reason;
+        if (controller !== null && !controller.aborted) controller.abort(reason);
+      };
+      const tooLarge = () =>
+        abandon(
+          { ok: false, tooLarge: true, limit: req.maxResponseBytes, elapsedMs: elapsed() },
+          new Error("answer over the size limit"),
         );
-      });
-      outgoing.on("response", (response) => {
-        const refuseAsTooLarge = () => {
-          finish({
+      const onAbort = () => {
+        const reason = req.signal?.reason;
+        const why = reason instanceof Error ? reason.message : String(reason ?? "no reason given");
+        abandon(
+          {
             ok: false,
-            tooLarge: true,
-            limit: req.maxResponseBytes,
-            elapsedMs: clock() - started,
-          });
-          response.destroy();
-        };
-        const declared = Number(response.headers["content-length"]);
-        if (Number.isFinite(declared) && declared > req.maxResponseBytes) {
-          refuseAsTooLarge();
+            failure: { kind: "connection", message: `aborted by the caller: ${why}` },
+            elapsedMs: elapsed(),
+          },
+          new Error("aborted by the caller"),
+        );
+      };
+
+      const timer = setTimeout(
+        () =>
+          abandon(
+            {
+              ok: false,
+              failure: {
+                kind: "timeout",
+                message: `timeout: no complete answer within ${timeoutMs} ms`,
+              },
+              elapsedMs: elapsed(),
+            },
+            new Error("attempt timed out"),
+          ),
+        timeoutMs,
+      );
+      if (req.signal) {
+        if (req.signal.aborted) {
+          onAbort();
           return;
         }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on("data", (chunk: Buffer) => {
+        req.signal.addEventListener("abort", onAbort, { once: true });
+      }
+
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart(started) {
+          controller = started;
+          // The attempt ended while the request waited for a connection: nothing is written.
+          if (abandonReason !== null) started.abort(abandonReason);
+        },
+        onResponseStart(_controller, statusCode, headers) {
+          if (statusCode < 200) return; // 1xx: the real answer follows
+          answered = true;
+          const declared = Number(headers["content-length"]);
+          if (Number.isFinite(declared) && declared > req.maxResponseBytes) {
+            tooLarge();
+            return;
+          }
+          status = statusCode;
+          const header = headers["retry-after"];
+          retryAfter = Array.isArray(header) ? header[0] : header;
+        },
+        onResponseData(_controller, chunk) {
+          if (settled) return;
           size += chunk.length;
-          if (size > req.maxResponseBytes) refuseAsTooLarge();
+          if (size > req.maxResponseBytes) tooLarge();
           else chunks.push(chunk);
-        });
-        response.on("end", () => {
-          const retryAfter = response.headers["retry-after"];
+        },
+        onResponseEnd() {
+          const body =
+            chunks.length === 1
+              ? (chunks[0] as Buffer).toString("utf8")
+              : Buffer.concat(chunks, size).toString("utf8");
           finish({
             ok: true,
-            status: response.statusCode ?? 0,
-            body: Buffer.concat(chunks, size).toString("utf8"),
-            elapsedMs: clock() - started,
+            status,
+            body,
+            elapsedMs: elapsed(),
             ...(retryAfter === undefined ? {} : { retryAfter }),
           });
-        });
-        // A body cut short (reset, premature close) is a connection failure, not an answer.
-        response.on("error", (error) => {
-          finish({ ok: false, failure: transportFailure(error), elapsedMs: clock() - started });
-        });
-        response.on("close", () => {
-          if (response.complete) return;
-          finish({
-            ok: false,
-            failure: { kind: "connection", message: "connection: the answer was cut short" },
-            elapsedMs: clock() - started,
-          });
-        });
-      });
-      outgoing.end(body);
+        },
+        onResponseError(_controller, error) {
+          if (settled) return;
+          if (answered) {
+            // A body cut short (reset, premature close) is a connection failure, not an answer.
+            finish({
+              ok: false,
+              failure: {
+                kind: "connection",
+                message: `connection: the answer was cut short (${describe(error)})`,
+              },
+              elapsedMs: elapsed(),
+            });
+            return;
+          }
+          finish(
+            { ok: false, failure: transportFailure(error), elapsedMs: elapsed() },
+            afterEarlierAnswers.has(error),
+          );
+        },
+      };
+      try {
+        agent.dispatch(
+          {
+            origin: target.origin,
+            path: target.path,
+            method: "POST",
+            headers: target.headers,
+            body: req.body,
+          },
+          handler,
+        );
+      } catch (error) {
+        finish({ ok: false, failure: transportFailure(error), elapsedMs: elapsed() });
+      }
     });
   }
 
   return {
     async send(req) {
       const started = clock();
-      const first = await attempt(req, started);
+      let target: Target;
+      try {
+        target = targetOf(req.url);
+      } catch (error) {
+        return { ok: false, failure: transportFailure(error), elapsedMs: clock() - started };
+      }
+      const first = await attempt(req, target, started);
       const left = req.timeoutMs - (clock() - started);
-      if (first.retryable && left >= 1) {
-        return (await attempt({ ...req, timeoutMs: left }, started)).result;
+      if (first.resendable && req.idempotent === true && left >= 1 && !req.signal?.aborted) {
+        return (await attempt({ ...req, timeoutMs: left }, target, started)).result;
       }
       return first.result;
     },
     async close() {
-      agents.http.destroy();
-      agents.https.destroy();
+      await agent.destroy();
     },
   };
 }
 
-function errorCode(error: unknown): string {
-  if (typeof error !== "object" || error === null) return "";
-  const own = (error as { code?: unknown }).code;
-  if (typeof own === "string") return own;
-  const cause = (error as { cause?: unknown }).cause;
-  return cause === undefined ? "" : errorCode(cause);
+/** Origin, path and headers for a provider URL; credentials in it become Basic auth. */
+function parseTarget(raw: string): Target {
+  const url = new URL(raw);
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`unsupported protocol ${url.protocol}`);
+  }
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json",
+  };
+  if (url.username || url.password) {
+    const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+    headers.authorization = `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
+  }
+  return { origin: url.origin, path: `${url.pathname}${url.search}`, headers };
 }
 
-const TIMEOUT_CODES = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "UND_ERR_CONNECT_TIMEOUT"]);
+/**
+ * Remembers the errors a socket fails with once it has received bytes since it connected
+ * (after the TLS handshake, for https): it had carried an earlier answer.
+ */
+function watchForStaleness(socket: Socket, afterEarlierAnswers: WeakSet<Error>): void {
+  const readAtConnect = socket.bytesRead;
+  socket.on("error", (error) => {
+    if (socket.bytesRead > readAtConnect) afterEarlierAnswers.add(error);
+  });
+}
 
-/** Maps Node's network errors onto the classifier's three transport kinds. */
-export function transportFailure(error: unknown): TransportFailure {
+function describe(error: unknown): string {
   const code = errorCode(error);
   const message = error instanceof Error ? error.message : String(error);
-  if (TIMEOUT_CODES.has(code) || (error instanceof Error && error.name === "TimeoutError")) {
-    return { kind: "timeout", message: `timeout: ${message}` };
-  }
-  if (
-    /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|EPROTO)/.test(code) ||
-    /\b(tls|ssl)\b/i.test(message)
-  ) {
-    return { kind: "tls", message: `tls: ${code ? `${code} ` : ""}${message}` };
-  }
-  return { kind: "connection", message: `connection: ${code ? `${code} ` : ""}${message}` };
-}
-
-function isStaleSocket(failure: TransportFailure): boolean {
-  return failure.kind === "connection" && /ECONNRESET|EPIPE|socket hang up/i.test(failure.message);
+  return code ? `${code} ${message}` : message;
 }

@@ -29,6 +29,17 @@ export interface UpstreamRequest {
   readonly body: string;
   readonly timeoutMs: number;
   readonly maxResponseBytes: number;
+  /**
+   * Ends the attempt early (a hedged read that lost, a caller gone). The attempt then resolves
+   * as a connection failure; the caller knows from its own signal that it asked for this.
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * Safe to send twice (reads). Only then is a request re-sent, once, when a reused keep-alive
+   * socket turns out to be dead before any answer. Default false: a transaction is never sent
+   * twice behind the caller's back.
+   */
+  readonly idempotent?: boolean;
 }
 
 export interface Upstream {

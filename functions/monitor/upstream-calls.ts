@@ -35,6 +35,8 @@ async function call(options: CallOptions, provider: Provider, body: string): Pro
       body,
       timeoutMs: options.timeoutMs,
       maxResponseBytes: options.maxResponseBytes,
+      // Both questions are reads: a dead keep-alive socket may cost a second send, not a check.
+      idempotent: true,
     });
   } catch (error) {
     // One provider's odd failure is its failed check, not the whole network's tick.

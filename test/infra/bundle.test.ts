@@ -20,12 +20,12 @@ import { synthGateway } from "./synth.ts";
  */
 
 /**
- * The proxy bundle was 1,826 KB with undici and classic zod, 682 KB without; the method
- * catalogue, CORS, payload limits and the request pipeline's hardening brought it to 706 KB.
- * The AWS SDK clients are ~550 KB of it. This bound stops regressions; the cold-start target
- * itself is a ratio to a minimal handler, measured by `npm run bench`.
+ * The proxy bundle was 1,826 KB with the whole of undici and classic zod, 688 KB on Node's
+ * HTTP client, and is ~1,170 KB with undici's dispatcher imported by path (its WASM HTTP
+ * parsers are ~290 KB of that), the method catalogue and the hardening. Size is no target of its own (the bench compares import time
+ * with a minimal handler's); this bound stops regressions.
  */
-const MAX_PROXY_BYTES = 720 * 1024;
+const MAX_PROXY_BYTES = 1200 * 1024;
 const run = promisify(execFile);
 
 let bundles: Record<"proxy" | "monitor", { dir: string; file: string; bytes: number }>;

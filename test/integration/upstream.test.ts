@@ -145,4 +145,170 @@ describe("upstream adapter", () => {
     expect(result).toMatchObject({ ok: true, status: 200 });
     expect(served).toBe(2);
   });
+  it("refuses an answer whose Content-Length is over the cap without waiting for its body", async () => {
+    behaviours.set("/huge-declared", (_req, res) => {
+      // Declares 50 MB, sends a little and then nothing: only the header can end this early.
+      res.writeHead(200, { "content-length": 50_000_000 });
+      res.write("z".repeat(100));
+    });
+    const result = await upstream.send(request("/huge-declared", { timeoutMs: 5_000 }));
+    expect(result).toMatchObject({ ok: false, tooLarge: true, limit: 1000 });
+    expect(result.elapsedMs).toBeLessThan(1_000);
+  });
+
+  it("stops reading a streamed answer at the cap", async () => {
+    let written = 0;
+    behaviours.set("/endless", (_req, res) => {
+      res.writeHead(200);
+      const timer = setInterval(() => {
+        if (res.destroyed) {
+          clearInterval(timer);
+          return;
+        }
+        res.write("w".repeat(300));
+        written += 300;
+      }, 1);
+      res.on("close", () => clearInterval(timer));
+    });
+    const result = await upstream.send(request("/endless", { timeoutMs: 5_000 }));
+    expect(result).toMatchObject({ ok: false, tooLarge: true, limit: 1000 });
+    expect(result.elapsedMs).toBeLessThan(1_000);
+    expect(written).toBeLessThan(100_000);
+  });
+
+  it("times out an answer whose body trickles in past the attempt's timeout", async () => {
+    behaviours.set("/trickle", (_req, res) => {
+      res.writeHead(200, { "content-length": 50 });
+      const timer = setInterval(() => (res.destroyed ? clearInterval(timer) : res.write("t")), 40);
+      res.on("close", () => clearInterval(timer));
+    });
+    const result = await upstream.send(request("/trickle", { timeoutMs: 200 }));
+    expect(result).toMatchObject({ ok: false, failure: { kind: "timeout" } });
+    expect(result.elapsedMs).toBeGreaterThanOrEqual(190);
+    expect(result.elapsedMs).toBeLessThan(1_000);
+  });
+
+  it("a timed-out attempt closes its connection instead of returning it to the pool", async () => {
+    let closed = false;
+    behaviours.set("/hang-then-watch", (req) => {
+      req.socket.on("close", () => {
+        closed = true;
+      });
+    });
+    await upstream.send(request("/hang-then-watch", { timeoutMs: 100 }));
+    await expect.poll(() => closed, { timeout: 2_000 }).toBe(true);
+  });
+
+  it("an abort signal ends the attempt at once and closes its connection", async () => {
+    let closed = false;
+    behaviours.set("/hang-abort", (req) => {
+      req.socket.on("close", () => {
+        closed = true;
+      });
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("the hedge won")), 50);
+    const result = await upstream.send(
+      request("/hang-abort", { timeoutMs: 5_000, signal: controller.signal }),
+    );
+    expect(result).toMatchObject({ ok: false, failure: { kind: "connection" } });
+    expect(!result.ok && "failure" in result && result.failure.message).toMatch(/^aborted/);
+    expect(result.elapsedMs).toBeLessThan(1_000);
+    await expect.poll(() => closed, { timeout: 2_000 }).toBe(true);
+  });
+
+  it("an already aborted signal sends nothing", async () => {
+    let served = 0;
+    behaviours.set("/never", (_req, res) => {
+      served++;
+      res.end("{}");
+    });
+    const result = await upstream.send(request("/never", { signal: AbortSignal.abort() }));
+    expect(result).toMatchObject({ ok: false, failure: { kind: "connection" } });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(served).toBe(0);
+  });
+
+  it("sends credentials in the URL as Basic auth, and keeps the path and query", async () => {
+    behaviours.set("/auth?key=k1", (req, res) => {
+      res.end(JSON.stringify({ auth: req.headers.authorization ?? null }));
+    });
+    const url = `${base.replace("http://", "http://us%40er:p%3Ass@")}/auth?key=k1`;
+    const result = await upstream.send(request("", { url }));
+    expect(result.ok && JSON.parse(result.body)).toEqual({
+      auth: `Basic ${Buffer.from("us@er:p:ss").toString("base64")}`,
+    });
+  });
+
+  it.each([
+    ["not a URL", "::nonsense"],
+    ["another protocol", "ftp://127.0.0.1/"],
+  ])("a provider URL that is %s is a connection failure, not a throw", async (_name, url) => {
+    expect(await upstream.send(request("", { url }))).toMatchObject({
+      ok: false,
+      failure: { kind: "connection" },
+    });
+  });
+});
+
+describe("a keep-alive socket that dies with a request on it", () => {
+  /** Requests seen per server-side socket: the provider resets a socket's second request. */
+  const seen = new WeakMap<Socket, number>();
+  let received = 0;
+  const resetReused: Behaviour = (req, res) => {
+    received++;
+    const count = (seen.get(req.socket) ?? 0) + 1;
+    seen.set(req.socket, count);
+    if (count > 1) req.socket.resetAndDestroy();
+    else res.writeHead(200).end('{"jsonrpc":"2.0","id":1,"result":"0x1"}');
+  };
+  const resetAlways: Behaviour = (req) => {
+    received++;
+    req.socket.resetAndDestroy();
+  };
+  let client: UpstreamClient;
+
+  beforeAll(() => {
+    behaviours.set("/reset-reused", resetReused);
+    behaviours.set("/reset-always", resetAlways);
+  });
+
+  /**
+   * undici checks an idle socket for a pending close on the next turn of the event loop
+   * before reusing it, and a request sent sooner takes another connection: wait a little so
+   * the second request goes out on the first one's socket, as it would between invocations.
+   */
+  const idle = () => new Promise((resolve) => setTimeout(resolve, 20));
+  // Each case starts with an empty pool, so "reused" means reused within the case.
+  const fresh = async () => {
+    await client?.close();
+    client = createUpstream();
+    received = 0;
+  };
+  afterAll(() => client?.close());
+
+  it("is not re-sent when the request is not marked idempotent (it may be a transaction)", async () => {
+    await fresh();
+    expect((await client.send(request("/reset-reused"))).ok).toBe(true);
+    await idle();
+    const second = await client.send(request("/reset-reused"));
+    expect(second).toMatchObject({ ok: false, failure: { kind: "connection" } });
+    expect(received).toBe(2);
+  });
+
+  it("is re-sent once on a new connection when the request is idempotent", async () => {
+    await fresh();
+    expect((await client.send(request("/reset-reused", { idempotent: true }))).ok).toBe(true);
+    await idle();
+    const second = await client.send(request("/reset-reused", { idempotent: true }));
+    expect(second).toMatchObject({ ok: true, status: 200 });
+    expect(received).toBe(3);
+  });
+
+  it("an idempotent request reset on a new connection is not re-sent (the provider refuses it)", async () => {
+    await fresh();
+    const result = await client.send(request("/reset-always", { idempotent: true }));
+    expect(result).toMatchObject({ ok: false, failure: { kind: "connection" } });
+    expect(received).toBe(1);
+  });
 });

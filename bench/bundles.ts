@@ -1,0 +1,71 @@
+import { copyFileSync, mkdirSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { build, type Plugin } from "esbuild";
+import { CREATE_REQUIRE_BANNER } from "../infra/constructs/node-function.ts";
+
+/**
+ * Lambda bundles built as the stack builds them (infra/constructs/node-function.ts: esbuild,
+ * ESM, minified, `module` main fields, the AWS SDK bundled, the createRequire banner, the
+ * config copied beside the bundle), so size and import time are what `cdk deploy` ships.
+ */
+
+const ROOT = resolve(import.meta.dirname, "..");
+export const BUNDLES_DIR = join(ROOT, "bench", ".tmp", "bundles");
+
+/** Which HTTP client carries upstream calls: the shipped adapter, or Node's (the A/B). */
+export type UpstreamClientName = "undici" | "node-http";
+
+export interface BundleSpec {
+  /** Directory name under bench/.tmp/bundles. */
+  readonly name: string;
+  /** Handler file, relative to the repository root. */
+  readonly entry: string;
+  readonly client: UpstreamClientName;
+  /** For profiles: readable names, no minification. */
+  readonly readable?: boolean;
+}
+
+export interface Bundle {
+  readonly name: string;
+  readonly file: string;
+  readonly dir: string;
+  readonly bytes: number;
+}
+
+export const GATEWAY_ENTRY = "functions/proxy/handler.ts";
+export const BASELINE_ENTRY = "bench/baseline/minimal-handler.ts";
+
+const NODE_HTTP_ADAPTER = join(ROOT, "bench", "node-http-upstream.ts");
+
+/** Points every import of the upstream adapter at Node's client (except the one inside it). */
+const useNodeHttpUpstream: Plugin = {
+  name: "node-http-upstream",
+  setup(build) {
+    build.onResolve({ filter: /\/adapters\/upstream\.ts$/ }, (args) =>
+      args.importer === NODE_HTTP_ADAPTER ? undefined : { path: NODE_HTTP_ADAPTER },
+    );
+  },
+};
+
+export async function buildBundle(spec: BundleSpec): Promise<Bundle> {
+  const dir = join(BUNDLES_DIR, spec.name);
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, "index.mjs");
+  await build({
+    absWorkingDir: ROOT,
+    entryPoints: [join(ROOT, spec.entry)],
+    outfile: file,
+    bundle: true,
+    minify: spec.readable !== true,
+    keepNames: spec.readable === true,
+    platform: "node",
+    target: "node24",
+    format: "esm",
+    mainFields: ["module", "main"],
+    banner: { js: CREATE_REQUIRE_BANNER },
+    plugins: spec.client === "node-http" ? [useNodeHttpUpstream] : [],
+    logLevel: "error",
+  });
+  copyFileSync(join(ROOT, "config", "dev.json"), join(dir, "config.json"));
+  return { name: spec.name, file, dir: dirname(file), bytes: statSync(file).size };
+}

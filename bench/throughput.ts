@@ -1,0 +1,233 @@
+import type { AnvilNode } from "../local/anvil.ts";
+import type { UpstreamClientName } from "./bundles.ts";
+import type { LoadGenerator, LoadResult } from "./load.ts";
+import {
+  groupCpuSeconds,
+  machineBusySeconds,
+  median,
+  processCpuSeconds,
+  reapedChildrenCpuSeconds,
+} from "./machine.ts";
+import {
+  GATEWAY_NETWORK,
+  type ServerProcess,
+  startGatewayProcess,
+  startPassthroughProcess,
+} from "./servers.ts";
+
+/**
+ * Throughput and latency as users see them: the load generator, the pass-through and the
+ * gateway are separate processes on the same anvil node. Rounds alternate the targets, so a
+ * change in the machine's load hits every target alike.
+ */
+
+export interface Workload {
+  readonly name: string;
+  readonly body: string;
+}
+
+export const WORKLOADS: readonly Workload[] = [
+  {
+    name: "eth_blockNumber",
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+  },
+  {
+    name: "eth_getBlockByNumber",
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}',
+  },
+];
+
+/** A target: the upstream itself, the pass-through, or the gateway on one HTTP client. */
+export type TargetName = "direct" | "pass-through" | `gateway (${UpstreamClientName})`;
+export const gatewayTarget = (client: UpstreamClientName): TargetName => `gateway (${client})`;
+
+export interface ThroughputRecord {
+  readonly workload: string;
+  readonly connections: number;
+  readonly target: TargetName;
+  readonly rounds: number;
+  readonly requests: number;
+  readonly perSecond: number;
+  /** Median over rounds of each round's percentile (wrk reports percentiles per run). */
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly problems: readonly string[];
+  /** CPU of the server's processes per request, µs (null for direct, or off Linux). */
+  readonly serverCpuUsPerRequest: number | null;
+  readonly anvilCores: number | null;
+  readonly loadgenCores: number | null;
+  /** Cores every other process on the machine used meanwhile: the noise. */
+  readonly otherCores: number | null;
+}
+
+export interface ThroughputPlan {
+  readonly workloads: readonly Workload[];
+  readonly concurrencies: readonly number[];
+  readonly targets: readonly TargetName[];
+  readonly rounds: number;
+  readonly seconds: number;
+  /** Before a target's first round; later rounds warm up for 1 s. */
+  readonly warmupSeconds: number;
+}
+
+export async function measureThroughput(
+  anvil: AnvilNode,
+  load: LoadGenerator,
+  plan: ThroughputPlan,
+  log: (line: string) => void,
+): Promise<ThroughputRecord[]> {
+  const servers = new Map<TargetName, ServerProcess>();
+  try {
+    for (const target of plan.targets) {
+      if (target === "direct") continue;
+      const server =
+        target === "pass-through"
+          ? await startPassthroughProcess(anvil.url)
+          : await startGatewayProcess({
+              name: target,
+              upstreamUrl: anvil.url,
+              client: target === gatewayTarget("node-http") ? "node-http" : "undici",
+            });
+      servers.set(target, server);
+    }
+    const urlOf = (target: TargetName) => {
+      const server = servers.get(target);
+      if (target === "direct" || !server) return anvil.url;
+      return target === "pass-through" ? server.url : `${server.url}/${GATEWAY_NETWORK}`;
+    };
+
+    // Every target must give the upstream's answer before anything is measured.
+    for (const workload of plan.workloads) {
+      const expected = JSON.stringify(await rpcResult(anvil.url, workload.body));
+      for (const target of plan.targets) {
+        const got = JSON.stringify(await rpcResult(urlOf(target), workload.body));
+        if (got !== expected) {
+          throw new Error(`${target} answers ${workload.name} with ${got}, not ${expected}`);
+        }
+      }
+    }
+
+    const records: ThroughputRecord[] = [];
+    for (const workload of plan.workloads) {
+      for (const connections of plan.concurrencies) {
+        const windows = new Map<TargetName, Window[]>(plan.targets.map((t) => [t, []]));
+        for (let round = 1; round <= plan.rounds; round++) {
+          for (const target of plan.targets) {
+            const job = { url: urlOf(target), body: workload.body, connections };
+            const warm = await load.run({
+              ...job,
+              seconds: round === 1 ? plan.warmupSeconds : 1,
+            });
+            const before = snapshot(anvil, servers.get(target));
+            const result = await load.run({ ...job, seconds: plan.seconds });
+            const window = toWindow(result, before, snapshot(anvil, servers.get(target)));
+            window.problems.push(...warm.problems.map((problem) => `warm-up: ${problem}`));
+            windows.get(target)?.push(window);
+            log(
+              `${workload.name} c=${connections} round ${round} ${target.padEnd(20)} ${Math.round(result.perSecond)} req/s  p50 ${result.p50Ms.toFixed(3)} ms  p99 ${result.p99Ms.toFixed(3)} ms${window.serverCpu === null ? "" : `  server CPU ${Math.round((window.serverCpu * 1e6) / Math.max(1, result.requests))} µs/req`}${window.problems.length ? `  INVALID: ${window.problems.join("; ")}` : ""}`,
+            );
+          }
+        }
+        for (const target of plan.targets) {
+          records.push(combine(workload.name, connections, target, windows.get(target) ?? []));
+        }
+      }
+    }
+    return records;
+  } finally {
+    for (const server of servers.values()) await server.stop();
+  }
+}
+
+interface Snapshot {
+  readonly server: number | null;
+  readonly anvil: number | null;
+  readonly loadgen: number | null;
+  readonly machine: number | null;
+}
+
+function snapshot(anvil: AnvilNode, server: ServerProcess | undefined): Snapshot {
+  const anvilPid = anvil.process.pid;
+  return {
+    server: server ? groupCpuSeconds(server.groupId) : 0,
+    anvil: anvilPid === undefined ? null : processCpuSeconds(anvilPid),
+    loadgen: reapedChildrenCpuSeconds(),
+    machine: machineBusySeconds(),
+  };
+}
+
+interface Window {
+  readonly result: LoadResult;
+  readonly problems: string[];
+  readonly serverCpu: number | null;
+  readonly anvilCpu: number | null;
+  readonly loadgenCpu: number | null;
+  readonly otherCpu: number | null;
+}
+
+const delta = (after: number | null, before: number | null) =>
+  after === null || before === null ? null : after - before;
+
+function toWindow(result: LoadResult, before: Snapshot, after: Snapshot): Window {
+  const serverCpu = delta(after.server, before.server);
+  const anvilCpu = delta(after.anvil, before.anvil);
+  const loadgenCpu = delta(after.loadgen, before.loadgen);
+  const machineCpu = delta(after.machine, before.machine);
+  // The bench process itself only waits during a run; it is counted as noise.
+  const otherCpu =
+    machineCpu === null || serverCpu === null || anvilCpu === null || loadgenCpu === null
+      ? null
+      : Math.max(0, machineCpu - serverCpu - anvilCpu - loadgenCpu);
+  return { result, problems: [...result.problems], serverCpu, anvilCpu, loadgenCpu, otherCpu };
+}
+
+function combine(
+  workload: string,
+  connections: number,
+  target: TargetName,
+  windows: readonly Window[],
+): ThroughputRecord {
+  const requests = windows.reduce((sum, w) => sum + w.result.requests, 0);
+  const seconds = windows.reduce((sum, w) => sum + w.result.seconds, 0);
+  const total = (pick: (w: Window) => number | null) =>
+    windows.some((w) => pick(w) === null)
+      ? null
+      : windows.reduce((sum, w) => sum + (pick(w) ?? 0), 0);
+  const serverCpu = total((w) => w.serverCpu);
+  const cores = (cpu: number | null) => (cpu === null || seconds === 0 ? null : cpu / seconds);
+  return {
+    workload,
+    connections,
+    target,
+    rounds: windows.length,
+    requests,
+    perSecond: seconds > 0 ? requests / seconds : 0,
+    p50Ms: median(windows.map((w) => w.result.p50Ms)),
+    p99Ms: median(windows.map((w) => w.result.p99Ms)),
+    problems: windows.flatMap((w, index) => w.problems.map((p) => `round ${index + 1}: ${p}`)),
+    serverCpuUsPerRequest:
+      target === "direct" || serverCpu === null || requests === 0
+        ? null
+        : (serverCpu * 1e6) / requests,
+    anvilCores: cores(total((w) => w.anvilCpu)),
+    loadgenCores: cores(total((w) => w.loadgenCpu)),
+    otherCores: cores(total((w) => w.otherCpu)),
+  };
+}
+
+async function rpcResult(url: string, body: string): Promise<unknown> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+    signal: AbortSignal.timeout(10_000),
+  });
+  const text = await response.text();
+  if (!response.ok)
+    throw new Error(`${url} answered HTTP ${response.status}: ${text.slice(0, 300)}`);
+  const answer = JSON.parse(text) as { result?: unknown; error?: unknown };
+  if (answer.error !== undefined || answer.result === undefined) {
+    throw new Error(`${url} did not answer a result: ${text.slice(0, 300)}`);
+  }
+  return answer.result;
+}

@@ -1,0 +1,16 @@
+// undici's dispatcher and socket connector, imported by path so a bundle leaves out the rest
+// of the package (its index loads fetch, WebSocket, the cache and the mocks). The package's
+// own types describe them.
+declare module "undici/lib/dispatcher/agent.js" {
+  import type { Agent } from "undici";
+
+  const AgentClass: typeof Agent;
+  export default AgentClass;
+}
+
+declare module "undici/lib/core/connect.js" {
+  import type { buildConnector } from "undici";
+
+  const build: typeof buildConnector;
+  export default build;
+}
