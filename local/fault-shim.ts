@@ -33,7 +33,12 @@ export type Fault =
   /** Forward, but answer the head (eth_blockNumber, eth_getBlockByNumber("latest")) with the block that was latest when the fault was set. */
   | { kind: "stuck_head" }
   /** Forward, but answer eth_chainId with this chain id. */
-  | { kind: "chain_id"; id: number };
+  | { kind: "chain_id"; id: number }
+  /**
+   * Forward a single call of `method` (the work is done upstream), then reset the connection
+   * instead of answering: an answer lost after the fact. Other calls pass through.
+   */
+  | { kind: "lose_answer"; method: string };
 
 export interface FaultShim {
   readonly url: string;
@@ -158,6 +163,15 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
       case "stuck_head":
       case "chain_id":
         return answerCalls(active, req, res, body);
+      case "lose_answer": {
+        const answer = await forward(method, req.headers, body);
+        const call = parseJson(body) as JsonRpcCall | undefined;
+        if (call?.method === active.method) {
+          req.socket.resetAndDestroy();
+          return;
+        }
+        return relay(res, answer);
+      }
       default:
         return relay(res, await forward(method, req.headers, body));
     }

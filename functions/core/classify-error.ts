@@ -5,7 +5,13 @@
  */
 
 import { isRecord } from "./classify-envelope.ts";
-import { BATCH_LIMIT, CHAIN_UNAVAILABLE, QUOTA, RATE_LIMIT } from "./classify-patterns.ts";
+import {
+  ALREADY_KNOWN,
+  BATCH_LIMIT,
+  CHAIN_UNAVAILABLE,
+  QUOTA,
+  RATE_LIMIT,
+} from "./classify-patterns.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { CooldownReason, RetryKind, Verdict } from "./verdict.ts";
 
@@ -51,7 +57,8 @@ const CALLERS_FAULT = new RegExp(
     /\bsmaller block range\b|\bblock range\b[^.]{0,20}\btoo (large|wide|big)\b|\bexceeds? (the )?(max(imum)? )?(allowed )?block range\b/,
     /\bquery exceeds limit\b|\breturned more than \d+ results\b|\blog response size exceeded\b|\btoo many (results|logs)\b/,
     /\binsufficient funds\b|\bnonce too (low|high)\b|\bintrinsic gas too low\b|\btransaction underpriced\b/,
-    /\balready known\b|\bmax fee per gas less than block base fee\b|\bgas required exceeds allowance\b|\bexceeds block gas limit\b/,
+    /\bmax fee per gas less than block base fee\b|\bgas required exceeds allowance\b|\bexceeds block gas limit\b/,
+    ALREADY_KNOWN,
   ]
     .map((part) => part.source)
     .join("|"),

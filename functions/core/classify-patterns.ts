@@ -22,3 +22,14 @@ export const FORBIDDEN =
 /** The provider refuses a batch this big (not the request, nor the provider for single calls). */
 export const BATCH_LIMIT =
   /\bbatch (limit|size)\b[^.]{0,40}\b(exceed|exceeded|too (large|big)|reached)\b|\bbatch too large\b|\btoo many (requests|calls) in (a |the )?batch\b|\bmax(imum)? batch size\b/i;
+
+/**
+ * A node already holds the transaction being sent (geth "already known", Nethermind
+ * "AlreadyKnown", reth/anvil "transaction already imported", Erigon "already exists"): the send
+ * succeeded before, wherever it landed.
+ */
+export const ALREADY_KNOWN =
+  /\balready known\b|\balreadyknown\b|\bknown transaction\b|\b(transaction|tx) already (imported|exists|in (the )?(mempool|pool))\b|\balready exists in (the )?(mempool|pool|cache)\b/i;
+
+/** The sender's nonce is past the transaction's: mined already, or a replacement's. */
+export const NONCE_TOO_LOW = /\bnonce too low\b/i;

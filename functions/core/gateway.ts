@@ -14,10 +14,16 @@ import {
 } from "./request/health-recorder.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
+import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, type HeldPenalty, settlePenalties } from "./request/penalties.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { reportRequest } from "./request/report.ts";
 import { assembleResponse, type GatewayResponse, JSON_HEADERS } from "./request/respond.ts";
+import {
+  lookupFound,
+  settleSentTransactions,
+  transactionLookupBody,
+} from "./request/sent-transactions.ts";
 import { ServableMethods } from "./request/servable.ts";
 import { rankProviders, type SelectionContext } from "./selection.ts";
 import type { StateCache } from "./state-cache.ts";
@@ -130,6 +136,9 @@ export class Gateway {
       batchLimit: (provider) => batchLimitOf(provider, scope.batchLimits, clock()),
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
     });
+    await settleSentTransactions(open, (call, hash) =>
+      this.#providerKnows(call, hash, deadline, settings),
+    );
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
@@ -185,6 +194,31 @@ export class Gateway {
       held: [],
       batchLimits: new Map(state.batchLimits),
     };
+  }
+
+  /**
+   * Whether a provider the call went to (or would have) holds the transaction `hash`: asked
+   * of the first two in its order, at once, within what is left of the deadline.
+   */
+  async #providerKnows(
+    call: OpenCall,
+    hash: string,
+    deadline: number,
+    settings: Network["settings"],
+  ): Promise<boolean> {
+    const left = Math.min(settings.request_timeout_ms, deadline - this.#deps.clock());
+    if (left <= 0) return false;
+    const asked = call.order.slice(0, 2).map(async ({ provider }) => {
+      const result = await this.#deps.upstream.send({
+        url: provider.url,
+        body: transactionLookupBody(hash),
+        timeoutMs: Math.floor(left),
+        maxResponseBytes: settings.max_response_bytes,
+        idempotent: true,
+      });
+      return result.ok && lookupFound(result.status, result.body);
+    });
+    return (await Promise.all(asked)).some(Boolean);
   }
 
   /** Judges one attempt, settles or reopens its calls, and records it against the provider. */

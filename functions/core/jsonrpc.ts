@@ -4,6 +4,7 @@ import { arrayElementSpans, memberNames, memberValueSpan, nestingDepth } from ".
 export const ErrorCode = {
   parse: -32700,
   invalidRequest: -32600,
+  invalidParams: -32602,
   methodNotFound: -32601,
   internal: -32603,
   unauthorized: -32001,

@@ -1,3 +1,5 @@
+import { keccak256 } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
 import { Gateway } from "../../functions/core/gateway.ts";
@@ -639,5 +641,87 @@ describe("provider batch limits: cut batches to fit, never blacklist", () => {
       '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
     ]);
     expect(h.store.healthWrites).toEqual([]);
+  });
+});
+
+describe("eth_sendRawTransaction never reports a sent transaction as failed", () => {
+  // anvil's first default account: a well-known test key, never a real one.
+  const account = privateKeyToAccount(
+    "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+  );
+  const signed = (chainId: number) =>
+    account.signTransaction({
+      chainId,
+      nonce: 0,
+      to: "0x70997970c51812dc3a010c7d01b50e677d4c79c8",
+      value: 1n,
+      gas: 21000n,
+      gasPrice: 1n,
+    });
+  const send = (id: number, raw: string) => call(id, "eth_sendRawTransaction", [raw]);
+  const lost = (request: { timeoutMs: number }): UpstreamResult => ({
+    ok: false,
+    failure: { kind: "timeout", message: "timeout" },
+    elapsedMs: request.timeoutMs,
+  });
+  const nonceTooLow = (found: boolean) => (request: { body: string }) => {
+    const parsed = JSON.parse(request.body) as { id: unknown; method: string };
+    if (parsed.method === "eth_getTransactionByHash") {
+      return answer(
+        JSON.stringify({ jsonrpc: "2.0", id: parsed.id, result: found ? { nonce: "0x0" } : null }),
+      );
+    }
+    return answer(error(parsed.id, -32000, "nonce too low"));
+  };
+
+  it("regression: a lost answer then 'transaction already imported' reached the caller as -32003; now the hash", async () => {
+    const h = harness(three);
+    const raw = await signed(1);
+    h.upstream.script(P1, lost);
+    h.upstream.script(P2, (request) =>
+      answer(error(JSON.parse(request.body).id, -32003, "transaction already imported")),
+    );
+    const response = await h.rpc(send(5, raw));
+    expect(response.body).toBe(`{"jsonrpc":"2.0","id":5,"result":"${keccak256(raw)}"}`);
+  });
+
+  it.each([
+    [true, "the hash"],
+    [false, "the caller's error as is"],
+  ])("'nonce too low', the transaction known by hash: %s → %s", async (found) => {
+    const h = harness(three);
+    const raw = await signed(1);
+    h.upstream.script(P1, nonceTooLow(found));
+    h.upstream.script(P2, nonceTooLow(found));
+    const response = await h.rpc(send(6, raw));
+    expect(response.body).toBe(
+      found
+        ? `{"jsonrpc":"2.0","id":6,"result":"${keccak256(raw)}"}`
+        : error(6, -32000, "nonce too low"),
+    );
+  });
+
+  it("every provider losing its answer, one holding the transaction: the hash", async () => {
+    const h = harness(three);
+    const raw = await signed(1);
+    for (const url of [P1, P2, P3]) {
+      h.upstream.script(url, (request) =>
+        JSON.parse(request.body).method === "eth_getTransactionByHash"
+          ? answer(JSON.stringify({ jsonrpc: "2.0", id: 1, result: { nonce: "0x0" } }))
+          : refused(),
+      );
+    }
+    const response = await h.rpc(send(7, raw), 20_000);
+    expect(response).toMatchObject({
+      status: 200,
+      body: `{"jsonrpc":"2.0","id":7,"result":"${keccak256(raw)}"}`,
+    });
+  });
+
+  it("a transaction signed for another chain is the caller's error, sent nowhere", async () => {
+    const h = harness(three);
+    const response = await h.rpc(send(8, await signed(31337)));
+    expect(JSON.parse(response.body)).toMatchObject({ id: 8, error: { code: -32602 } });
+    expect([P1, P2, P3].map((url) => h.upstream.callsTo(url))).toEqual([0, 0, 0]);
   });
 });

@@ -10,6 +10,7 @@ import {
 import type { Network, Provider } from "../network-model.ts";
 import { attemptOrder, type SelectionContext } from "../selection.ts";
 import { type OpenCall, openCall } from "./open-call.ts";
+import { wrongChainAnswer } from "./sent-transactions.ts";
 
 /** A request the parser accepted: one call or a batch. */
 export type AcceptedRequest = Exclude<ParsedRequest, { kind: "error" }>;
@@ -57,6 +58,11 @@ export function admitCalls(
           `method ${member.method} is not allowed by this gateway`,
         ),
       );
+      continue;
+    }
+    const wrongChain = wrongChainAnswer(member, network.chainId);
+    if (wrongChain !== null) {
+      immediate.set(member.position, wrongChain);
       continue;
     }
     const order = attemptOrder(ranked, member.method, context);

@@ -1,8 +1,10 @@
 import type { Settings } from "../config-schema.ts";
+import { methodSpec } from "../methods/catalogue.ts";
 import type { Provider } from "../network-model.ts";
 import type { Upstream, UpstreamResult } from "../ports.ts";
 import type { OpenCall } from "./open-call.ts";
 import { type AttemptGroup, nextRound, upstreamBody } from "./plan.ts";
+import { SEND_RAW_TRANSACTION } from "./sent-transactions.ts";
 
 export interface AttemptLoop {
   readonly upstream: Upstream;
@@ -46,9 +48,19 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
           body: upstreamBody(group, loop.single, loop.body),
           timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
           maxResponseBytes: settings.max_response_bytes,
+          idempotent: group.calls.every((entry) => safeToResend(entry.info.method)),
         });
         loop.onResult(group, result, cutShort);
       }),
     );
   }
+}
+
+/**
+ * Whether the upstream client may send a call again by itself after a reset on a reused
+ * socket: reads, and raw transactions, whose duplicates the gateway recognises by hash
+ * (docs/behaviour.md §4.12); never a call that changes something it cannot recognise.
+ */
+function safeToResend(method: string): boolean {
+  return method === SEND_RAW_TRANSACTION || methodSpec(method).idempotent;
 }
