@@ -8,6 +8,7 @@ import { envSecretResolver } from "../functions/adapters/secrets.ts";
 import { createDynamoClient, DynamoStateStore } from "../functions/adapters/state-store.ts";
 import { DynamoStatsStore } from "../functions/adapters/stats-store.ts";
 import { createUpstream } from "../functions/adapters/upstream.ts";
+import { DynamoUsageStore } from "../functions/adapters/usage-store.ts";
 import type { ConfigInput } from "../functions/core/config-schema.ts";
 import type { Upstream } from "../functions/core/ports.ts";
 import { startMonitorTimer } from "../functions/monitor/loop.ts";
@@ -119,6 +120,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         secrets,
         store,
         statsStore,
+        usageStore: new DynamoUsageStore(tables),
         upstream: containerUpstream,
         ...clockOption,
         ...(options.random ? { random: options.random } : {}),

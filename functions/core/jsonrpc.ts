@@ -7,6 +7,8 @@ export const ErrorCode = {
   invalidParams: -32602,
   methodNotFound: -32601,
   internal: -32603,
+  /** EIP-1474 "limit exceeded". */
+  limitExceeded: -32005,
   unauthorized: -32001,
 } as const;
 

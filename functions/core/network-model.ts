@@ -52,7 +52,6 @@ export interface GatewayModel {
   readonly checkIntervalSeconds: number;
   readonly configRefreshSeconds: number;
   readonly innerErrors: readonly string[];
-  readonly apiKeySha256: readonly string[];
   /** Browser origins allowed by CORS (`cors_origins`). */
   readonly corsOrigins: readonly string[];
   /** The keys with their names and usage limits (null = unlimited), in config order. */
@@ -259,7 +258,6 @@ export function buildModel(
     checkIntervalSeconds: config.check_interval_seconds,
     configRefreshSeconds: config.config_refresh_seconds,
     innerErrors: config.inner_errors,
-    apiKeySha256: config.api_keys.map((key) => key.sha256),
     corsOrigins: config.cors_origins,
     apiKeys: config.api_keys.map((key) => ({
       name: key.name,

@@ -25,6 +25,11 @@ export interface ApiDeps {
   readonly model: () => GatewayModel;
   readonly status: (network: string) => Promise<NetworkStatus>;
   readonly clock: () => number;
+  /** Counts a request of a key with a `requests_per_minute`; false when its minute is used up. */
+  readonly admitKey?: (key: {
+    readonly name: string;
+    readonly requestsPerMinute: number;
+  }) => boolean;
 }
 
 type Result = APIGatewayProxyStructuredResultV2;
@@ -49,16 +54,18 @@ function sha256(text: string): Buffer {
   return createHash("sha256").update(text, "utf8").digest();
 }
 
-/** Constant-time check of a caller's key against the configured SHA-256 hashes. */
-export function apiKeyAccepted(key: string | undefined, hashes: readonly string[]): boolean {
-  if (hashes.length === 0) return true;
-  if (key === undefined || key.length === 0 || key.length > 256) return false;
+/** The configured key whose hash the caller's key has (every hash compared, in constant time). */
+export function matchingKey<T extends { readonly sha256: string }>(
+  key: string | undefined,
+  keys: readonly T[],
+): T | null {
+  if (key === undefined || key.length === 0 || key.length > 256) return null;
   const digest = sha256(key);
-  let accepted = false;
-  for (const hash of hashes) {
-    if (timingSafeEqual(digest, Buffer.from(hash, "hex"))) accepted = true;
+  let matched: T | null = null;
+  for (const entry of keys) {
+    if (timingSafeEqual(digest, Buffer.from(entry.sha256, "hex"))) matched = entry;
   }
-  return accepted;
+  return matched;
 }
 
 function decodeBody(event: APIGatewayProxyEventV2): string {
@@ -150,14 +157,27 @@ async function route(
     case "bad_path":
       return rpcError(400, ErrorCode.parse, route.message);
   }
-  // An empty header must not hide a key given in the query.
-  const key = event.headers?.["x-api-key"] || event.queryStringParameters?.key;
-  if (!apiKeyAccepted(key, model.apiKeySha256)) {
-    return rpcError(
-      401,
-      ErrorCode.unauthorized,
-      "unauthorized: send a valid API key in the x-api-key header or ?key=",
+  if (model.apiKeys.length > 0) {
+    // An empty header must not hide a key given in the query.
+    const key = matchingKey(
+      event.headers?.["x-api-key"] || event.queryStringParameters?.key,
+      model.apiKeys,
     );
+    if (key === null) {
+      return rpcError(
+        401,
+        ErrorCode.unauthorized,
+        "unauthorized: send a valid API key in the x-api-key header or ?key=",
+      );
+    }
+    const limit = key.requestsPerMinute;
+    if (limit !== null && deps.admitKey?.({ name: key.name, requestsPerMinute: limit }) === false) {
+      return rpcError(
+        429,
+        ErrorCode.limitExceeded,
+        `API key "${key.name}" is over its requests_per_minute (${key.requestsPerMinute}): slow down`,
+      );
+    }
   }
   switch (route.kind) {
     case "status": {

@@ -2,6 +2,7 @@ import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.
 import { createSecretResolver } from "../adapters/secrets.ts";
 import { DynamoStatsStore } from "../adapters/stats-store.ts";
 import { createUpstream } from "../adapters/upstream.ts";
+import { DynamoUsageStore } from "../adapters/usage-store.ts";
 import { createProxyHandler } from "./lambda.ts";
 import { createProxyRuntime } from "./runtime.ts";
 
@@ -14,6 +15,7 @@ export const handler = createProxyHandler(
     secrets: createSecretResolver(process.env),
     store,
     statsStore: new DynamoStatsStore({ client: store.client, tableName: store.tableName }),
+    usageStore: new DynamoUsageStore({ client: store.client, tableName: store.tableName }),
     upstream: createUpstream(),
   }),
 );

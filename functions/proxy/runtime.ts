@@ -5,8 +5,10 @@ import type { ModelInForce } from "../adapters/model-source.ts";
 import type { SecretResolver } from "../adapters/secrets.ts";
 import { createStatsFlusher, type DynamoStatsStore } from "../adapters/stats-store.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
+import { createUsageFlusher, type DynamoUsageStore } from "../adapters/usage-store.ts";
 import { DEFAULT_CORS_ORIGINS } from "../core/cors.ts";
 import { Gateway } from "../core/gateway.ts";
+import { KeyUsage } from "../core/key-usage.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
 import type { StateStore, Upstream } from "../core/ports.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
@@ -24,6 +26,11 @@ export interface ProxyRuntimeOptions {
    * it, stats stay in this container's memory.
    */
   readonly statsStore?: DynamoStatsStore;
+  /**
+   * Where API keys' per-minute counts add up across containers (`requests_per_minute`).
+   * Without it, each container counts alone.
+   */
+  readonly usageStore?: Pick<DynamoUsageStore, "add">;
   readonly clock?: () => number;
   readonly random?: () => number;
   /** Where EMF metric lines go (stdout by default). */
@@ -63,6 +70,19 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
   let inForce: ModelInForce | null = null;
 
   const stats = requestStats(options.statsStore, clock, telemetry);
+  const keyUsage = new KeyUsage(clock);
+  const usage = options.usageStore
+    ? createUsageFlusher({
+        usage: keyUsage,
+        store: options.usageStore,
+        clock,
+        onError: (key, error) =>
+          telemetry.log("warn", "API key usage not flushed", {
+            key,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+      })
+    : null;
   const cache = new StateCache({
     store: options.store,
     clock,
@@ -125,13 +145,19 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       const { model } = inForce;
       return handleEvent(
         event,
-        { gateway, model: () => model, status, clock },
+        {
+          gateway,
+          model: () => model,
+          status,
+          clock,
+          admitKey: (key) => keyUsage.admit(key),
+        },
         { startedAt, ...(remainingMs === undefined ? {} : { remainingMs }) },
       );
     },
     corsOrigins: () => inForce?.model.corsOrigins ?? DEFAULT_CORS_ORIGINS,
     async flushIfDue() {
-      await stats.flushIfDue();
+      await Promise.all([stats.flushIfDue(), usage?.flushIfDue()]);
       telemetry.flushIfDue();
     },
   };

@@ -7,7 +7,7 @@ import {
   matchRoute,
   type Route,
 } from "../../functions/core/routes.ts";
-import { apiKeyAccepted } from "../../functions/proxy/api.ts";
+import { matchingKey } from "../../functions/proxy/api.ts";
 import {
   bytesAsString,
   deepText,
@@ -17,7 +17,7 @@ import {
   methodName,
 } from "./arbitraries.ts";
 
-/** matchRoute / getModeBody (functions/core/routes.ts) and apiKeyAccepted on anything. */
+/** matchRoute / getModeBody (functions/core/routes.ts) and matchingKey on anything. */
 
 const KINDS = new Set<Route["kind"]>([
   "rpc",
@@ -273,7 +273,7 @@ describe("getModeBody never throws", () => {
   });
 });
 
-describe("apiKeyAccepted", () => {
+describe("matchingKey", () => {
   const known = "k3y-ä€😀-known";
   const hash = createHash("sha256").update(known, "utf8").digest("hex");
   const other = createHash("sha256").update("another key", "utf8").digest("hex");
@@ -291,7 +291,11 @@ describe("apiKeyAccepted", () => {
       fc.property(key, fc.constantFrom([hash], [other, hash], [other]), (candidate, hashes) => {
         let accepted: boolean | undefined;
         expect(() => {
-          accepted = apiKeyAccepted(candidate, hashes);
+          accepted =
+            matchingKey(
+              candidate,
+              hashes.map((sha256) => ({ sha256 })),
+            ) !== null;
         }).not.toThrow();
         expect(accepted).toBe(candidate === known && hashes.includes(hash));
       }),
@@ -299,10 +303,10 @@ describe("apiKeyAccepted", () => {
     );
   });
 
-  it("accepts everything when no key is configured", () => {
+  it("matches nothing, and never throws, when no key is configured", () => {
     fc.assert(
       fc.property(fc.option(hostileString(40), { nil: undefined }), (candidate) => {
-        expect(apiKeyAccepted(candidate, [])).toBe(true);
+        expect(matchingKey(candidate, [])).toBeNull();
       }),
       fuzzParams(200),
     );

@@ -725,3 +725,24 @@ describe("eth_sendRawTransaction never reports a sent transaction as failed", ()
     expect([P1, P2, P3].map((url) => h.upstream.callsTo(url))).toEqual([0, 0, 0]);
   });
 });
+
+describe("max_upstream_calls", () => {
+  it("calls past the budget get -32005 naming it, in place, and are never sent", async () => {
+    const h = harness([{ name: "p1", url: P1, max_batch: 1 }], { max_upstream_calls: 4 });
+    h.upstream.script(
+      P1,
+      resultFor(() => "0x1"),
+    );
+    const response = await h.rpc(batch(...Array.from({ length: 6 }, (_, i) => call(i))));
+    const answers = JSON.parse(response.body) as Array<{ id: number; error?: { code: number } }>;
+    expect(answers.map((a) => a.error?.code ?? "ok")).toEqual([
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      -32005,
+      -32005,
+    ]);
+    expect(h.upstream.callsTo(P1)).toBe(4);
+  });
+});

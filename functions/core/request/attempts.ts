@@ -1,4 +1,6 @@
+import { callBudgetError, withinCallBudget } from "../call-budget.ts";
 import type { Settings } from "../config-schema.ts";
+import { errorResponse } from "../jsonrpc.ts";
 import { methodSpec } from "../methods/catalogue.ts";
 import type { Provider } from "../network-model.ts";
 import type { Upstream, UpstreamResult } from "../ports.ts";
@@ -11,7 +13,10 @@ export interface AttemptLoop {
   readonly clock: () => number;
   /** No attempt starts after this (ms), and none runs past it. */
   readonly deadline: number;
-  readonly settings: Pick<Settings, "max_attempts" | "request_timeout_ms" | "max_response_bytes">;
+  readonly settings: Pick<
+    Settings,
+    "max_attempts" | "request_timeout_ms" | "max_response_bytes" | "max_upstream_calls"
+  >;
   readonly single: boolean;
   /** The caller's body, forwarded as is for a single call. */
   readonly body: string;
@@ -39,9 +44,18 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     if (remaining <= 0) return attempts;
     const round = nextRound(loop.open, settings.max_attempts, loop.single, loop.batchLimit);
     if (round.length === 0) return attempts;
-    attempts += round.length;
+    // A batch retried across providers must not multiply into unbounded paid calls.
+    const { send, refused } = withinCallBudget(settings, attempts, round);
+    const over = callBudgetError(settings);
+    for (const group of refused) {
+      for (const entry of group.calls) {
+        entry.answer = errorResponse(entry.call.rawId ?? "null", over.code, over.message);
+      }
+    }
+    if (send.length === 0) return attempts;
+    attempts += send.length;
     await Promise.all(
-      round.map(async (group) => {
+      send.map(async (group) => {
         const cutShort = remaining < settings.request_timeout_ms;
         const result = await upstream.send({
           url: group.slot.provider.url,
