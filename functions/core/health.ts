@@ -156,14 +156,19 @@ export function applyProbePass(health: ProviderHealth, probe: ProbeRecord): Prov
   };
 }
 
-/** The probe failed: blacklisted again with the next strike, so the cooldown doubles. */
+/**
+ * The probe failed: blacklisted again with the next strike, so the cooldown doubles. The
+ * reason is what the probe's own failure was judged (`failedWith`, as live traffic would
+ * judge it), else the reason the provider was blacklisted for.
+ */
 export function applyProbeFail(
   health: ProviderHealth,
   probe: ProbeRecord,
   now: number,
   policy: CooldownPolicy,
+  failedWith?: CooldownReason,
 ): ProviderHealth {
-  const reason = health.reason ?? "connection";
+  const reason = failedWith ?? health.reason ?? "connection";
   const strikes = health.strikes + 1;
   return {
     ...health,

@@ -16,6 +16,8 @@ export interface QuorumSnapshot {
   readonly headTimestamp: number | null;
   readonly members: readonly string[];
   readonly excluded: Readonly<Record<string, QuorumReason>>;
+  /** Why an excluded provider's check failed, judged as live traffic would ("rate_limit: HTTP 429"). */
+  readonly failures?: Readonly<Record<string, string>>;
   /** Each provider's head as last seen by the monitor. */
   readonly heads: Readonly<Record<string, HeadInfo>>;
   /** When the monitor computed it (ms). */

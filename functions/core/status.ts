@@ -53,6 +53,8 @@ export interface ProviderStatus {
   readonly state: ProviderState;
   readonly in_quorum: boolean;
   readonly quorum_reason: QuorumReason | null;
+  /** What the failed check said, judged as live traffic would (e.g. "rate_limit: HTTP 429"). */
+  readonly quorum_detail: string | null;
   readonly head: {
     readonly number: number | null;
     readonly timestamp: number | null;
@@ -149,6 +151,7 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       state: blacklistState !== "healthy" ? blacklistState : member ? "healthy" : "out_of_quorum",
       in_quorum: member,
       quorum_reason: quorumReason,
+      quorum_detail: member ? null : (quorum?.failures?.[provider.name] ?? null),
       head: { number: headNumber, timestamp: head?.timestamp ?? null, lag_seconds: lag },
       strikes: health.strikes,
       blacklist:

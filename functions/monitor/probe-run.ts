@@ -144,7 +144,13 @@ async function probe(
     const next =
       verdict.result === "pass"
         ? applyProbePass(health, record)
-        : applyProbeFail(health, record, now, cooldownPolicy(settings));
+        : applyProbeFail(
+            health,
+            record,
+            now,
+            cooldownPolicy(settings),
+            "error" in candidateCall ? candidateCall.reason : undefined,
+          );
     const outcome = await deps.store.writeHealth(
       network.name,
       candidate.name,

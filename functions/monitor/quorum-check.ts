@@ -79,6 +79,13 @@ export async function runQuorumCheck(
     headTimestamp: result.headTimestamp,
     members: result.members,
     excluded: result.excluded,
+    failures: Object.fromEntries(
+      checks.flatMap((check) =>
+        "error" in check.answer && result.excluded[check.provider] !== undefined
+          ? [[check.provider, check.answer.error]]
+          : [],
+      ),
+    ),
     heads: headsOf(checks, input.previous),
     computedAt: now,
   };

@@ -1,10 +1,13 @@
+import { classifyHttp, classifyMember, classifyTransport } from "../core/classify.ts";
 import type { Provider } from "../core/network-model.ts";
 import type { Upstream, UpstreamResult } from "../core/ports.ts";
 import type { BlockHead } from "../core/quorum.ts";
+import type { CallInfo, CooldownReason, Verdict } from "../core/verdict.ts";
 
 /**
  * The two questions the monitor asks a provider, shared by the quorum check and the probe.
- * Failures come back as short descriptions; any upstream text in them has been scrubbed.
+ * Answers are judged by the same classifier as live traffic (docs/behaviour.md §4); failures
+ * come back as short descriptions with their kind, scrubbed of secrets.
  */
 
 export interface CallOptions {
@@ -14,19 +17,50 @@ export interface CallOptions {
   readonly scrub: (text: string) => string;
 }
 
-export type LatestBlock = BlockHead | { readonly error: string };
+export type LatestBlock = BlockHead | CheckFailure;
 
 const LATEST_BLOCK =
   '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}';
+const LATEST_BLOCK_CALL: CallInfo = { method: "eth_getBlockByNumber", params: ["latest", false] };
 const CHAIN_ID = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
+const CHAIN_ID_CALL: CallInfo = { method: "eth_chainId", params: [] };
 /** An upstream's words are kept short in details: enough to recognise, not a page of HTML. */
 const MAX_DETAIL = 160;
 
 const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
 
-type Answer = { readonly result: unknown } | { readonly error: string };
+/**
+ * A failure as the live traffic's classifier judges it: its kind and the reason it would
+ * blacklist for, so a quorum exclusion or a failed probe says the same as a failover would
+ * (a rate-limited provider is not reported as dead).
+ */
+export interface CheckFailure {
+  readonly error: string;
+  /** The cooldown reason live traffic would give it; absent for an answer judged unclassified. */
+  readonly reason?: CooldownReason;
+}
 
-async function call(options: CallOptions, provider: Provider, body: string): Promise<Answer> {
+type Answer = { readonly result: unknown } | CheckFailure;
+
+function failure(verdict: Verdict, short: (text: string) => string): CheckFailure {
+  switch (verdict.outcome) {
+    case "retry":
+      return { error: short(`${verdict.kind}: ${verdict.detail}`), reason: verdict.reason };
+    case "capability":
+      return { error: short(`capability: ${verdict.detail}`), reason: "capability" };
+    case "ok":
+      return { error: "no answer" };
+    default:
+      return { error: short(`unclassified: ${verdict.detail}`) };
+  }
+}
+
+async function call(
+  options: CallOptions,
+  provider: Provider,
+  body: string,
+  info: CallInfo,
+): Promise<Answer> {
   const short = (text: string) => options.scrub(text).slice(0, MAX_DETAIL);
   let outcome: UpstreamResult;
   try {
@@ -44,27 +78,26 @@ async function call(options: CallOptions, provider: Provider, body: string): Pro
   }
   if (!outcome.ok) {
     return "failure" in outcome
-      ? { error: short(outcome.failure.message) }
+      ? failure(classifyTransport(outcome.failure), short)
       : { error: `answer over ${outcome.limit} bytes` };
   }
-  if (outcome.status !== 200) return { error: `HTTP ${outcome.status}` };
   let parsed: unknown;
   try {
     parsed = JSON.parse(outcome.body);
   } catch {
-    return { error: "answer is not JSON" };
+    parsed = undefined;
   }
-  if (typeof parsed !== "object" || parsed === null) return { error: "answer is not JSON-RPC" };
-  const answer = parsed as { result?: unknown; error?: { code?: unknown; message?: unknown } };
-  if (answer.error !== undefined) {
-    return { error: short(`JSON-RPC error ${answer.error.code}: ${answer.error.message}`) };
-  }
-  return { result: answer.result };
+  const whole = classifyHttp(outcome.status, outcome.body, parsed, [info]);
+  // The quorum's own head is the question, so no head judges a null here.
+  const verdict =
+    whole === "members" ? classifyMember(parsed, info, { quorumHead: null }) : whole;
+  if (verdict.outcome !== "ok") return failure(verdict, short);
+  return { result: (parsed as { result?: unknown }).result };
 }
 
 /** `eth_getBlockByNumber("latest", false)`: the head's number, timestamp (s) and hash. */
 export async function latestBlock(options: CallOptions, provider: Provider): Promise<LatestBlock> {
-  const answer = await call(options, provider, LATEST_BLOCK);
+  const answer = await call(options, provider, LATEST_BLOCK, LATEST_BLOCK_CALL);
   if ("error" in answer) return answer;
   const block = answer.result as { number?: unknown; timestamp?: unknown; hash?: unknown } | null;
   const number = block?.number;
@@ -86,7 +119,7 @@ export async function latestBlock(options: CallOptions, provider: Provider): Pro
 
 /** `eth_chainId`, or null when the call failed (the previous verdict then stands). */
 export async function chainIdOf(options: CallOptions, provider: Provider): Promise<number | null> {
-  const answer = await call(options, provider, CHAIN_ID);
+  const answer = await call(options, provider, CHAIN_ID, CHAIN_ID_CALL);
   if ("error" in answer) return null;
   const id = answer.result;
   return typeof id === "string" && HEX_QUANTITY.test(id) ? Number.parseInt(id, 16) : null;

@@ -103,6 +103,7 @@ describe("the status JSON", () => {
         "limits",
         "name",
         "priority",
+        "quorum_detail",
         "quorum_reason",
         "routing",
         "state",
