@@ -7,9 +7,10 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
+import type { ChainHead } from "../core/chain-head.ts";
 import type { QuorumSnapshot } from "../core/network-state.ts";
 import type { CheckMemory } from "../core/quorum.ts";
-import { MONITOR_KEY, networkKey, providerKey, QUORUM_KEY } from "./state-store.ts";
+import { HEAD_KEY, MONITOR_KEY, networkKey, providerKey, QUORUM_KEY } from "./state-store.ts";
 
 /**
  * The monitor's DynamoDB operations, in the gateway's one table:
@@ -199,6 +200,48 @@ export class DynamoMonitorStore {
       key(networkKey(network), QUORUM_KEY),
       { snapshot: s(JSON.stringify(snapshot)) },
       snapshot.computedAt,
+    );
+  }
+
+  /**
+   * The chain position for every container (docs/behaviour.md §10). Numbers were already made
+   * forward-only against the stored item; `served` and `served_at` are the containers' and not
+   * touched; a write older than the stored one is dropped.
+   */
+  async writeHead(network: string, head: ChainHead): Promise<void> {
+    const values: Item = {
+      ":latest": n(head.latest.number),
+      ":updated": n(head.updatedAt),
+      ":reorg": n(head.reorgSeenAt),
+    };
+    const sets = ["latest = :latest", "updated_at = :updated", "reorg_seen_at = :reorg"];
+    const removes: string[] = [];
+    for (const [name, position] of [
+      ["latest", head.latest],
+      ["safe", head.safe],
+      ["finalized", head.finalized],
+    ] as const) {
+      if (position === null) continue;
+      if (name !== "latest") {
+        sets.push(`${name} = :${name}`);
+        values[`:${name}`] = n(position.number);
+      }
+      if (position.hash === null) removes.push(`${name}_hash`);
+      else {
+        sets.push(`${name}_hash = :${name}_hash`);
+        values[`:${name}_hash`] = s(position.hash);
+      }
+    }
+    await conditional(
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: key(networkKey(network), HEAD_KEY),
+          UpdateExpression: `SET ${sets.join(", ")}${removes.length > 0 ? ` REMOVE ${removes.join(", ")}` : ""}`,
+          ConditionExpression: "attribute_not_exists(updated_at) OR updated_at <= :updated",
+          ExpressionAttributeValues: values,
+        }),
+      ),
     );
   }
 

@@ -6,6 +6,7 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
+import type { BlockPosition, ChainHead } from "../core/chain-head.ts";
 import { HEALTHY, type ProbeRecord, type ProviderHealth } from "../core/health.ts";
 import type { LearnedLimit, NetworkState, QuorumSnapshot } from "../core/network-state.ts";
 import type { StateStore, WriteOutcome } from "../core/ports.ts";
@@ -25,6 +26,8 @@ export const capabilityKey = (provider: string, method: string) =>
   `CAPABILITY#${provider}#${method}`;
 export const batchLimitKey = (provider: string) => `BATCHLIMIT#${provider}`;
 export const QUORUM_KEY = "QUORUM";
+/** The chain position item: the monitor's latest/safe/finalized and the containers' served head. */
+export const HEAD_KEY = "HEAD";
 export const MONITOR_KEY = "MONITOR";
 
 /** The attributes the proxy's state Query reads, each aliased (several are reserved words). */
@@ -45,6 +48,16 @@ const PROJECTION = (() => {
     "snapshot",
     "last_tick_at",
     "size",
+    "latest",
+    "latest_hash",
+    "safe",
+    "safe_hash",
+    "finalized",
+    "finalized_hash",
+    "updated_at",
+    "reorg_seen_at",
+    "served",
+    "served_at",
   ];
   return {
     expression: attributes.map((_, index) => `#a${index}`).join(", "),
@@ -92,6 +105,26 @@ function healthFromItem(item: Item): ProviderHealth {
   };
 }
 
+function position(item: Item, name: string): BlockPosition | null {
+  const number = item[name]?.N;
+  return number === undefined ? null : { number: Number(number), hash: str(item, `${name}_hash`) };
+}
+
+/** The head item, as the monitor and the containers wrote it; null before the monitor's first. */
+export function headFromItem(item: Item): ChainHead | null {
+  const latest = position(item, "latest");
+  if (latest === null) return null;
+  return {
+    latest,
+    safe: position(item, "safe"),
+    finalized: position(item, "finalized"),
+    served: Math.max(num(item, "served"), 0),
+    servedAt: num(item, "served_at"),
+    updatedAt: num(item, "updated_at"),
+    reorgSeenAt: num(item, "reorg_seen_at"),
+  };
+}
+
 export class DynamoStateStore implements StateStore {
   readonly #client: DynamoDBClient;
   readonly #table: string;
@@ -118,6 +151,7 @@ export class DynamoStateStore implements StateStore {
     let quorum: QuorumSnapshot | null = null;
     let monitorTickAt = 0;
     const batchLimits = new Map<string, LearnedLimit>();
+    let head: ChainHead | null = null;
     let startKey: Item | undefined;
     do {
       const page = await this.#client.send(
@@ -152,13 +186,15 @@ export class DynamoStateStore implements StateStore {
           if (until > now) {
             batchLimits.set(sk.slice("BATCHLIMIT#".length), { value: num(item, "size"), until });
           }
+        } else if (sk === HEAD_KEY) {
+          head = headFromItem(item);
         } else if (sk === MONITOR_KEY) {
           monitorTickAt = num(item, "last_tick_at");
         }
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey);
-    return { providers, capabilities, quorum, monitorTickAt, batchLimits };
+    return { providers, capabilities, quorum, monitorTickAt, batchLimits, head };
   }
 
   async readHealth(network: string, provider: string): Promise<ProviderHealth> {
@@ -229,6 +265,22 @@ export class DynamoStateStore implements StateStore {
         ? healthFromItem(error.Item)
         : await this.readHealth(network, provider);
       return { written: false, current };
+    }
+  }
+
+  async recordServed(network: string, block: number, at: number): Promise<void> {
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: networkKey(network) }, sk: { S: HEAD_KEY } },
+          UpdateExpression: "SET served = :served, served_at = :at",
+          ConditionExpression: "attribute_not_exists(served) OR served < :served",
+          ExpressionAttributeValues: { ":served": { N: String(block) }, ":at": { N: String(at) } },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
   }
 

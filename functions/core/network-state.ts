@@ -1,3 +1,4 @@
+import type { ChainHead } from "./chain-head.ts";
 import { HEALTHY, type ProviderHealth } from "./health.ts";
 import { QUORUM_STALE_INTERVALS } from "./policies.ts";
 import type { QuorumReason } from "./quorum.ts";
@@ -34,6 +35,8 @@ export interface NetworkState {
   readonly monitorTickAt: number;
   /** Batch sizes providers were found to accept, by provider (learned, with an expiry). */
   readonly batchLimits: ReadonlyMap<string, LearnedLimit>;
+  /** The chain position (latest, safe, finalized, served); null before the monitor's first. */
+  readonly head: ChainHead | null;
 }
 
 /** A limit learned from a provider's errors, in force until `until` (ms). */
@@ -48,6 +51,7 @@ export const EMPTY_NETWORK_STATE: NetworkState = {
   quorum: null,
   monitorTickAt: 0,
   batchLimits: new Map(),
+  head: null,
 };
 
 export function healthOf(state: NetworkState, provider: string): ProviderHealth {

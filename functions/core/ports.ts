@@ -60,6 +60,8 @@ export interface StateStore {
     expectedVersion: number,
     next: ProviderHealth,
   ): Promise<WriteOutcome>;
+  /** Raises the shared served head to `block` (only forward), confirmed at `at` (ms). */
+  recordServed(network: string, block: number, at: number): Promise<void>;
   /**
    * Records that `provider` takes batches of at most `size` calls until `until` (ms); a smaller
    * size replaces a larger one, and any size replaces an expired one.

@@ -33,7 +33,11 @@ function keepNewer(local: NetworkState, fresh: NetworkState): NetworkState {
     const stored = batchLimits.get(name);
     if (stored === undefined || stored.value > limit.value) batchLimits.set(name, limit);
   }
-  return { ...fresh, providers, capabilities, batchLimits };
+  const head =
+    local.head !== null && fresh.head !== null && local.head.served > fresh.head.served
+      ? { ...fresh.head, served: local.head.served, servedAt: local.head.servedAt }
+      : fresh.head;
+  return { ...fresh, providers, capabilities, batchLimits, head };
 }
 
 export interface StateCacheOptions {

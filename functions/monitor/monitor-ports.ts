@@ -1,3 +1,4 @@
+import type { ChainHead } from "../core/chain-head.ts";
 import type { QuorumSnapshot } from "../core/network-state.ts";
 import type { CheckMemory } from "../core/quorum.ts";
 import type { RequestStats } from "../core/request-stats.ts";
@@ -18,6 +19,8 @@ export interface MonitorStore {
   /** False when a newer snapshot is stored. */
   writeQuorum(network: string, snapshot: QuorumSnapshot): Promise<boolean>;
   writeHeartbeat(network: string, at: number): Promise<void>;
+  /** Writes the chain position the monitor saw; `served` stays the containers'. */
+  writeHead(network: string, head: ChainHead): Promise<void>;
   /** Running probes' lease expiries (ms) by provider. */
   readProbeLeases(network: string): Promise<Map<string, number>>;
   /** Conditional: no probe in flight and the provider's health still at `expectedVersion`. */

@@ -3,6 +3,7 @@ import type { NetworkState } from "../core/network-state.ts";
 import type { StateStore, Telemetry, Upstream } from "../core/ports.ts";
 import { makeScrubber } from "../core/redact.ts";
 import { activeProvider, type SelectionContext, whyNotCandidate } from "../core/selection.ts";
+import { runHeadCheck } from "./head-check.ts";
 import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
 import { runProbes } from "./probe-run.ts";
 import { runQuorumCheck } from "./quorum-check.ts";
@@ -80,7 +81,8 @@ export function createMonitor(deps: MonitorDeps): Monitor {
       { ...deps, scrub },
       { network, previous: state.quorum, memory, requestStats },
     );
-    const checked: NetworkState = { ...state, quorum };
+    const head = await runHeadCheck({ ...deps, scrub }, network, quorum, state.head);
+    const checked: NetworkState = { ...state, quorum, head: head ?? state.head };
     const probed = await runProbes({ ...deps, scrub }, network, checked, checkIntervalSeconds);
     reportAvailability(
       telemetry,

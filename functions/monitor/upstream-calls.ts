@@ -55,13 +55,17 @@ function failure(verdict: Verdict, short: (text: string) => string): CheckFailur
   }
 }
 
-async function call(
+/**
+ * Sends a body and judges the HTTP answer as a whole: the parsed body when its calls are to be
+ * judged one by one, else why it failed.
+ */
+async function send(
   options: CallOptions,
   provider: Provider,
   body: string,
-  info: CallInfo,
-): Promise<Answer> {
-  const short = (text: string) => options.scrub(text).slice(0, MAX_DETAIL);
+  infos: readonly CallInfo[],
+  short: (text: string) => string,
+): Promise<{ readonly parsed: unknown } | CheckFailure> {
   let outcome: UpstreamResult;
   try {
     outcome = await options.upstream.send({
@@ -69,7 +73,7 @@ async function call(
       body,
       timeoutMs: options.timeoutMs,
       maxResponseBytes: options.maxResponseBytes,
-      // Both questions are reads: a dead keep-alive socket may cost a second send, not a check.
+      // The monitor only reads: a dead keep-alive socket may cost a second send, not a check.
       idempotent: true,
     });
   } catch (error) {
@@ -87,17 +91,88 @@ async function call(
   } catch {
     parsed = undefined;
   }
-  const whole = classifyHttp(outcome.status, outcome.body, parsed, [info]);
+  const whole = classifyHttp(outcome.status, outcome.body, parsed, infos);
+  if (whole !== "members") {
+    return whole.outcome === "ok" ? { error: "no answer" } : failure(whole, short);
+  }
+  return { parsed };
+}
+
+async function call(
+  options: CallOptions,
+  provider: Provider,
+  body: string,
+  info: CallInfo,
+): Promise<Answer> {
+  const short = (text: string) => options.scrub(text).slice(0, MAX_DETAIL);
+  const whole = await send(options, provider, body, [info], short);
+  if (!("parsed" in whole)) return whole;
   // The quorum's own head is the question, so no head judges a null here.
-  const verdict =
-    whole === "members" ? classifyMember(parsed, info, { quorumHead: null }) : whole;
+  const verdict = classifyMember(whole.parsed, info, { quorumHead: null });
   if (verdict.outcome !== "ok") return failure(verdict, short);
-  return { result: (parsed as { result?: unknown }).result };
+  return { result: (whole.parsed as { result?: unknown }).result };
 }
 
 /** `eth_getBlockByNumber("latest", false)`: the head's number, timestamp (s) and hash. */
-export async function latestBlock(options: CallOptions, provider: Provider): Promise<LatestBlock> {
-  const answer = await call(options, provider, LATEST_BLOCK, LATEST_BLOCK_CALL);
+export function latestBlock(options: CallOptions, provider: Provider): Promise<LatestBlock> {
+  return readBlock(options, provider, LATEST_BLOCK, LATEST_BLOCK_CALL);
+}
+
+/**
+ * `eth_getBlockByNumber(block, false)` for each tag or hex number, in one batch: each block's
+ * number, timestamp and hash, or why that one failed.
+ */
+export async function blocksAt(
+  options: CallOptions,
+  provider: Provider,
+  blocks: readonly string[],
+): Promise<LatestBlock[]> {
+  const infos = blocks.map(
+    (block): CallInfo => ({
+      method: "eth_getBlockByNumber",
+      params: [block, false],
+    }),
+  );
+  const body = JSON.stringify(
+    infos.map((info, id) => ({ jsonrpc: "2.0", id, method: info.method, params: info.params })),
+  );
+  const answers = await callBatch(options, provider, body, infos);
+  return answers.map(blockOf);
+}
+
+/** A batch's answers, each judged for its call as live traffic judges a batch member. */
+async function callBatch(
+  options: CallOptions,
+  provider: Provider,
+  body: string,
+  infos: readonly CallInfo[],
+): Promise<Answer[]> {
+  const short = (text: string) => options.scrub(text).slice(0, MAX_DETAIL);
+  const whole = await send(options, provider, body, infos, short);
+  if (!("parsed" in whole)) return infos.map(() => whole);
+  const members = new Map<unknown, unknown>(
+    (Array.isArray(whole.parsed) ? whole.parsed : []).map((member) => [
+      (member as { id?: unknown } | null)?.id,
+      member,
+    ]),
+  );
+  return infos.map((info, id) => {
+    const verdict = classifyMember(members.get(id), info, { quorumHead: null });
+    if (verdict.outcome !== "ok") return failure(verdict, short);
+    return { result: (members.get(id) as { result?: unknown }).result };
+  });
+}
+
+async function readBlock(
+  options: CallOptions,
+  provider: Provider,
+  body: string,
+  info: CallInfo,
+): Promise<LatestBlock> {
+  return blockOf(await call(options, provider, body, info));
+}
+
+function blockOf(answer: Answer): LatestBlock {
   if ("error" in answer) return answer;
   const block = answer.result as { number?: unknown; timestamp?: unknown; hash?: unknown } | null;
   const number = block?.number;
@@ -108,7 +183,7 @@ export async function latestBlock(options: CallOptions, provider: Provider): Pro
     !HEX_QUANTITY.test(number) ||
     !HEX_QUANTITY.test(timestamp)
   ) {
-    return { error: "no latest block in the answer" };
+    return { error: "no block in the answer" };
   }
   return {
     number: Number.parseInt(number, 16),

@@ -1,4 +1,5 @@
 import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
+import type { ChainHead } from "../../functions/core/chain-head.ts";
 import type {
   LearnedLimit,
   NetworkState,
@@ -18,6 +19,7 @@ export class MemoryStateStore implements StateStore {
   readonly #capabilities = new Map<string, Map<string, Map<string, number>>>();
   readonly #quorum = new Map<string, QuorumSnapshot>();
   readonly #batchLimits = new Map<string, Map<string, LearnedLimit>>();
+  readonly #heads = new Map<string, ChainHead>();
   readonly #clock: () => number;
   /** Writes that reached the store, in order, for tests to count. */
   readonly healthWrites: Array<{ network: string; provider: string; next: ProviderHealth }> = [];
@@ -30,6 +32,11 @@ export class MemoryStateStore implements StateStore {
 
   setQuorum(network: string, snapshot: QuorumSnapshot): void {
     this.#quorum.set(network, snapshot);
+  }
+
+  /** Stores the chain position as the monitor would have written it. */
+  setHead(network: string, head: ChainHead): void {
+    this.#heads.set(network, head);
   }
 
   /** Stores health as another container would have written it. */
@@ -57,6 +64,7 @@ export class MemoryStateStore implements StateStore {
       batchLimits: new Map(
         [...(this.#batchLimits.get(network) ?? [])].filter(([, limit]) => limit.until > now),
       ),
+      head: this.#heads.get(network) ?? null,
     };
   }
 
@@ -79,6 +87,15 @@ export class MemoryStateStore implements StateStore {
     this.#health.set(key, next);
     this.healthWrites.push({ network, provider, next });
     return { written: true };
+  }
+
+  async recordServed(network: string, block: number, at: number): Promise<void> {
+    const head = this.#heads.get(network);
+    // As DynamoDB's item would: `served` on a head the monitor has not written yet is kept
+    // beside an absent position, which reads as no head.
+    if (head !== undefined && head.served < block) {
+      this.#heads.set(network, { ...head, served: block, servedAt: at });
+    }
   }
 
   async recordBatchLimit(

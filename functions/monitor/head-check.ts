@@ -1,0 +1,101 @@
+import { advanceHead, type BlockPosition, type ChainHead } from "../core/chain-head.ts";
+import type { Network, Provider } from "../core/network-model.ts";
+import type { QuorumSnapshot } from "../core/network-state.ts";
+import type { Telemetry, Upstream } from "../core/ports.ts";
+import type { MonitorStore } from "./monitor-ports.ts";
+import { blocksAt, type CallOptions, type LatestBlock } from "./upstream-calls.ts";
+
+/**
+ * The chain position after a quorum check (docs/behaviour.md §10): the quorum's head with its
+ * hash, the `safe` and `finalized` blocks, and whether the block recorded as latest last time
+ * was replaced (a reorg), asked of a quorum member at its head; written forward-only to the
+ * head item every container reads.
+ */
+
+export interface HeadCheckDeps {
+  readonly upstream: Upstream;
+  readonly monitorStore: Pick<MonitorStore, "writeHead">;
+  readonly clock: () => number;
+  readonly telemetry: Telemetry;
+  readonly scrub: (text: string) => string;
+}
+
+/** At most this many quorum members are asked, one after the other, until one answers. */
+const MEMBERS_ASKED = 2;
+
+export async function runHeadCheck(
+  deps: HeadCheckDeps,
+  network: Network,
+  quorum: QuorumSnapshot,
+  stored: ChainHead | null,
+): Promise<ChainHead | null> {
+  if (quorum.head === null) return null;
+  const options: CallOptions = {
+    upstream: deps.upstream,
+    timeoutMs: network.settings.quorum.check_timeout_ms,
+    maxResponseBytes: network.settings.max_response_bytes,
+    scrub: deps.scrub,
+  };
+  const members = network.providers
+    .filter((provider) => quorum.heads[provider.name]?.number === quorum.head)
+    .slice(0, MEMBERS_ASKED);
+  for (const member of members) {
+    const seen = await observe(options, member, quorum.head, stored);
+    if (seen === null) continue;
+    const head = advanceHead(stored, { ...seen, at: deps.clock() });
+    await deps.monitorStore.writeHead(network.name, head);
+    const timestamp = quorum.headTimestamp;
+    if (timestamp !== null) {
+      const lag = Math.max(0, deps.clock() / 1000 - timestamp);
+      deps.telemetry.measure("served_head_lag_seconds", { network: network.name }, lag, "Seconds");
+    }
+    if (seen.reorged) {
+      deps.telemetry.log("warn", "reorg: the block recorded as latest was replaced", {
+        network: network.name,
+        height: stored?.latest.number,
+        was: stored?.latest.hash,
+        provider: member.name,
+      });
+    }
+    return head;
+  }
+  return null;
+}
+
+async function observe(
+  options: CallOptions,
+  member: Provider,
+  quorumHead: number,
+  stored: ChainHead | null,
+): Promise<{
+  latest: BlockPosition;
+  safe: BlockPosition | null;
+  finalized: BlockPosition | null;
+  reorged: boolean;
+} | null> {
+  const previous = stored?.latest ?? null;
+  const recheck = previous !== null && previous.hash !== null && previous.number <= quorumHead;
+  // One batch: the head's hash, the finality tags and, for the reorg check, the block now at
+  // the height recorded as latest last time.
+  const [latest, safe, finalized, again] = await blocksAt(options, member, [
+    `0x${quorumHead.toString(16)}`,
+    "safe",
+    "finalized",
+    ...(recheck ? [`0x${previous.number.toString(16)}`] : []),
+  ]);
+  if (latest === undefined || "error" in latest) return null;
+  const position = (block: LatestBlock | undefined): BlockPosition | null =>
+    block === undefined || "error" in block
+      ? null
+      : { number: block.number, hash: block.hash ?? null };
+  return {
+    latest: { number: latest.number, hash: latest.hash ?? null },
+    safe: position(safe),
+    finalized: position(finalized),
+    reorged:
+      again !== undefined &&
+      !("error" in again) &&
+      again.hash !== undefined &&
+      again.hash !== previous?.hash,
+  };
+}
