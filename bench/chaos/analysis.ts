@@ -54,6 +54,13 @@ export interface AllDownFigures {
   readonly jsonRpcErrors: number;
   /** Outage ops that ended in anything else: no answer, a client timeout, not JSON-RPC. */
   readonly otherErrors: number;
+  /**
+   * Outage ops answered without any provider: `eth_blockNumber` from the served head while it
+   * was confirmed within a block time.
+   */
+  readonly servedByGateway: number;
+  /** Outage ops that succeeded with a provider named: impossible with every provider down. */
+  readonly fromProviders: number;
   readonly maxOutageMs: number;
   /** First op after the restore that succeeded: its end minus the restore. */
   readonly resumeMs: number | null;
@@ -171,21 +178,27 @@ function percentile(sorted: readonly number[], p: number): number {
 }
 
 /** Every answer of the op is a JSON-RPC error object (the gateway's own or an upstream's). */
-function onlyJsonRpcErrors(op: OpRecord): boolean {
+/**
+ * Every exchange of the op was answered by the gateway itself (no provider named), each member
+ * a JSON-RPC error or, in a batch, a result the gateway gives without a provider (the served
+ * head's `eth_blockNumber`, confirmed within a block time): with every provider down, nothing
+ * else may reach a caller.
+ */
+function answeredByTheGateway(op: OpRecord): boolean {
   if (op.exchanges.length === 0) return false;
   return op.exchanges.every((exchange) => {
-    if (exchange.status === 0) return false;
+    if (exchange.status === 0 || exchange.providers.length > 0) return false;
     try {
       const parsed = JSON.parse(exchange.body) as unknown;
       const members = Array.isArray(parsed) ? parsed : [parsed];
+      const isError = (member: unknown) =>
+        typeof (member as { error?: { code?: unknown } } | null)?.error?.code === "number";
+      const isHead = (member: unknown) =>
+        /^0x[0-9a-f]+$/i.test(String((member as { result?: unknown } | null)?.result));
       return (
         members.length > 0 &&
-        members.every(
-          (member) =>
-            typeof member === "object" &&
-            member !== null &&
-            typeof (member as { error?: { code?: unknown } }).error?.code === "number",
-        )
+        members.some(isError) &&
+        members.every((member) => isError(member) || isHead(member))
       );
     } catch {
       return false;
@@ -327,13 +340,17 @@ export function analyse(input: AnalysisInput): ScenarioFigures {
   if (input.allDown) {
     const outage = during.filter((op) => op.end <= timeline.clear);
     const failed = outage.filter((op) => !succeeded(op));
-    const jsonRpc = failed.filter(onlyJsonRpcErrors);
+    const jsonRpc = failed.filter(answeredByTheGateway);
+    const answered = outage.filter(succeeded);
+    const noProvider = (op: OpRecord) => op.exchanges.every((e) => e.providers.length === 0);
     const resumed = after.find(succeeded);
     allDown = {
       outageOps: outage.length,
       errorRate: outage.length === 0 ? 0 : failed.length / outage.length,
       jsonRpcErrors: jsonRpc.length,
       otherErrors: failed.length - jsonRpc.length,
+      servedByGateway: answered.filter(noProvider).length,
+      fromProviders: answered.filter((op) => !noProvider(op)).length,
       maxOutageMs: Math.max(0, ...outage.map((op) => op.end - op.start)),
       resumeMs: resumed ? resumed.end - timeline.clear : null,
       afterOps: after.length,
@@ -404,14 +421,16 @@ export function verdicts(figures: ScenarioFigures, allDown: boolean): Verdict[] 
   if (allDown) {
     const figuresAllDown = figures.allDown;
     list.push({
-      target: "every outage request gets a JSON-RPC error, no hang",
+      target: "every outage request gets the gateway's own JSON-RPC answer, no hang",
       pass:
         figuresAllDown !== null &&
         figuresAllDown.outageOps > 0 &&
         figuresAllDown.otherErrors === 0 &&
-        figuresAllDown.jsonRpcErrors === figuresAllDown.outageOps,
+        figuresAllDown.fromProviders === 0 &&
+        figuresAllDown.jsonRpcErrors + figuresAllDown.servedByGateway ===
+          figuresAllDown.outageOps,
       measured: figuresAllDown
-        ? `${figuresAllDown.jsonRpcErrors}/${figuresAllDown.outageOps} JSON-RPC errors, ${figuresAllDown.otherErrors} other; slowest ${figuresAllDown.maxOutageMs} ms`
+        ? `${figuresAllDown.jsonRpcErrors} JSON-RPC errors + ${figuresAllDown.servedByGateway} from the served head of ${figuresAllDown.outageOps}, ${figuresAllDown.otherErrors} other; slowest ${figuresAllDown.maxOutageMs} ms`
         : "-",
     });
     list.push({

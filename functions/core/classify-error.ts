@@ -9,6 +9,7 @@ import {
   ALREADY_KNOWN,
   BATCH_LIMIT,
   CHAIN_UNAVAILABLE,
+  LAGGING_BACKEND,
   QUOTA,
   RATE_LIMIT,
 } from "./classify-patterns.ts";
@@ -76,11 +77,10 @@ const METHOD_UNSUPPORTED =
 const TRANSIENT_PHRASES = new RegExp(
   [
     /upstream connect error|disconnect\/reset before headers|cannot parse json-rpc response/,
-    /\bno available upstreams?\b|\bupstream height \d+ is less than\b|errors from the following providers prevented the request/,
+    /\bno available upstreams?\b|errors from the following providers prevented the request/,
     /\bfailsafe timeout policy exceeded\b|\bcontext (canceled|cancelled|deadline exceeded)\b/,
-    /could not find results for height|block result not found|finalized block not found|\bblock not found\b/,
-    /\bdoes(n't| not) exist yet\b|must be less than or equal to the current blockchain height|\bheader not found\b|\bunknown block\b|\binvalid block height\b/,
-    /\bnot (yet )?synced\b|\bis syncing\b|\bconnection (refused|reset)\b|\bdial tcp\b|\bbroken pipe\b/,
+    LAGGING_BACKEND,
+    /\bconnection (refused|reset)\b|\bdial tcp\b|\bbroken pipe\b/,
   ]
     .map((part) => part.source)
     .join("|"),

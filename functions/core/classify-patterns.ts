@@ -33,3 +33,19 @@ export const ALREADY_KNOWN =
 
 /** The sender's nonce is past the transaction's: mined already, or a replacement's. */
 export const NONCE_TOO_LOW = /\bnonce too low\b/i;
+
+/**
+ * A backend that has not reached the block asked about yet: it is behind, not broken, so the
+ * call goes to another provider without a strike (docs/behaviour.md §10).
+ */
+export const LAGGING_BACKEND = new RegExp(
+  [
+    /could not find results for height|block result not found|finalized block not found|\bblock not found\b/,
+    /\bdoes(n't| not) exist yet\b|must be less than or equal to the current blockchain height|\bheader not found\b|\bunknown block\b|\binvalid block height\b/,
+    /\bnot (yet )?synced\b|\bis syncing\b|\bupstream height \d+ is less than\b/,
+    /\bblock height is \d+ but requested was \d+\b|\bBlockOutOfRangeError\b/,
+  ]
+    .map((part) => part.source)
+    .join("|"),
+  "i",
+);

@@ -42,13 +42,26 @@ function nullAllowed(rule: ResultRule, call: CallInfo, context: ClassifyContext)
   }
 }
 
+/** A null about a numbered block the known head covers: the provider has not reached it. */
+function behindTheHead(call: CallInfo, context: ClassifyContext): boolean {
+  const block = blockRefOf(call.method, call.params);
+  return (
+    block?.kind === "number" && context.quorumHead !== null && block.number <= context.quorumHead
+  );
+}
+
 export function judgeResult(result: unknown, call: CallInfo, context: ClassifyContext): Verdict {
   const rule = methodSpec(call.method).result;
   if (rule === null) return { outcome: "ok" };
   if (result === null || result === undefined) {
-    return nullAllowed(rule, call, context)
-      ? { outcome: "ok" }
-      : noResult(`${call.method} returned no result where a value is required`);
+    if (nullAllowed(rule, call, context)) return { outcome: "ok" };
+    if (behindTheHead(call, context)) {
+      return {
+        outcome: "behind",
+        detail: `${call.method} returned null for a block at or below the known head ${context.quorumHead}`,
+      };
+    }
+    return noResult(`${call.method} returned no result where a value is required`);
   }
   if (!SHAPE_TESTS[rule.shape](result)) {
     return noResult(`${call.method} returned ${preview(result)} where ${rule.shape} is required`);
@@ -63,6 +76,16 @@ export function judgeResult(result: unknown, call: CallInfo, context: ClassifyCo
         kind: "no_result",
         reason: "wrong_chain",
         detail: `eth_chainId answered ${answered}, this network is chain ${context.chainId}`,
+      };
+    }
+  }
+  if (call.method === "eth_blockNumber" && context.quorumHead !== null) {
+    const answered = Number.parseInt(result as string, 16);
+    const floor = context.quorumHead - (context.headToleranceBlocks ?? 0);
+    if (answered < floor) {
+      return {
+        outcome: "behind",
+        detail: `eth_blockNumber answered ${answered}, under the served head ${context.quorumHead}`,
       };
     }
   }

@@ -10,6 +10,7 @@ import {
   BATCH_LIMIT,
   CHAIN_UNAVAILABLE,
   FORBIDDEN,
+  LAGGING_BACKEND,
   QUOTA,
   RATE_LIMIT,
 } from "./classify-patterns.ts";
@@ -163,9 +164,17 @@ export function classifyMember(
 ): Verdict {
   if (!isEnvelope(response)) return retry(BROKEN_ANSWER, "not a JSON-RPC response object");
   const error = errorOf(response);
-  return error === undefined
-    ? judgeResult(response.result, call, context)
-    : judgeRpcError(error, call.method);
+  if (error === undefined) return judgeResult(response.result, call, context);
+  const verdict = judgeRpcError(error, call.method);
+  // "Header not found" and its kin: the node has not reached the block yet (docs/behaviour.md §10).
+  if (
+    verdict.outcome === "retry" &&
+    verdict.reason === "transient" &&
+    LAGGING_BACKEND.test(verdict.detail)
+  ) {
+    return { outcome: "behind", detail: verdict.detail };
+  }
+  return verdict;
 }
 
 const INNER_ERROR_WINDOW_BYTES = 1024;

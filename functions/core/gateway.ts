@@ -2,7 +2,7 @@ import { ErrorCode, errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network, Provider } from "./network-model.ts";
 import type { LearnedLimit, NetworkState } from "./network-state.ts";
-import { DEADLINE_MARGIN_MS, HEALTH_WRITE_WAIT_MS } from "./policies.ts";
+import { DEADLINE_MARGIN_MS, QUORUM_STALE_INTERVALS } from "./policies.ts";
 import type { StateStore, Telemetry, Upstream, UpstreamResult } from "./ports.ts";
 import { type AcceptedRequest, admitCalls, callsOf } from "./request/admit.ts";
 import { runAttempts } from "./request/attempts.ts";
@@ -11,21 +11,27 @@ import {
   type AttemptRecord,
   HealthRecorder,
   type HealthRecorderDeps,
+  settleWrites,
 } from "./request/health-recorder.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, type HeldPenalty, settlePenalties } from "./request/penalties.ts";
+import type { PinnedTags } from "./request/pin-tags.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { reportRequest } from "./request/report.ts";
 import { assembleResponse, type GatewayResponse, JSON_HEADERS } from "./request/respond.ts";
-import {
-  lookupFound,
-  settleSentTransactions,
-  transactionLookupBody,
-} from "./request/sent-transactions.ts";
+import { providerKnowsTransaction, settleSentTransactions } from "./request/sent-transactions.ts";
 import { ServableMethods } from "./request/servable.ts";
-import { rankProviders, type SelectionContext } from "./selection.ts";
+import {
+  answerFromServedHead,
+  holdServedHead,
+  reachableBlocks,
+  ServedHeads,
+  type ServedHeadView,
+  tagsToPin,
+} from "./request/served-head.ts";
+import { PLAIN_READ, rankProviders, type SelectionContext, whyNotCandidate } from "./selection.ts";
 import type { StateCache } from "./state-cache.ts";
 
 export type { GatewayResponse } from "./request/respond.ts";
@@ -65,6 +71,9 @@ interface RequestScope {
   readonly held: HeldPenalty[];
   /** Batch sizes providers take, as learned so far (this request may learn more). */
   readonly batchLimits: Map<string, LearnedLimit>;
+  readonly servedHead: ServedHeadView;
+  /** What block tags are pinned to, or null when they go upstream as written. */
+  readonly pin: PinnedTags | null;
 }
 
 /**
@@ -77,6 +86,7 @@ export class Gateway {
   readonly #health: HealthRecorder;
   readonly #servable = new ServableMethods();
   readonly #observed = new ObservedHeads();
+  readonly #servedHeads = new ServedHeads();
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -91,6 +101,16 @@ export class Gateway {
   /** Heads this container saw in answers that are still in force, by provider. */
   observedHeads(network: Network, context: SelectionContext): ReadonlyMap<string, number> {
     return this.#observed.inForce(network, context);
+  }
+
+  /** The highest block each provider can have reached by now, as block-aware routing sees it. */
+  reachable(network: Network, context: SelectionContext): (provider: string) => number | null {
+    return reachableBlocks(
+      context.state.quorum,
+      this.#observed.inForce(network, context),
+      context.now,
+      network.settings.block_time_seconds * 1000,
+    );
   }
 
   async handleRpc(
@@ -124,7 +144,14 @@ export class Gateway {
       );
     const state = await this.#deps.cache.get(network.name);
     const scope = this.#scope(model, network, request, body, state, started);
-    const { open, immediate } = admitCalls(request, network, scope.ranked, scope.context);
+    const { open, immediate } = admitCalls(
+      request,
+      network,
+      scope.ranked,
+      scope.context,
+      scope.pin,
+    );
+    const fromHead = answerFromServedHead(open, scope.servedHead);
     const attempts = await runAttempts({
       upstream: this.#deps.upstream,
       clock,
@@ -137,8 +164,12 @@ export class Gateway {
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
     });
     await settleSentTransactions(open, (call, hash) =>
-      this.#providerKnows(call, hash, deadline, settings),
+      providerKnowsTransaction(this.#deps.upstream, call, hash, {
+        timeoutMs: Math.min(settings.request_timeout_ms, deadline - clock()),
+        maxResponseBytes: settings.max_response_bytes,
+      }),
     );
+    this.#holdServedHead(network, open, scope.servedHead, fromHead);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
@@ -172,13 +203,25 @@ export class Gateway {
     state: NetworkState,
     now: number,
   ): RequestScope {
-    const context: SelectionContext = {
+    const blockTimeMs = network.settings.block_time_seconds * 1000;
+    const base = {
       network,
       state,
       now,
       checkIntervalSeconds: model.checkIntervalSeconds,
       demoted: this.#health.demoted(network, now),
     };
+    const reachable = reachableBlocks(
+      state.quorum,
+      this.#observed.inForce(network, base),
+      now,
+      blockTimeMs,
+    );
+    const context: SelectionContext = { ...base, reachable };
+    const servedHead = this.#servedHeads.view(network.name, state.head, now, blockTimeMs);
+    const candidates = network.providers
+      .filter((provider) => whyNotCandidate(provider, PLAIN_READ, context) === null)
+      .map((provider) => provider.name);
     return {
       network,
       model,
@@ -186,9 +229,23 @@ export class Gateway {
       single: request.kind === "single",
       ranked: rankProviders(network.providers, body, this.#deps.random),
       context,
-      // Answers between monitor ticks may show a newer head than the snapshot: a null block
-      // at or below it is stale all the same.
-      quorumHead: maxOrNull(state.quorum?.head ?? null, this.#observed.highest(network, context)),
+      // Answers between monitor ticks may show a newer head than the snapshot, and the served
+      // head may be newer still: a block at or below either exists.
+      quorumHead: maxOrNull(
+        maxOrNull(state.quorum?.head ?? null, this.#observed.highest(network, context)),
+        servedHead.floor > 0 ? servedHead.floor : null,
+      ),
+      servedHead,
+      pin: network.settings.pin_block_tags
+        ? tagsToPin(
+            state.head,
+            servedHead,
+            candidates,
+            reachable,
+            now,
+            QUORUM_STALE_INTERVALS * model.checkIntervalSeconds * 1000,
+          )
+        : null,
       used: [],
       writes: [],
       held: [],
@@ -197,28 +254,26 @@ export class Gateway {
   }
 
   /**
-   * Whether a provider the call went to (or would have) holds the transaction `hash`: asked
-   * of the first two in its order, at once, within what is left of the deadline.
+   * Keeps `eth_blockNumber` answers at or above the served head, and raises it (here at once,
+   * in the shared item beside the answer) when an answer went higher.
    */
-  async #providerKnows(
-    call: OpenCall,
-    hash: string,
-    deadline: number,
-    settings: Network["settings"],
-  ): Promise<boolean> {
-    const left = Math.min(settings.request_timeout_ms, deadline - this.#deps.clock());
-    if (left <= 0) return false;
-    const asked = call.order.slice(0, 2).map(async ({ provider }) => {
-      const result = await this.#deps.upstream.send({
-        url: provider.url,
-        body: transactionLookupBody(hash),
-        timeoutMs: Math.floor(left),
-        maxResponseBytes: settings.max_response_bytes,
-        idempotent: true,
-      });
-      return result.ok && lookupFound(result.status, result.body);
-    });
-    return (await Promise.all(asked)).some(Boolean);
+  #holdServedHead(
+    network: Network,
+    open: readonly OpenCall[],
+    view: ServedHeadView,
+    fromHead: ReadonlySet<OpenCall>,
+  ): void {
+    const highest = holdServedHead(open, view, fromHead);
+    if (highest === null) return;
+    const now = this.#deps.clock();
+    if (!this.#servedHeads.served(network.name, highest, now) || highest <= view.floor) return;
+    // Never awaited: the shared head is a floor other containers catch up to, not a gate.
+    this.#deps.store.recordServed(network.name, highest, now).catch((error: unknown) =>
+      this.#deps.telemetry.log("warn", "served head not shared", {
+        network: network.name,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    );
   }
 
   /** Judges one attempt, settles or reopens its calls, and records it against the provider. */
@@ -237,6 +292,7 @@ export class Gateway {
       innerErrors: model.innerErrors,
       now: this.#deps.clock(),
       servable: (method) => this.#servable.servable(network, method),
+      headToleranceBlocks: network.settings.head_tolerance_blocks,
     });
     if (refusedAsTooLarge(group, judgement)) {
       scope.writes.push(learnBatchLimit(network, group, judgement, scope.batchLimits, this.#deps));
@@ -298,21 +354,6 @@ function unknownNetwork(name: string, model: GatewayModel): GatewayResponse {
       `unknown network "${name.slice(0, 64)}"; configured: ${[...model.networks.keys()].join(", ")}`,
     ),
   };
-}
-
-/**
- * Lets this request's state writes finish before the answer (a frozen Lambda may not finish
- * them later), but never waits long on a slow or throttled store: they go on in the background.
- */
-async function settleWrites(writes: readonly Promise<unknown>[]): Promise<void> {
-  if (writes.length === 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, HEALTH_WRITE_WAIT_MS);
-    timer.unref();
-  });
-  await Promise.race([Promise.allSettled(writes), waited]);
-  clearTimeout(timer);
 }
 
 function maxOrNull(a: number | null, b: number | null): number | null {

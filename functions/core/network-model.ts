@@ -132,6 +132,8 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     slow_response_ms: network.slow_response_ms ?? config.slow_response_ms,
     force_rotate_errors: network.force_rotate_errors ?? config.force_rotate_errors,
     block_time_seconds: network.block_time_seconds ?? config.block_time_seconds,
+    head_tolerance_blocks: network.head_tolerance_blocks ?? config.head_tolerance_blocks,
+    pin_block_tags: network.pin_block_tags ?? config.pin_block_tags,
     observed_head_max_ahead_blocks:
       network.observed_head_max_ahead_blocks ?? config.observed_head_max_ahead_blocks,
     max_capability_blacklists:

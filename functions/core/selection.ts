@@ -56,6 +56,12 @@ export interface SelectionContext {
   readonly checkIntervalSeconds: number;
   /** Providers this container rotated away from (force-rotate without a backup). */
   readonly demoted: ReadonlySet<string>;
+  /**
+   * The highest block a provider can have reached by now (its known head, plus what the chain
+   * can have moved since it was known), or null when unknown: block-aware routing puts a
+   * provider that cannot have reached a call's block after the others.
+   */
+  readonly reachable?: (provider: string) => number | null;
 }
 
 export function whyNotCandidate(
@@ -87,11 +93,13 @@ export function whyNotCandidate(
  * - `demoted`: a candidate this container rotated away from, tried after every other
  *   candidate of its kind (primaries, or backups in use) and before the backups;
  * - `backup`: a backup while a primary is a candidate, tried after the primaries;
+ * - `behind`: a candidate that cannot have reached the block the call is about yet, tried
+ *   after every candidate that can (docs/behaviour.md §10);
  * - `emergency`: not a candidate, tried last (earliest expiry first) so no call is refused
  *   while a provider exists; failures there add no strikes;
  * - `skipped`: configured not to serve the method, never tried.
  */
-export type RoutingSlot = "candidate" | "demoted" | "backup" | "emergency" | "skipped";
+export type RoutingSlot = "candidate" | "demoted" | "backup" | "behind" | "emergency" | "skipped";
 
 export interface RoutingEntry {
   readonly provider: Provider;
@@ -152,13 +160,18 @@ export function explainRouting(
   method: string,
   context: SelectionContext,
   body = "",
+  block: number | null = null,
 ): RoutingEntry[] {
   const candidates: Provider[] = [];
+  const behind: Array<{ provider: Provider; reached: number }> = [];
   const others: Array<{ provider: Provider; why: NotCandidateReason }> = [];
   for (const provider of ranked) {
     const why = whyNotCandidate(provider, method, context);
-    if (why === null) candidates.push(provider);
-    else others.push({ provider, why });
+    const reached = block === null ? null : (context.reachable?.(provider.name) ?? null);
+    if (why !== null) others.push({ provider, why });
+    else if (reached !== null && block !== null && reached < block) {
+      behind.push({ provider, reached });
+    } else candidates.push(provider);
   }
   const primaries = candidates.filter((provider) => !provider.backup);
   const backupsInUse = primaries.length === 0;
@@ -208,6 +221,13 @@ export function explainRouting(
     ...preferred.filter((provider) => !context.demoted.has(provider.name)).map(inUse),
     ...preferred.filter((provider) => context.demoted.has(provider.name)).map(demoted),
     ...(backupsInUse ? [] : candidates.filter((provider) => provider.backup).map(standby)),
+    ...behind.map(
+      ({ provider, reached }): RoutingEntry => ({
+        provider,
+        slot: "behind",
+        reason: `cannot have reached block ${block} yet (known head ${reached}); tried after those that can`,
+      }),
+    ),
     ...emergency,
     ...skipped,
   ];
@@ -224,8 +244,9 @@ export function attemptOrder(
   ranked: readonly Provider[],
   method: string,
   context: SelectionContext,
+  block: number | null = null,
 ): AttemptSlot[] {
-  return explainRouting(ranked, method, context)
+  return explainRouting(ranked, method, context, "", block)
     .filter((entry) => entry.slot !== "skipped")
     .map((entry) => ({ provider: entry.provider, emergency: entry.slot === "emergency" }));
 }

@@ -1,3 +1,4 @@
+import { servedHead } from "./chain-head.ts";
 import { healthState } from "./health.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
@@ -40,6 +41,8 @@ export interface StatusInput {
   readonly observedHeads?: ReadonlyMap<string, number>;
   /** Providers this container has rotated away from (force-rotate). */
   readonly demoted?: ReadonlySet<string>;
+  /** The highest block each provider can have reached by now (block-aware routing). */
+  readonly reachable?: (provider: string) => number | null;
 }
 
 export type ProviderState = "healthy" | "blacklisted" | "awaiting_probe" | "out_of_quorum";
@@ -118,9 +121,13 @@ export function networkStatus(input: StatusInput): NetworkStatus {
     now,
     checkIntervalSeconds: model.checkIntervalSeconds,
     demoted: input.demoted ?? new Set(),
+    ...(input.reachable ? { reachable: input.reachable } : {}),
   };
+  // Where a read of the served head would go: a provider that cannot have reached it shows
+  // as behind.
+  const served = state.head === null ? null : servedHead(state.head, 0);
   const routing = new Map(
-    explainRouting(configuredOrder(network), PLAIN_READ, context).map((entry) => [
+    explainRouting(configuredOrder(network), PLAIN_READ, context, "", served).map((entry) => [
       entry.provider.name,
       { slot: entry.slot, reason: entry.reason },
     ]),

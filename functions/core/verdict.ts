@@ -50,6 +50,12 @@ export type Verdict =
     }
   /** Try the next candidate; blacklist this provider for this method only. */
   | { readonly outcome: "capability"; readonly detail: string }
+  /**
+   * The provider has not reached the block asked about (a null for a block the served head
+   * covers, "header not found", an `eth_blockNumber` under the served head): try the next
+   * candidate; no strike, since being behind is not being broken.
+   */
+  | { readonly outcome: "behind"; readonly detail: string }
   /** A configured `inner_errors` substring: next candidate while attempts remain. */
   | { readonly outcome: "inner_error"; readonly detail: string };
 
@@ -66,8 +72,14 @@ export interface CallInfo {
 }
 
 export interface ClassifyContext {
-  /** The quorum head block number, when known: a null block at or below it is `no_result`. */
+  /**
+   * The highest block known to exist (the served head, or the quorum's): a provider's null for
+   * a block at or below it, or an `eth_blockNumber` more than `headToleranceBlocks` under it,
+   * is `behind`.
+   */
   readonly quorumHead: number | null;
+  /** How far under `quorumHead` an `eth_blockNumber` answer may be before it is `behind`. */
+  readonly headToleranceBlocks?: number;
   /** The network's chain id: an `eth_chainId` answer naming another chain is a wrong answer. */
   readonly chainId?: number;
 }

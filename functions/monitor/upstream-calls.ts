@@ -48,6 +48,8 @@ function failure(verdict: Verdict, short: (text: string) => string): CheckFailur
       return { error: short(`${verdict.kind}: ${verdict.detail}`), reason: verdict.reason };
     case "capability":
       return { error: short(`capability: ${verdict.detail}`), reason: "capability" };
+    case "behind":
+      return { error: short(`behind: ${verdict.detail}`) };
     case "ok":
       return { error: "no answer" };
     default:

@@ -132,6 +132,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
         ...windowOf(window[provider] ?? [], now, STATS_WINDOW_SECONDS),
       }),
       observedHeads: gateway.observedHeads(spec, context),
+      reachable: gateway.reachable(spec, context),
     });
   }
 

@@ -97,7 +97,7 @@ describe.each(SCENARIOS.filter((scenario) => scenario.allDown).map((scenario) =>
   (name) => {
     check(name, "100 % success before and after the outage");
     checkStaleness(name);
-    check(name, "every outage request gets a JSON-RPC error, no hang");
+    check(name, "every outage request gets the gateway's own JSON-RPC answer, no hang");
     check(name, "service resumes after");
     check(name, "traffic returns to the primary");
   },

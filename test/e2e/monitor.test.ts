@@ -272,10 +272,11 @@ async function scenario(label: string, providers: readonly ProviderSpec[]) {
     },
     /** Which provider answered a proxied `eth_blockNumber` (`x-gateway-provider`). */
     async proxied(): Promise<string> {
+      // A read always answered by a provider: never from the served head or a cache.
       const response = await fetch(`${api.url}/${network}`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionCount","params":["0x70997970c51812dc3a010c7d01b50e677d4c79c8","pending"]}',
       });
       const body = await response.text();
       expect(response.status, body).toBe(200);

@@ -15,12 +15,14 @@ import type {
 
 /** What a row asserts: the outcome, and for a retry its kind and reason. */
 type Expected =
-  | { readonly outcome: "ok" | "unclassified" | "capability" }
+  | { readonly outcome: "ok" | "unclassified" | "capability" | "behind" }
   | { readonly outcome: "retry"; readonly kind: RetryKind; readonly reason: CooldownReason };
 
 const OK: Expected = { outcome: "ok" };
 const UNCLASSIFIED: Expected = { outcome: "unclassified" };
 const CAPABILITY: Expected = { outcome: "capability" };
+/** The provider has not reached the block: next provider, no strike (docs/behaviour.md §10). */
+const BEHIND: Expected = { outcome: "behind" };
 const retry = (kind: RetryKind, reason: CooldownReason): Expected => ({
   outcome: "retry",
   kind,
@@ -319,11 +321,7 @@ describe("classifyMember: the transient table (docs/behaviour.md §4)", () => {
       "Throughput limit 1000 CUs/sec for this project has been exceeded. Please upgrade your plan at <url>",
       RATE_LIMITED,
     ],
-    [
-      -32603,
-      "gave up retrying on network-level after 625.08259ms: 1 upstream not synced",
-      TRANSIENT,
-    ],
+    [-32603, "gave up retrying on network-level after 625.08259ms: 1 upstream not synced", BEHIND],
     [
       -32603,
       "gave up retrying on network-level after 1.3s: 1 upstream transport errors",
@@ -348,7 +346,7 @@ describe("classifyMember: the transient table (docs/behaviour.md §4)", () => {
     [
       1,
       "no available upstreams to process a request. Cause - node-1 - Upstream height 75651020 is less than 75651022",
-      TRANSIENT,
+      BEHIND,
     ],
     [
       -32503,
@@ -362,15 +360,15 @@ describe("classifyMember: the transient table (docs/behaviour.md §4)", () => {
     ],
     [-32001, "Unable to complete request at this time.", TRANSIENT],
     [19, "Temporary internal error. Please retry, trace-id: 0123", TRANSIENT],
-    [-32000, "could not find results for height #96891842", TRANSIENT],
-    [-32000, "block result not found for height 1000", TRANSIENT],
-    [-32014, "block not found with number 0x12b4afe0", TRANSIENT],
-    [-32000, "finalized block not found", TRANSIENT],
-    [-32602, "Block with such an ID doesn't exist yet", TRANSIENT],
+    [-32000, "could not find results for height #96891842", BEHIND],
+    [-32000, "block result not found for height 1000", BEHIND],
+    [-32014, "block not found with number 0x12b4afe0", BEHIND],
+    [-32000, "finalized block not found", BEHIND],
+    [-32602, "Block with such an ID doesn't exist yet", BEHIND],
     [
       -32000,
       "failed to get block by number: height 101 must be less than or equal to the current blockchain height 100",
-      TRANSIENT,
+      BEHIND,
     ],
   ])("%i %s", (code, message, expected) => {
     expectVerdict(judgeError({ code, message }), expected);
@@ -455,7 +453,7 @@ describe("classifyMember: proxy cause chains, judged by the leaves (docs/behavio
     [
       "upstream lags the head",
       proxyError(-32603, notSynced, { code: "ErrUpstreamBlockUnavailable" }),
-      TRANSIENT,
+      BEHIND,
     ],
     [
       "upstream refused the connection",
@@ -892,7 +890,17 @@ describe("classifyMember: method-aware results (docs/behaviour.md §4)", () => {
   const block = { number: "0x64", hash: `0x${"ab".repeat(32)}` };
   const rateLimitText = "You've been rate limited, please upgrade your plan.\n";
   it.each<[string, CallInfo, unknown, ClassifyContext, Expected]>([
-    ["eth_blockNumber hex", call("eth_blockNumber"), "0x10", AT_HEAD, OK],
+    ["eth_blockNumber at the head", call("eth_blockNumber"), "0x64", AT_HEAD, OK],
+    ["eth_blockNumber above the head", call("eth_blockNumber"), "0x65", AT_HEAD, OK],
+    ["eth_blockNumber under the head: behind", call("eth_blockNumber"), "0x10", AT_HEAD, BEHIND],
+    [
+      "eth_blockNumber within the tolerance",
+      call("eth_blockNumber"),
+      "0x62",
+      { quorumHead: 100, headToleranceBlocks: 2 },
+      OK,
+    ],
+    ["eth_blockNumber with no known head", call("eth_blockNumber"), "0x10", NO_HEAD, OK],
     ["eth_blockNumber null", call("eth_blockNumber"), null, AT_HEAD, NO_RESULT],
     ["eth_blockNumber rate-limit text", call("eth_blockNumber"), rateLimitText, AT_HEAD, NO_RESULT],
     ["eth_chainId null", call("eth_chainId"), null, AT_HEAD, NO_RESULT],
@@ -958,14 +966,14 @@ describe("classifyMember: method-aware results (docs/behaviour.md §4)", () => {
       call("eth_getBlockByNumber", ["0x50", false]),
       null,
       AT_HEAD,
-      NO_RESULT,
+      BEHIND,
     ],
     [
       "null block at the head",
       call("eth_getBlockByNumber", ["0x64", false]),
       null,
       AT_HEAD,
-      NO_RESULT,
+      BEHIND,
     ],
     ["null block above the head", call("eth_getBlockByNumber", ["0x65", false]), null, AT_HEAD, OK],
     [
@@ -1001,7 +1009,7 @@ describe("classifyMember: method-aware results (docs/behaviour.md §4)", () => {
       call("eth_getBlockReceipts", [{ blockNumber: "0x10" }]),
       null,
       AT_HEAD,
-      NO_RESULT,
+      BEHIND,
     ],
     [
       "block receipts of an unknown hash",

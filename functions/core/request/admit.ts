@@ -7,9 +7,11 @@ import {
   methodPermitted,
   type ParsedRequest,
 } from "../jsonrpc.ts";
+import { blockRefOf } from "../methods/block-ref.ts";
 import type { Network, Provider } from "../network-model.ts";
 import { attemptOrder, type SelectionContext } from "../selection.ts";
 import { type OpenCall, openCall } from "./open-call.ts";
+import { type PinnedTags, pinBlockTags } from "./pin-tags.ts";
 import { wrongChainAnswer } from "./sent-transactions.ts";
 
 /** A request the parser accepted: one call or a batch. */
@@ -37,6 +39,7 @@ export function admitCalls(
   network: Network,
   ranked: readonly Provider[],
   context: SelectionContext,
+  pin: PinnedTags | null,
 ): Admission {
   const { methods_deny: deny, methods_allow: allow } = network.settings;
   const open: OpenCall[] = [];
@@ -65,7 +68,8 @@ export function admitCalls(
       immediate.set(member.position, wrongChain);
       continue;
     }
-    const order = attemptOrder(ranked, member.method, context);
+    const call = pin === null ? member : pinBlockTags(member, pin);
+    const order = attemptOrder(ranked, call.method, context, blockAbout(call));
     if (order.length === 0) {
       immediate.set(
         member.position,
@@ -83,7 +87,15 @@ export function admitCalls(
       );
       continue;
     }
-    open.push(openCall(member, order));
+    open.push(openCall(call, order));
   }
   return { open, immediate };
+}
+
+/** The highest block number a call is about, for block-aware routing; null for none or a tag. */
+function blockAbout(call: Call): number | null {
+  const ref = blockRefOf(call.method, call.params);
+  if (ref?.kind === "number") return ref.number;
+  if (ref?.kind === "range" && ref.to.kind === "number") return ref.to.number;
+  return null;
 }

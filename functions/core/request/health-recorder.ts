@@ -1,7 +1,11 @@
 import { applyIncident, applySuccess, cooldownPolicy, type ProviderHealth } from "../health.ts";
 import type { Network, Provider } from "../network-model.ts";
 import { healthOf } from "../network-state.ts";
-import { HEALTH_WRITE_ROUNDS, SLOW_RULE_MIN_CANDIDATES } from "../policies.ts";
+import {
+  HEALTH_WRITE_ROUNDS,
+  HEALTH_WRITE_WAIT_MS,
+  SLOW_RULE_MIN_CANDIDATES,
+} from "../policies.ts";
 import type { StateStore, Telemetry } from "../ports.ts";
 import {
   type AttemptSlot,
@@ -86,7 +90,7 @@ export class HealthRecorder {
   noteFailure(attempt: AttemptRecord, verdict: FailureVerdict): void {
     const { network, slot } = attempt;
     const provider = slot.provider;
-    const kind = verdict.outcome === "capability" ? "capability" : verdict.kind;
+    const kind = verdict.outcome === "retry" ? verdict.kind : verdict.outcome;
     this.#deps.recordOutcome?.(network.name, provider.name, false, attempt.elapsedMs);
     this.#deps.telemetry.count("retried_errors", {
       network: network.name,
@@ -106,7 +110,8 @@ export class HealthRecorder {
   penalise(attempt: AttemptRecord, verdict: FailureVerdict, methods: readonly string[]): void {
     const { network, slot } = attempt;
     const provider = slot.provider;
-    if (slot.emergency) return;
+    // Behind is not broken: the provider has not reached the block yet.
+    if (slot.emergency || verdict.outcome === "behind") return;
     if (verdict.outcome === "capability") {
       const now = this.#deps.clock();
       const until = now + network.settings.cooldown_seconds.capability * 1000;
@@ -292,4 +297,19 @@ function plainReadCandidates(network: Network, context: SelectionContext): numbe
 
 function key(network: string, provider: string): string {
   return `${network}\u0000${provider}`;
+}
+
+/**
+ * Lets this request's state writes finish before the answer (a frozen Lambda may not finish
+ * them later), but never waits long on a slow or throttled store: they go on in the background.
+ */
+export async function settleWrites(writes: readonly Promise<unknown>[]): Promise<void> {
+  if (writes.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, HEALTH_WRITE_WAIT_MS);
+    timer.unref();
+  });
+  await Promise.race([Promise.allSettled(writes), waited]);
+  clearTimeout(timer);
 }

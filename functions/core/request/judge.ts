@@ -7,10 +7,12 @@ import type { CallInfo, Verdict } from "../verdict.ts";
 import type { OpenCall } from "./open-call.ts";
 
 /** A verdict that sends the call to the next provider. */
-export type FailureVerdict = Extract<Verdict, { outcome: "retry" | "capability" }>;
+export type FailureVerdict = Extract<Verdict, { outcome: "retry" | "capability" | "behind" }>;
 
 export function isRetryVerdict(verdict: Verdict): verdict is FailureVerdict {
-  return verdict.outcome === "retry" || verdict.outcome === "capability";
+  return (
+    verdict.outcome === "retry" || verdict.outcome === "capability" || verdict.outcome === "behind"
+  );
 }
 
 /** What one attempt means for one of its calls. */
@@ -50,6 +52,8 @@ export interface JudgeContext {
   readonly now: number;
   /** Whether some provider may serve the method: else "method not found" is the answer. */
   readonly servable: (method: string) => boolean;
+  /** How far under the served head an `eth_blockNumber` may be before it is `behind`. */
+  readonly headToleranceBlocks: number;
 }
 
 /**
@@ -166,6 +170,7 @@ function judgeMembers(
     const verdict = classifyMember(member, entry.info, {
       quorumHead: context.quorumHead,
       chainId: context.chainId,
+      headToleranceBlocks: context.headToleranceBlocks,
     });
     if (verdict.outcome === "capability" && !context.servable(entry.info.method)) {
       // A name no provider is known to serve: the caller's mistake, answered as is.

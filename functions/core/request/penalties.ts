@@ -14,9 +14,9 @@ export interface CallFailure {
 }
 
 export function failureSignature(verdict: FailureVerdict): string {
-  return verdict.outcome === "capability"
-    ? "capability"
-    : `${verdict.kind}/${verdict.reason}/${verdict.detail.split(":")[0]}`;
+  return verdict.outcome === "retry"
+    ? `${verdict.kind}/${verdict.reason}/${verdict.detail.split(":")[0]}`
+    : verdict.outcome;
 }
 
 /**

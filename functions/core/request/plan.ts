@@ -54,8 +54,9 @@ export function nextRound(
  * exactly whatever ids the caller chose.
  */
 export function upstreamBody(group: AttemptGroup, single: boolean, body: string): string {
-  if (single) return body;
   const [first] = group.calls;
+  // A single call's text is the caller's body, unless its block tags were pinned.
+  if (single) return first?.call.raw ?? body;
   if (group.alone && first !== undefined)
     return withId(first.call.raw, String(first.call.position));
   return `[${group.calls.map((entry) => withId(entry.call.raw, String(entry.call.position))).join(",")}]`;

@@ -1,5 +1,6 @@
 import { ALREADY_KNOWN, NONCE_TOO_LOW } from "../classify-patterns.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
+import type { Upstream } from "../ports.ts";
 import { readRawTransaction } from "../transactions.ts";
 import type { OpenCall } from "./open-call.ts";
 
@@ -68,13 +69,33 @@ function errorMessageOf(text: string): string | null {
   }
 }
 
-/** The body that asks a provider whether it knows a transaction. */
-export function transactionLookupBody(hash: string): string {
-  return `{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByHash","params":["${hash}"]}`;
+/**
+ * Whether a provider the call went to (or would have) holds the transaction `hash`: asked of
+ * the first two in its order, at once, within `timeoutMs` (what is left of the deadline).
+ */
+export async function providerKnowsTransaction(
+  upstream: Upstream,
+  call: OpenCall,
+  hash: string,
+  limits: { readonly timeoutMs: number; readonly maxResponseBytes: number },
+): Promise<boolean> {
+  if (limits.timeoutMs <= 0) return false;
+  const body = `{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByHash","params":["${hash}"]}`;
+  const asked = call.order.slice(0, 2).map(async ({ provider }) => {
+    const result = await upstream.send({
+      url: provider.url,
+      body,
+      timeoutMs: Math.floor(limits.timeoutMs),
+      maxResponseBytes: limits.maxResponseBytes,
+      idempotent: true,
+    });
+    return result.ok && lookupFound(result.status, result.body);
+  });
+  return (await Promise.all(asked)).some(Boolean);
 }
 
 /** Whether a lookup answer names a transaction (a non-null result object). */
-export function lookupFound(status: number, body: string): boolean {
+function lookupFound(status: number, body: string): boolean {
   if (status !== 200) return false;
   try {
     const parsed = JSON.parse(body) as { result?: unknown };
