@@ -6,7 +6,7 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import type { BlockPosition, ChainHead } from "../core/chain-head.ts";
+import type { BlockPosition, ChainHead, Publication } from "../core/chain-head.ts";
 import { HEALTHY, type ProbeRecord, type ProviderHealth } from "../core/health.ts";
 import type { LearnedLimit, NetworkState, QuorumSnapshot } from "../core/network-state.ts";
 import type { StateStore, WriteOutcome } from "../core/ports.ts";
@@ -58,6 +58,8 @@ const PROJECTION = (() => {
     "reorg_seen_at",
     "served",
     "served_at",
+    "prev_served",
+    "prev_served_at",
   ];
   return {
     expression: attributes.map((_, index) => `#a${index}`).join(", "),
@@ -110,6 +112,13 @@ function position(item: Item, name: string): BlockPosition | null {
   return number === undefined ? null : { number: Number(number), hash: str(item, `${name}_hash`) };
 }
 
+function publication(item: Item, block: string, at: string): Publication | null {
+  const number = item[block]?.N;
+  return number === undefined || Number(number) < 0
+    ? null
+    : { block: Number(number), at: num(item, at) };
+}
+
 /** The head item, as the monitor and the containers wrote it; null before the monitor's first. */
 export function headFromItem(item: Item): ChainHead | null {
   const latest = position(item, "latest");
@@ -118,8 +127,8 @@ export function headFromItem(item: Item): ChainHead | null {
     latest,
     safe: position(item, "safe"),
     finalized: position(item, "finalized"),
-    served: Math.max(num(item, "served"), 0),
-    servedAt: num(item, "served_at"),
+    served: publication(item, "served", "served_at"),
+    previousServed: publication(item, "prev_served", "prev_served_at"),
     updatedAt: num(item, "updated_at"),
     reorgSeenAt: num(item, "reorg_seen_at"),
   };
@@ -268,19 +277,34 @@ export class DynamoStateStore implements StateStore {
     }
   }
 
-  async recordServed(network: string, block: number, at: number): Promise<void> {
+  async publishServed(
+    network: string,
+    block: number,
+    at: number,
+    delayMs: number,
+  ): Promise<boolean> {
     try {
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#table,
           Key: { pk: { S: networkKey(network) }, sk: { S: HEAD_KEY } },
-          UpdateExpression: "SET served = :served, served_at = :at",
-          ConditionExpression: "attribute_not_exists(served) OR served < :served",
-          ExpressionAttributeValues: { ":served": { N: String(block) }, ":at": { N: String(at) } },
+          // The newest publication becomes the previous one; -1 stands for none.
+          UpdateExpression:
+            "SET prev_served = if_not_exists(served, :none), prev_served_at = if_not_exists(served_at, :none), served = :block, served_at = :at",
+          ConditionExpression:
+            "attribute_not_exists(served) OR (served < :block AND served_at <= :cutoff)",
+          ExpressionAttributeValues: {
+            ":block": { N: String(block) },
+            ":at": { N: String(at) },
+            ":cutoff": { N: String(at - delayMs) },
+            ":none": { N: "-1" },
+          },
         }),
       );
+      return true;
     } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
     }
   }
 

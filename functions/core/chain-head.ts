@@ -1,23 +1,36 @@
 /**
  * The network's chain position, shared by every container through one DynamoDB item
  * (docs/behaviour.md §10): the quorum's `latest`, `safe` and `finalized` blocks as the monitor
- * saw them, and the highest block number any container has answered `eth_blockNumber` with
- * (`served`). Every number only moves forward.
+ * saw them, and the served head: the `eth_blockNumber` the gateway vouches for.
+ *
+ * The served head is published (by the monitor's tick, or by a container that asked a
+ * provider) at most once per `delay`, keeping the value before it, and every container answers
+ * with the highest value published at least `delay` ago. Containers' copies of the item are
+ * younger than `delay`, so they all know that value and agree on it: a client moving between
+ * containers never sees `eth_blockNumber` go back, for the price of a head `delay` behind.
  */
+
+import { SERVED_HEAD_WRITE_MARGIN_MS } from "./policies.ts";
 
 export interface BlockPosition {
   readonly number: number;
   readonly hash: string | null;
 }
 
+/** One publication of the served head. */
+export interface Publication {
+  readonly block: number;
+  /** When it was published (ms). */
+  readonly at: number;
+}
+
 export interface ChainHead {
   readonly latest: BlockPosition;
   readonly safe: BlockPosition | null;
   readonly finalized: BlockPosition | null;
-  /** The highest `eth_blockNumber` any container answered (0 before any). */
-  readonly served: number;
-  /** When a container last moved `served` (ms); 0 before any. */
-  readonly servedAt: number;
+  /** The newest publication of the served head, and the one before it; null before any. */
+  readonly served: Publication | null;
+  readonly previousServed: Publication | null;
   /** When the monitor last confirmed `latest` (ms). */
   readonly updatedAt: number;
   /** When the monitor last saw a block it had recorded replaced (a reorg), ms; 0 if never. */
@@ -42,39 +55,56 @@ function later(stored: BlockPosition | null, seen: BlockPosition | null): BlockP
 }
 
 /**
- * The head after a tick: each number moves forward only; `served` is the containers' and
- * kept; a reorg stamps `reorgSeenAt`.
+ * The head after a tick: each number moves forward only; the served head's publications are
+ * kept (they are published on their own); a reorg stamps `reorgSeenAt`.
  */
 export function advanceHead(stored: ChainHead | null, seen: ChainObservation): ChainHead {
   return {
     latest: later(stored?.latest ?? null, seen.latest) ?? seen.latest,
     safe: later(stored?.safe ?? null, seen.safe),
     finalized: later(stored?.finalized ?? null, seen.finalized),
-    served: stored?.served ?? 0,
-    servedAt: stored?.servedAt ?? 0,
+    served: stored?.served ?? null,
+    previousServed: stored?.previousServed ?? null,
     updatedAt: seen.at,
     reorgSeenAt: seen.reorged ? seen.at : (stored?.reorgSeenAt ?? 0),
   };
 }
 
 /**
- * The served head: the highest block the gateway has vouched for, from the shared item and
- * what this container itself answered. No `eth_blockNumber` answer goes below it.
+ * The served head at `now`: the highest publication made at least `delayMs` ago, or null when
+ * none is that old yet. Publications are at least `delayMs` apart, so the one before the newest
+ * is old enough whenever the newest is not.
  */
-export function servedHead(head: ChainHead | null, servedHere: number): number {
-  return Math.max(head?.latest.number ?? 0, head?.served ?? 0, servedHere);
+export function servedHeadAt(head: ChainHead | null, now: number, delayMs: number): number | null {
+  const cutoff = now - delayMs;
+  const newest = head?.served ?? null;
+  if (newest !== null && newest.at <= cutoff) return newest.block;
+  const before = head?.previousServed ?? null;
+  return before !== null && before.at <= cutoff ? before.block : null;
 }
 
 /**
- * Whether the served head was confirmed within a block time (by the monitor, by this container
- * or through the shared item by another): then it answers `eth_blockNumber` by itself.
+ * The publication delay: twice the age a container's copy of the shared state may reach
+ * (`state_cache_ms`), plus the time a write takes to be read back, so every container's copy
+ * holds every publication old enough to answer with.
  */
-export function headIsFresh(
+export function publicationDelayMs(stateCacheMs: number): number {
+  return 2 * stateCacheMs + SERVED_HEAD_WRITE_MARGIN_MS;
+}
+
+/** Whether the served head was published within a block time: no provider need be asked. */
+export function servedRecently(head: ChainHead | null, now: number, blockTimeMs: number): boolean {
+  const newest = head?.served ?? null;
+  return newest !== null && now - newest.at < blockTimeMs;
+}
+
+/** May `block` be published at `now`? Only higher than the newest, and `delayMs` after it. */
+export function mayPublish(
   head: ChainHead | null,
-  confirmedHere: number,
+  block: number,
   now: number,
-  blockTimeMs: number,
+  delayMs: number,
 ): boolean {
-  const confirmed = Math.max(head?.updatedAt ?? 0, head?.servedAt ?? 0, confirmedHere);
-  return now - confirmed < blockTimeMs;
+  const newest = head?.served ?? null;
+  return newest === null || (block > newest.block && newest.at <= now - delayMs);
 }

@@ -1,3 +1,4 @@
+import { mayPublish, publicationDelayMs } from "./chain-head.ts";
 import { ErrorCode, errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network, Provider } from "./network-model.ts";
@@ -25,10 +26,10 @@ import { providerKnowsTransaction, settleSentTransactions } from "./request/sent
 import { ServableMethods } from "./request/servable.ts";
 import {
   answerFromServedHead,
-  holdServedHead,
   reachableBlocks,
-  ServedHeads,
   type ServedHeadView,
+  servedHeadView,
+  settleBlockNumbers,
   tagsToPin,
 } from "./request/served-head.ts";
 import { PLAIN_READ, rankProviders, type SelectionContext, whyNotCandidate } from "./selection.ts";
@@ -86,7 +87,6 @@ export class Gateway {
   readonly #health: HealthRecorder;
   readonly #servable = new ServableMethods();
   readonly #observed = new ObservedHeads();
-  readonly #servedHeads = new ServedHeads();
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -142,7 +142,14 @@ export class Gateway {
         settings.request_deadline_ms,
         (options.remainingMs ?? Infinity) - DEADLINE_MARGIN_MS,
       );
-    const state = await this.#deps.cache.get(network.name);
+    // The served head needs a copy of the shared state no older than state_cache_ms.
+    const wantsHead = callsOf(request).some(
+      (call) => "method" in call && call.method === "eth_blockNumber",
+    );
+    const state = await this.#deps.cache.get(
+      network.name,
+      wantsHead ? settings.state_cache_ms : undefined,
+    );
     const scope = this.#scope(model, network, request, body, state, started);
     const { open, immediate } = admitCalls(
       request,
@@ -169,7 +176,7 @@ export class Gateway {
         maxResponseBytes: settings.max_response_bytes,
       }),
     );
-    this.#holdServedHead(network, open, scope.servedHead, fromHead);
+    this.#settleBlockNumbers(scope, open, fromHead);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
@@ -218,7 +225,12 @@ export class Gateway {
       blockTimeMs,
     );
     const context: SelectionContext = { ...base, reachable };
-    const servedHead = this.#servedHeads.view(network.name, state.head, now, blockTimeMs);
+    const servedHead = servedHeadView(
+      state.head,
+      now,
+      publicationDelayMs(network.settings.state_cache_ms),
+      blockTimeMs,
+    );
     const candidates = network.providers
       .filter((provider) => whyNotCandidate(provider, PLAIN_READ, context) === null)
       .map((provider) => provider.name);
@@ -233,7 +245,7 @@ export class Gateway {
       // head may be newer still: a block at or below either exists.
       quorumHead: maxOrNull(
         maxOrNull(state.quorum?.head ?? null, this.#observed.highest(network, context)),
-        servedHead.floor > 0 ? servedHead.floor : null,
+        servedHead.newest > 0 ? servedHead.newest : null,
       ),
       servedHead,
       pin: network.settings.pin_block_tags
@@ -254,22 +266,21 @@ export class Gateway {
   }
 
   /**
-   * Keeps `eth_blockNumber` answers at or above the served head, and raises it (here at once,
-   * in the shared item beside the answer) when an answer went higher.
+   * Answers the request's `eth_blockNumber` calls with the served head, and publishes the
+   * highest number a provider gave (beside the answer, never awaited), when it may be.
    */
-  #holdServedHead(
-    network: Network,
+  #settleBlockNumbers(
+    scope: RequestScope,
     open: readonly OpenCall[],
-    view: ServedHeadView,
     fromHead: ReadonlySet<OpenCall>,
   ): void {
-    const highest = holdServedHead(open, view, fromHead);
-    if (highest === null) return;
+    const highest = settleBlockNumbers(open, scope.servedHead, fromHead);
+    const { network, context } = scope;
     const now = this.#deps.clock();
-    if (!this.#servedHeads.served(network.name, highest, now) || highest <= view.floor) return;
-    // Never awaited: the shared head is a floor other containers catch up to, not a gate.
-    this.#deps.store.recordServed(network.name, highest, now).catch((error: unknown) =>
-      this.#deps.telemetry.log("warn", "served head not shared", {
+    const delay = publicationDelayMs(network.settings.state_cache_ms);
+    if (highest === null || !mayPublish(context.state.head, highest, now, delay)) return;
+    this.#deps.store.publishServed(network.name, highest, now, delay).catch((error: unknown) =>
+      this.#deps.telemetry.log("warn", "served head not published", {
         network: network.name,
         error: error instanceof Error ? error.message : String(error),
       }),

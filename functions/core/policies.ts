@@ -50,6 +50,12 @@ export const SUSPECT_TRAFFIC_WINDOW_MS = 60_000;
  */
 export const SERVED_METHODS_REMEMBERED = 256;
 
+/**
+ * How long a publication of the served head takes, at most, to be readable by every
+ * container after its write returned (DynamoDB's eventual consistency is well under it).
+ */
+export const SERVED_HEAD_WRITE_MARGIN_MS = 500;
+
 /** The window of the request stats shown on the status route (`stats.window_seconds`). */
 export const STATS_WINDOW_SECONDS = 300;
 

@@ -60,8 +60,11 @@ export interface StateStore {
     expectedVersion: number,
     next: ProviderHealth,
   ): Promise<WriteOutcome>;
-  /** Raises the shared served head to `block` (only forward), confirmed at `at` (ms). */
-  recordServed(network: string, block: number, at: number): Promise<void>;
+  /**
+   * Publishes `block` as the served head at `at` (ms), keeping the previous publication: only
+   * when it is higher than the newest and that one is at least `delayMs` old. False when not.
+   */
+  publishServed(network: string, block: number, at: number, delayMs: number): Promise<boolean>;
   /**
    * Records that `provider` takes batches of at most `size` calls until `until` (ms); a smaller
    * size replaces a larger one, and any size replaces an expired one.

@@ -33,11 +33,7 @@ function keepNewer(local: NetworkState, fresh: NetworkState): NetworkState {
     const stored = batchLimits.get(name);
     if (stored === undefined || stored.value > limit.value) batchLimits.set(name, limit);
   }
-  const head =
-    local.head !== null && fresh.head !== null && local.head.served > fresh.head.served
-      ? { ...fresh.head, served: local.head.served, servedAt: local.head.servedAt }
-      : fresh.head;
-  return { ...fresh, providers, capabilities, batchLimits, head };
+  return { ...fresh, providers, capabilities, batchLimits };
 }
 
 export interface StateCacheOptions {
@@ -64,13 +60,18 @@ export class StateCache {
     this.#options = options;
   }
 
-  async get(network: string): Promise<NetworkState> {
+  /**
+   * The network's state; with `maxAgeMs`, a copy no older than that, waiting for a refresh if
+   * need be (the served head relies on it).
+   */
+  async get(network: string, maxAgeMs?: number): Promise<NetworkState> {
     const now = this.#options.clock();
     const entry = this.#entries.get(network);
     if (entry === undefined) return this.#refresh(network);
     const age = now - entry.loadedAt;
     const ttl = this.#options.ttlMs(network);
     if (age < ttl) return entry.state;
+    if (maxAgeMs !== undefined && age > maxAgeMs) return entry.refreshing ?? this.#refresh(network);
     const refreshing = entry.refreshing ?? this.#refresh(network);
     const maxStale =
       this.#options.maxStaleMs ?? Math.max(STATE_MAX_STALE_FACTOR * ttl, STATE_MAX_STALE_FLOOR_MS);

@@ -1,4 +1,4 @@
-import { servedHead } from "./chain-head.ts";
+import { publicationDelayMs, servedHeadAt } from "./chain-head.ts";
 import { healthState } from "./health.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
@@ -96,6 +96,17 @@ export interface NetworkStatus {
     readonly members: readonly string[];
   };
   readonly active_provider: string | null;
+  /**
+   * The chain position every container shares (docs/behaviour.md §10): the quorum's latest,
+   * safe and finalized blocks, and the served head `eth_blockNumber` answers with now.
+   */
+  readonly served_head: {
+    readonly latest: number | null;
+    readonly safe: number | null;
+    readonly finalized: number | null;
+    readonly served: number | null;
+    readonly reorg_seen_at: string | null;
+  };
   readonly providers: readonly ProviderStatus[];
   /** Configured but not serving: a secret of the URL did not resolve (retried in the background). */
   readonly providers_left_out: ReadonlyArray<{
@@ -125,7 +136,7 @@ export function networkStatus(input: StatusInput): NetworkStatus {
   };
   // Where a read of the served head would go: a provider that cannot have reached it shows
   // as behind.
-  const served = state.head === null ? null : servedHead(state.head, 0);
+  const served = servedHeadAt(state.head, now, publicationDelayMs(network.settings.state_cache_ms));
   const routing = new Map(
     explainRouting(configuredOrder(network), PLAIN_READ, context, "", served).map((entry) => [
       entry.provider.name,
@@ -197,6 +208,13 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       members: quorum?.members ?? [],
     },
     active_provider: activeProvider(network, context)?.name ?? null,
+    served_head: {
+      latest: state.head?.latest.number ?? null,
+      safe: state.head?.safe?.number ?? null,
+      finalized: state.head?.finalized?.number ?? null,
+      served,
+      reorg_seen_at: state.head && state.head.reorgSeenAt > 0 ? iso(state.head.reorgSeenAt) : null,
+    },
     providers,
     // Configured but not serving: a secret of the URL did not resolve (retried in the background).
     providers_left_out: network.leftOut.map((provider) => ({

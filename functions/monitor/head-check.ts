@@ -1,7 +1,13 @@
-import { advanceHead, type BlockPosition, type ChainHead } from "../core/chain-head.ts";
+import {
+  advanceHead,
+  type BlockPosition,
+  type ChainHead,
+  mayPublish,
+  publicationDelayMs,
+} from "../core/chain-head.ts";
 import type { Network, Provider } from "../core/network-model.ts";
 import type { QuorumSnapshot } from "../core/network-state.ts";
-import type { Telemetry, Upstream } from "../core/ports.ts";
+import type { StateStore, Telemetry, Upstream } from "../core/ports.ts";
 import type { MonitorStore } from "./monitor-ports.ts";
 import { blocksAt, type CallOptions, type LatestBlock } from "./upstream-calls.ts";
 
@@ -14,6 +20,7 @@ import { blocksAt, type CallOptions, type LatestBlock } from "./upstream-calls.t
 
 export interface HeadCheckDeps {
   readonly upstream: Upstream;
+  readonly store: Pick<StateStore, "publishServed">;
   readonly monitorStore: Pick<MonitorStore, "writeHead">;
   readonly clock: () => number;
   readonly telemetry: Telemetry;
@@ -42,8 +49,14 @@ export async function runHeadCheck(
   for (const member of members) {
     const seen = await observe(options, member, quorum.head, stored);
     if (seen === null) continue;
-    const head = advanceHead(stored, { ...seen, at: deps.clock() });
+    const now = deps.clock();
+    const head = advanceHead(stored, { ...seen, at: now });
     await deps.monitorStore.writeHead(network.name, head);
+    // The quorum's head is a publication of the served head too (when its turn has come).
+    const delay = publicationDelayMs(network.settings.state_cache_ms);
+    if (mayPublish(stored, head.latest.number, now, delay)) {
+      await deps.store.publishServed(network.name, head.latest.number, now, delay);
+    }
     const timestamp = quorum.headTimestamp;
     if (timestamp !== null) {
       const lag = Math.max(0, deps.clock() / 1000 - timestamp);

@@ -24,7 +24,7 @@ const TIDY_INTERVAL_MS = 3_600_000;
 export interface MonitorDeps {
   /** The model in force; may load it (config refresh) before each tick. */
   readonly model: () => GatewayModel | Promise<GatewayModel>;
-  readonly store: Pick<StateStore, "readNetwork" | "writeHealth">;
+  readonly store: Pick<StateStore, "readNetwork" | "writeHealth" | "publishServed">;
   readonly monitorStore: MonitorStore;
   readonly statsStore: StatsReader;
   readonly upstream: Upstream;

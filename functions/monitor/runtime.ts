@@ -10,7 +10,7 @@ import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
 export interface MonitorRuntimeOptions {
   readonly configSource: ConfigSource;
   readonly secrets: SecretResolver;
-  readonly store: Pick<StateStore, "readNetwork" | "writeHealth">;
+  readonly store: Pick<StateStore, "readNetwork" | "writeHealth" | "publishServed">;
   readonly monitorStore: MonitorStore;
   readonly statsStore: StatsReader;
   readonly upstream: Upstream;

@@ -78,20 +78,21 @@ function recorder(): Telemetry & { counts: Array<[string, Record<string, string>
 function failingFor(
   store: StateStore,
   broken: string,
-): Pick<StateStore, "readNetwork" | "writeHealth"> {
+): Pick<StateStore, "readNetwork" | "writeHealth" | "publishServed"> {
   return {
     readNetwork: (network) =>
       network === broken
         ? Promise.reject(new Error("ProvisionedThroughputExceededException"))
         : store.readNetwork(network),
     writeHealth: (...args) => store.writeHealth(...args),
+    publishServed: (...args) => store.publishServed(...args),
   };
 }
 
 function monitorWith(
   model: GatewayModel,
   telemetry: Telemetry,
-  store: Pick<StateStore, "readNetwork" | "writeHealth">,
+  store: Pick<StateStore, "readNetwork" | "writeHealth" | "publishServed">,
 ) {
   const tables = { client, tableName: TABLE };
   return createMonitor({

@@ -1,4 +1,4 @@
-import type { ChainHead } from "../../functions/core/chain-head.ts";
+import { type ChainHead, mayPublish } from "../../functions/core/chain-head.ts";
 import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
 import type {
   LearnedLimit,
@@ -89,13 +89,21 @@ export class MemoryStateStore implements StateStore {
     return { written: true };
   }
 
-  async recordServed(network: string, block: number, at: number): Promise<void> {
+  async publishServed(
+    network: string,
+    block: number,
+    at: number,
+    delayMs: number,
+  ): Promise<boolean> {
     const head = this.#heads.get(network);
-    // As DynamoDB's item would: `served` on a head the monitor has not written yet is kept
-    // beside an absent position, which reads as no head.
-    if (head !== undefined && head.served < block) {
-      this.#heads.set(network, { ...head, served: block, servedAt: at });
-    }
+    // Published values live beside the monitor's head; with no head yet there is none to keep.
+    if (head === undefined || !mayPublish(head, block, at, delayMs)) return false;
+    this.#heads.set(network, {
+      ...head,
+      previousServed: head.served,
+      served: { block, at },
+    });
+    return true;
   }
 
   async recordBatchLimit(

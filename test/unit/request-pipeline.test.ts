@@ -746,3 +746,82 @@ describe("max_upstream_calls", () => {
     expect(h.upstream.callsTo(P1)).toBe(4);
   });
 });
+
+describe("the served head (eth_blockNumber never goes back)", () => {
+  // state_cache_ms 1000: a publication counts once 2 × 1000 + 500 ms old; block time 12 s.
+  const DELAY = 2_500;
+  const head = (
+    served: { block: number; at: number } | null,
+    previousServed: { block: number; at: number } | null = null,
+  ) => ({
+    latest: { number: 100, hash: null },
+    safe: null,
+    finalized: null,
+    served,
+    previousServed,
+    updatedAt: NOW - 60_000,
+    reorgSeenAt: 0,
+  });
+  const blockNumber = (n: number) => resultFor(() => `0x${n.toString(16)}`);
+  const answered = async (h: ReturnType<typeof harness>) =>
+    JSON.parse((await h.rpc(call(1))).body).result as string;
+
+  it.each([
+    ["a publication old enough", head({ block: 102, at: NOW - DELAY }), "0x66"],
+    [
+      "a publication too young: the one before it",
+      head({ block: 102, at: NOW - 1_000 }, { block: 101, at: NOW - 20_000 }),
+      "0x65",
+    ],
+  ])(
+    "published within a block time, %s: answered with no provider call",
+    async (_name, h0, expected) => {
+      const h = harness(three);
+      h.store.setHead("net", h0);
+      expect(await answered(h)).toBe(expected);
+      expect([P1, P2, P3].map((url) => h.upstream.callsTo(url))).toEqual([0, 0, 0]);
+    },
+  );
+
+  it("nothing published within a block time: a provider is asked, its higher number published, the served head answered", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
+    h.upstream.script(P1, blockNumber(105));
+    expect(await answered(h)).toBe("0x64");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await h.store.readNetwork("net")).head?.served?.block).toBe(105);
+  });
+
+  it("a provider far under the served head is behind: the next provider answers, nobody is struck", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
+    h.upstream.script(P1, blockNumber(50));
+    h.upstream.script(P2, blockNumber(101));
+    const response = await h.rpc(call(1));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+    expect(JSON.parse(response.body).result).toBe("0x64");
+    expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("before any publication, the provider's own number", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, blockNumber(7));
+    expect(await answered(h)).toBe("0x7");
+  });
+
+  it("a null for a block the served head covers is behind: next provider, no strike", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
+    h.upstream.script(
+      P1,
+      resultFor(() => null),
+    );
+    h.upstream.script(
+      P2,
+      resultFor(() => ({ number: "0x5a" })),
+    );
+    const response = await h.rpc(call(1, "eth_getBlockByNumber", ["0x5a", false]));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.store.healthWrites).toEqual([]);
+  });
+});

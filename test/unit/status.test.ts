@@ -86,6 +86,7 @@ describe("the status JSON", () => {
         "providers",
         "providers_left_out",
         "quorum",
+        "served_head",
       ].sort(),
     );
   });

@@ -1,49 +1,38 @@
-import { type ChainHead, headIsFresh, servedHead } from "../chain-head.ts";
+import { type ChainHead, servedHeadAt, servedRecently } from "../chain-head.ts";
 import type { QuorumSnapshot } from "../network-state.ts";
 import type { OpenCall } from "./open-call.ts";
 import type { PinnedTags } from "./pin-tags.ts";
 
 /**
- * The served head for `eth_blockNumber` (docs/behaviour.md §10): the highest block the gateway
- * has vouched for, shared by every container through the head item. An answer never goes
- * below it; while it was confirmed within a block time, it is the answer, with no provider
- * call.
+ * `eth_blockNumber` from the served head (docs/behaviour.md §10): every container answers the
+ * highest value published at least a publication delay ago, so they agree and no client sees
+ * the head go back; a provider is asked only when nothing was published within a block time,
+ * and its answer is published for the others, not handed out at once.
  */
 
 const BLOCK_NUMBER = "eth_blockNumber";
 const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
 
-/** What this container itself answered last, per network. */
-interface ServedHere {
-  readonly served: number;
-  readonly at: number;
-}
-
 export interface ServedHeadView {
-  /** No `eth_blockNumber` answer goes below this. */
-  readonly floor: number;
-  /** Confirmed within a block time: answer from it without asking a provider. */
-  readonly fresh: boolean;
+  /** The served head now, or null when no publication is old enough yet. */
+  readonly answer: number | null;
+  /** The newest publication, of any age: the blocks up to it exist on some provider. */
+  readonly newest: number;
+  /** Published within a block time: `eth_blockNumber` needs no provider. */
+  readonly recent: boolean;
 }
 
-export class ServedHeads {
-  readonly #here = new Map<string, ServedHere>();
-
-  view(network: string, head: ChainHead | null, now: number, blockTimeMs: number): ServedHeadView {
-    const here = this.#here.get(network);
-    return {
-      floor: servedHead(head, here?.served ?? 0),
-      fresh: head !== null && headIsFresh(head, here?.at ?? 0, now, blockTimeMs),
-    };
-  }
-
-  /** This container answered `block`: true when that raised what it had served. */
-  served(network: string, block: number, now: number): boolean {
-    const here = this.#here.get(network);
-    if (here !== undefined && here.served > block) return false;
-    this.#here.set(network, { served: block, at: now });
-    return here === undefined || here.served < block;
-  }
+export function servedHeadView(
+  head: ChainHead | null,
+  now: number,
+  delayMs: number,
+  blockTimeMs: number,
+): ServedHeadView {
+  return {
+    answer: servedHeadAt(head, now, delayMs),
+    newest: Math.max(head?.served?.block ?? 0, head?.latest.number ?? 0),
+    recent: servedRecently(head, now, blockTimeMs),
+  };
 }
 
 /** The gateway's own `eth_blockNumber` answer; `respond` puts the caller's id in. */
@@ -52,29 +41,29 @@ function blockNumberAnswer(block: number): string {
 }
 
 /**
- * Answers the request's `eth_blockNumber` calls from a fresh served head; returns the calls it
- * answered (they confirm nothing about the chain).
+ * Answers the request's `eth_blockNumber` calls from the served head when it was published
+ * within a block time; returns the calls it answered.
  */
 export function answerFromServedHead(
   open: readonly OpenCall[],
   view: ServedHeadView,
 ): ReadonlySet<OpenCall> {
   const answered = new Set<OpenCall>();
-  if (!view.fresh || view.floor === 0) return answered;
+  if (!view.recent || view.answer === null) return answered;
   for (const entry of open) {
     if (entry.info.method !== BLOCK_NUMBER) continue;
-    entry.answer = blockNumberAnswer(view.floor);
+    entry.answer = blockNumberAnswer(view.answer);
     answered.add(entry);
   }
   return answered;
 }
 
 /**
- * The request's `eth_blockNumber` answers from providers, never below the served head: a
- * provider within the tolerance under it is answered with the head itself. Returns the highest
- * block a provider answered (or the head it was held to), or null when none answered.
+ * The request's `eth_blockNumber` calls that went to providers: answered with the served head
+ * when there is one (a provider's number is for publishing, not for this caller), else with the
+ * provider's own. Returns the highest block a provider answered, to publish, or null.
  */
-export function holdServedHead(
+export function settleBlockNumbers(
   open: readonly OpenCall[],
   view: ServedHeadView,
   fromHead: ReadonlySet<OpenCall>,
@@ -86,8 +75,8 @@ export function holdServedHead(
     }
     const answered = resultNumber(entry.answer);
     if (answered === null) continue;
-    if (answered < view.floor) entry.answer = blockNumberAnswer(view.floor);
-    highest = Math.max(highest ?? 0, answered, view.floor);
+    highest = Math.max(highest ?? 0, answered);
+    if (view.answer !== null) entry.answer = blockNumberAnswer(view.answer);
   }
   return highest;
 }
@@ -136,9 +125,11 @@ export function tagsToPin(
   staleAfterMs: number,
 ): PinnedTags | null {
   if (head === null || now - head.updatedAt > staleAfterMs) return null;
-  const latestReached = candidates.some((provider) => (reachable(provider) ?? 0) >= view.floor);
+  const latest = view.answer;
+  const reached =
+    latest !== null && candidates.some((provider) => (reachable(provider) ?? 0) >= latest);
   return {
-    latest: latestReached && view.floor > 0 ? view.floor : null,
+    latest: reached ? latest : null,
     safe: head.safe?.number ?? null,
     finalized: head.finalized?.number ?? null,
   };
