@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createConfigSource } from "../functions/adapters/config-source.ts";
+import { DynamoEventStore } from "../functions/adapters/event-store.ts";
 import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
 import { createDynamoClient, DynamoStateStore } from "../functions/adapters/state-store.ts";
@@ -108,6 +109,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     cleanups.push(() => upstream.close());
     const tables = { client: store.client, tableName: store.tableName };
     const statsStore = new DynamoStatsStore(tables);
+    const eventStore = new DynamoEventStore(tables);
     const secrets = envSecretResolver(options.env ?? process.env);
     const clockOption = options.clock ? { clock: options.clock } : {};
     const metricsOption = options.writeMetrics ? { writeMetrics: options.writeMetrics } : {};
@@ -119,6 +121,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         secrets,
         store,
         statsStore,
+        eventStore,
         upstream: containerUpstream,
         ...clockOption,
         ...(options.random ? { random: options.random } : {}),
@@ -147,6 +150,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         store,
         monitorStore: new DynamoMonitorStore(tables),
         statsStore,
+        eventStore,
         upstream,
         ...clockOption,
         ...metricsOption,
