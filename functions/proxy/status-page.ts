@@ -177,6 +177,24 @@ function charts(
     .join("")}</div>`;
 }
 
+/** The routing reason without the slot it may repeat ("backup: tried after …"). */
+function routingReason(provider: ProviderStatus): string {
+  const { slot, reason } = provider.routing;
+  return reason.startsWith(`${slot}: `) ? reason.slice(slot.length + 2) : reason;
+}
+
+/** "2 healthy, 1 blacklisted": the network at a glance. */
+function stateCounts(status: NetworkStatus): string {
+  const counts = new Map<string, number>();
+  for (const provider of status.providers) {
+    counts.set(provider.state, (counts.get(provider.state) ?? 0) + 1);
+  }
+  const parts = [...counts].map(([state, count]) => `${count} ${state.replace("_", " ")}`);
+  if (status.providers_left_out.length > 0)
+    parts.push(`${status.providers_left_out.length} left out`);
+  return parts.join(", ") || "no providers";
+}
+
 function providerCard(
   provider: ProviderStatus,
   history: readonly HistoryPoint[],
@@ -229,7 +247,7 @@ function providerCard(
   const role = `${provider.backup ? "backup" : "primary"} · priority ${provider.priority}`;
   return `<article class="provider ${escapeHtml(provider.state)}" data-provider="${escapeHtml(provider.name)}">
 <header><h3>${escapeHtml(provider.name)}</h3> <span class="badge">${escapeHtml(provider.state.replace("_", " "))}</span> <span class="role">${role}</span></header>
-<p class="routing"><b>${escapeHtml(provider.routing.slot)}</b>: ${escapeHtml(provider.routing.reason)}</p>
+<p class="routing"><b>${escapeHtml(provider.routing.slot)}</b>: ${escapeHtml(routingReason(provider))}</p>
 <dl>${facts.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd>${escapeHtml(value)}</dd>`).join("")}</dl>
 ${charts(provider, history, events)}${recent}
 </article>`;
@@ -251,7 +269,7 @@ function networkSection(view: StatusPageNetwork, clock: Clock): string {
       : `<ol class="timeline">${status.events.map((event) => eventItem(event, clock, true)).join("\n")}</ol>`;
   return `<section class="network" id="${escapeHtml(status.network)}">
 <h2>${escapeHtml(status.network)} <small>chain ${status.chain_id}</small></h2>
-<p class="summary">quorum head <b>${escapeHtml(String(status.quorum.head ?? "–"))}</b> · members ${escapeHtml(status.quorum.members.join(", ") || "none")} · active provider <b>${escapeHtml(status.active_provider ?? "none")}</b> · config ${escapeHtml(source.kind)}${source.etag ? ` ${escapeHtml(source.etag)}` : ""}</p>
+<p class="summary">providers: <b>${escapeHtml(stateCounts(status))}</b> · quorum head <b>${escapeHtml(String(status.quorum.head ?? "–"))}</b> · members ${escapeHtml(status.quorum.members.join(", ") || "none")} · active provider <b>${escapeHtml(status.active_provider ?? "none")}</b> · config ${escapeHtml(source.kind)}${source.etag ? ` ${escapeHtml(source.etag)}` : ""}</p>
 ${monitor}
 ${leftOut.length > 0 ? `<ul class="warn">${leftOut.join("")}</ul>` : ""}
 <div class="providers">
