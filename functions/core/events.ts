@@ -7,7 +7,8 @@
  * quorum, head or config into events.
  */
 
-import type { GatewayModel } from "./network-model.ts";
+import type { Config } from "./config-schema.ts";
+import { fingerprint, type GatewayModel } from "./network-model.ts";
 import type { QuorumReason } from "./quorum.ts";
 import type { ConfigSourceInfo } from "./status.ts";
 
@@ -247,29 +248,21 @@ export interface ConfigChange {
 }
 
 /**
- * What a config in force is, as an event. An S3 object is known by its ETag; the bundled
- * copy and a local file by when they came into force (a local file has no version of its own
- * that survives a restart, and the bundled copy only stands in when S3 fails).
+ * What a config in force is, as an event. A config is known by its source and a fingerprint
+ * of its content, which every container computes alike: the same config loaded by another
+ * container, or again after a restart, is the same version; an edit, or a fall back to the
+ * bundled copy, is a new one.
  */
-export function configChange(source: ConfigSourceInfo): ConfigChange {
-  switch (source.kind) {
-    case "s3":
-      return {
-        version: `s3:${source.etag ?? ""}`,
-        reason: "s3",
-        detail: `the S3 config object, ETag ${source.etag ?? "unknown"}`,
-      };
-    case "bundled":
-      return {
-        version: `bundled:${source.loaded_at}`,
-        reason: "bundled",
-        detail: "the copy bundled with the function: the S3 object could not be used",
-      };
-    case "file":
-      return {
-        version: `file:${source.loaded_at}`,
-        reason: "file",
-        detail: `a local config file, loaded at ${source.loaded_at}`,
-      };
-  }
+export function configChange(source: ConfigSourceInfo, config: Config): ConfigChange {
+  const print = fingerprint(JSON.stringify(config));
+  const where = {
+    s3: `the S3 config object, ETag ${source.etag ?? "unknown"}`,
+    bundled: "the copy bundled with the function: the S3 object could not be used",
+    file: "a local config file",
+  }[source.kind];
+  return {
+    version: `${source.kind}:${print}`,
+    reason: source.kind,
+    detail: `${where} (content ${print})`,
+  };
 }

@@ -154,7 +154,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
 }
 
 /** FNV-1a, 32 bits, as 8 hex digits: a stable, dependency-free fingerprint of a short text. */
-function fingerprint(text: string): string {
+export function fingerprint(text: string): string {
   let hash = 0x811c9dc5;
   for (let index = 0; index < text.length; index++) {
     hash ^= text.charCodeAt(index);

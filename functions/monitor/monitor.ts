@@ -1,3 +1,4 @@
+import type { Config } from "../core/config-schema.ts";
 import { configChange, type EventLog, makeEvent } from "../core/events.ts";
 import { type GatewayModel, type Network, urlRedactions } from "../core/network-model.ts";
 import type { NetworkState } from "../core/network-state.ts";
@@ -41,8 +42,14 @@ export interface MonitorDeps {
    * written before the tick ends; it is kept to its bound once an hour.
    */
   readonly events?: EventLog;
-  /** The config in force's source, for the config-change event. */
-  readonly configSource?: () => Promise<ConfigSourceInfo>;
+  /** The config in force and its source, for the config-change event. */
+  readonly configInForce?: () => Promise<ConfigWithSource>;
+}
+
+/** The config in force and where it came from. */
+export interface ConfigWithSource {
+  readonly config: Config;
+  readonly source: ConfigSourceInfo;
 }
 
 export interface Monitor {
@@ -95,10 +102,10 @@ export function createMonitor(deps: MonitorDeps): Monitor {
   async function recordConfig(
     network: Network,
     events: EventLog,
-    source: ConfigSourceInfo,
+    loaded: ConfigWithSource,
     scrub: (text: string) => string,
   ): Promise<void> {
-    const change = configChange(source);
+    const change = configChange(loaded.source, loaded.config);
     if (configRecorded.get(network.name) === change.version) return;
     const claimed = await events
       .claimConfigVersion(network.name, change.version)
@@ -131,7 +138,7 @@ export function createMonitor(deps: MonitorDeps): Monitor {
     network: Network,
     checkIntervalSeconds: number,
     scrub: (text: string) => string,
-    source: ConfigSourceInfo | null,
+    loaded: ConfigWithSource | null,
   ): Promise<void> {
     const startedAt = clock();
     const [state, memory, requestStats] = await Promise.all([
@@ -159,7 +166,7 @@ export function createMonitor(deps: MonitorDeps): Monitor {
     await deps.monitorStore.writeHeartbeat(network.name, clock());
     await tidyProviderItems(network);
     if (deps.events !== undefined) {
-      if (source !== null) await recordConfig(network, deps.events, source, scrub);
+      if (loaded !== null) await recordConfig(network, deps.events, loaded, scrub);
       await tidyEvents(network, deps.events);
     }
   }
@@ -168,10 +175,10 @@ export function createMonitor(deps: MonitorDeps): Monitor {
     async tick() {
       const model = await deps.model();
       const scrub = deps.scrub ?? makeScrubber(urlRedactions(model), []);
-      const source = (await deps.configSource?.()) ?? null;
+      const loaded = (await deps.configInForce?.()) ?? null;
       const heartbeats = await Promise.all(
         [...model.networks.values()].map((network) =>
-          tickNetwork(network, model.checkIntervalSeconds, scrub, source).then(
+          tickNetwork(network, model.checkIntervalSeconds, scrub, loaded).then(
             () => true,
             (error: unknown) => {
               telemetry.log("error", "monitor tick failed for a network", {

@@ -79,7 +79,7 @@ export function createMonitorRuntime(options: MonitorRuntimeOptions): MonitorRun
     telemetry,
     scrub: config.scrub,
     ...(events ? { events } : {}),
-    configSource: async () => (await config.current()).loaded.source,
+    configInForce: async () => (await config.current()).loaded,
   });
 
   return {

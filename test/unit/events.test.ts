@@ -210,26 +210,47 @@ describe("quorumTransitions", () => {
 });
 
 describe("configChange", () => {
+  const config = configSchema.parse({
+    networks: { eth: { chain_id: 1, providers: [{ url: "https://a.example.com" }] } },
+  });
+  const edited = configSchema.parse({
+    networks: { eth: { chain_id: 1, providers: [{ url: "https://b.example.com" }] } },
+  });
+  const s3 = (etag: string, loadedAt: string) =>
+    ({ kind: "s3", etag, loaded_at: loadedAt }) as const;
+
   it.each([
     [
-      { kind: "s3", etag: '"9b2cf535f27731c974343645a3985328"', loaded_at: "t1" } as const,
-      's3:"9b2cf535f27731c974343645a3985328"',
-      /ETag "9b2cf5/,
+      s3('"9b2cf5"', "t1"),
+      /^s3:[0-9a-f]{8}$/,
+      /^the S3 config object, ETag "9b2cf5" \(content [0-9a-f]{8}\)$/,
     ],
-    [{ kind: "bundled", loaded_at: "t2" } as const, "bundled:t2", /bundled with the function/],
-    [{ kind: "file", loaded_at: "t3" } as const, "file:t3", /local config file, loaded at t3/],
-  ])("%j is version %s", (source, version, detail) => {
-    const change = configChange(source);
-    expect(change.version).toBe(version);
+    [
+      { kind: "bundled", loaded_at: "t2" } as const,
+      /^bundled:/,
+      /^the copy bundled with the function/,
+    ],
+    [{ kind: "file", loaded_at: "t3" } as const, /^file:/, /^a local config file \(content /],
+  ])("%j", (source, version, detail) => {
+    const change = configChange(source, config);
+    expect(change.version).toMatch(version);
     expect(change.reason).toBe(source.kind);
     expect(change.detail).toMatch(detail);
   });
 
-  it("an S3 object with the same ETag, loaded again later, is the same version", () => {
-    const etag = '"abc"';
-    expect(configChange({ kind: "s3", etag, loaded_at: "t1" }).version).toBe(
-      configChange({ kind: "s3", etag, loaded_at: "t9" }).version,
+  it("the same config is the same version whenever and wherever it was loaded", () => {
+    expect(configChange(s3('"a"', "t1"), config).version).toBe(
+      configChange(s3('"a"', "t9"), configSchema.parse(structuredClone(config))).version,
     );
+    expect(configChange({ kind: "file", loaded_at: "t1" }, config).version).toBe(
+      configChange({ kind: "file", loaded_at: "t2" }, config).version,
+    );
+  });
+
+  it("an edit, or the same content from another source, is a new version", () => {
+    const version = configChange(s3('"a"', "t1"), config).version;
+    expect(configChange(s3('"b"', "t2"), edited).version).not.toBe(version);
+    expect(configChange({ kind: "bundled", loaded_at: "t1" }, config).version).not.toBe(version);
   });
 });
 
