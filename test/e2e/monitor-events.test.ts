@@ -73,6 +73,9 @@ async function mineAtClock(): Promise<void> {
 beforeAll(async () => {
   // No interval mining: the head moves only when the test mines.
   node = await startAnvil({ chainId: CHAIN_ID });
+  // The clock starts after the genesis block, which anvil stamps with its own start.
+  const genesis = await node.rpc<{ timestamp: string }>("eth_getBlockByNumber", ["latest", false]);
+  clockNow = Math.max(Date.now(), (Number(genesis.timestamp) + 1) * 1000);
   await mineAtClock();
   stack = await startLocalStack({ clock, config: config(5), writeMetrics: () => undefined });
   upstream = createUpstream();

@@ -21,11 +21,12 @@ import { synthGateway } from "./synth.ts";
 
 /**
  * The proxy bundle was 1,826 KB with undici and classic zod, 682 KB without; the method
- * catalogue, CORS, payload limits and the request pipeline's hardening brought it to 706 KB.
+ * catalogue, CORS, payload limits and the request pipeline's hardening brought it to 706 KB,
+ * and the status page (its HTML, style and charts) with the event log to ~727 KB (+15 KB).
  * The AWS SDK clients are ~550 KB of it. This bound stops regressions; the cold-start target
  * itself is a ratio to a minimal handler, measured by `npm run bench`.
  */
-const MAX_PROXY_BYTES = 720 * 1024;
+const MAX_PROXY_BYTES = 740 * 1024;
 const run = promisify(execFile);
 
 let bundles: Record<"proxy" | "monitor", { dir: string; file: string; bytes: number }>;
@@ -154,7 +155,7 @@ describe("the bundles CDK builds", () => {
     expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
   });
 
-  it("the proxy bundle stays under its regression bound of 720 KB (the cold-start target is measured, not gated)", () => {
+  it("the proxy bundle stays under its regression bound of 740 KB (the cold-start target is measured, not gated)", () => {
     const kb = Math.round(bundles.proxy.bytes / 1024);
     console.info(
       `bundle sizes: proxy ${kb} KB, monitor ${Math.round(bundles.monitor.bytes / 1024)} KB`,
