@@ -202,6 +202,21 @@ export function headStallTransition(
   return null;
 }
 
+/**
+ * The network event a new reading of a head calls for (`headStallTransition`), ready to
+ * record; null when there is nothing to tell. For the quorum head, and for any other head the
+ * monitor follows (the served head).
+ */
+export function headStallEvent(
+  network: string,
+  previous: ObservedHead | null,
+  current: ObservedHead,
+  rule: HeadStallRule,
+): GatewayEvent | null {
+  const transition = headStallTransition(previous, current, rule);
+  return transition && { network, at: current.at, provider: null, ...transition };
+}
+
 /** Quorum membership as the events need it. */
 export interface Membership {
   readonly members: readonly string[];

@@ -1,7 +1,7 @@
 import {
   type EventSink,
   type GatewayEvent,
-  headStallTransition,
+  headStallEvent,
   makeEvent,
   type ObservedHead,
   quorumTransitions,
@@ -141,12 +141,16 @@ function quorumEvents(
       snapshot,
     ),
   }));
-  const stall = headStallTransition(previous && observedHead(previous), observedHead(snapshot), {
-    blockTimeSeconds: network.settings.block_time_seconds,
-    stallBlockTimes: network.settings.events.head_stall_block_times,
-  });
-  if (stall !== null) events.push({ network: network.name, at, provider: null, ...stall });
-  return events;
+  const stall = headStallEvent(
+    network.name,
+    previous && observedHead(previous),
+    observedHead(snapshot),
+    {
+      blockTimeSeconds: network.settings.block_time_seconds,
+      stallBlockTimes: network.settings.events.head_stall_block_times,
+    },
+  );
+  return stall === null ? events : [...events, stall];
 }
 
 /** What this check saw of a provider, against the quorum head. */

@@ -156,7 +156,9 @@ function charts(
     },
     {
       label: `${name}: latency p50 and p95 per minute over the last hour, peak p95 ${p95?.value ?? 0} ms`,
-      caption: p95 ? `latency p50/p95 · peak p95 ${p95.value} ms` : "latency · no traffic",
+      caption: p95
+        ? `latency <span class="p50">p50</span>/<span class="p95">p95</span> · peak p95 ${p95.value} ms`
+        : "latency · no traffic",
       svg: (label: string) =>
         chart({
           label,
@@ -302,6 +304,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:1px 8px;margin:6px 0}
 dt{color:var(--muted)}dd{margin:0;overflow-wrap:anywhere}
 .charts{display:grid;grid-template-columns:1fr;gap:4px}
 figure{margin:0}figcaption{font-size:12px;color:var(--muted)}
+figcaption .p50{color:var(--p50)}figcaption .p95{color:var(--p95)}
 .chart{display:block;width:100%;height:40px;border-bottom:1px solid var(--line)}
 .chart .axis{stroke:var(--line)}.chart .requests{fill:var(--req)}.chart .errors{fill:var(--bad)}
 .chart path{fill:none;stroke-width:1.5;stroke-linecap:round;stroke-linejoin:round;vector-effect:non-scaling-stroke}

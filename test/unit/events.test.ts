@@ -8,6 +8,7 @@ import {
   eventStatus,
   type GatewayEvent,
   type HeadStallRule,
+  headStallEvent,
   headStallTransition,
   makeEvent,
   newestFirst,
@@ -147,6 +148,23 @@ describe("headStallTransition", () => {
       reason: "new_block",
       detail: "head 100 is 2 s old, within 5 block times of 12 s",
     });
+  });
+});
+
+describe("headStallEvent", () => {
+  const rule: HeadStallRule = { blockTimeSeconds: 2, stallBlockTimes: 5 };
+  const head = (age: number): ObservedHead => ({ number: 7, timestamp: NOW / 1000 - age, at: NOW });
+
+  it("is the network's event at the reading's time, or null", () => {
+    expect(headStallEvent("base", head(1), head(11), rule)).toEqual({
+      network: "base",
+      at: NOW,
+      provider: null,
+      kind: "head_stalled",
+      reason: "no_new_block",
+      detail: "head 7 is 11 s old, over 5 block times of 2 s",
+    });
+    expect(headStallEvent("base", head(1), head(2), rule)).toBeNull();
   });
 });
 

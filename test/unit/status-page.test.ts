@@ -126,7 +126,9 @@ describe("the status page", () => {
     expect(errorChart).toContain("peak 100 %");
     expect(errorChart?.match(/<rect /g)).toHaveLength(1);
     expect(html).toContain("errors · peak 100 % at 02:48");
-    expect(html).toContain("latency p50/p95 · peak p95 3000 ms");
+    expect(html).toContain(
+      'latency <span class="p50">p50</span>/<span class="p95">p95</span> · peak p95 3000 ms',
+    );
   });
 
   it("marks the provider's events on its charts, and only events within the hour", () => {
