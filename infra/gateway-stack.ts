@@ -25,17 +25,17 @@ export interface GatewayStackProps extends StackProps {
 
 /**
  * What each function does to the state table (the adapters' commands), and on which
- * partitions: the proxy reads a network's state and stats, updates health, capability, stats
- * and API-key usage items, and never puts; the monitor also puts the quorum, its memory and
- * its lease.
+ * partitions: the proxy reads a network's state, stats and events, updates health,
+ * capability, stats, event and API-key usage items, and never puts; the monitor also puts the
+ * quorum, its memory and its lease.
  */
 export const PROXY_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "UpdateItem"],
-  partitions: ["NET#*", "STATS#*", "USAGE#*"],
+  partitions: ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*"],
 } as const;
 export const MONITOR_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "PutItem", "UpdateItem"],
-  partitions: ["NET#*", "STATS#*", "MONITOR#*", "LEASE#monitor"],
+  partitions: ["NET#*", "STATS#*", "EVENTS#*", "MONITOR#*", "LEASE#monitor"],
 } as const;
 
 /** Under API Gateway's 30 s integration timeout, so a timed-out call is Lambda's 500. */

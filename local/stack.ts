@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createConfigSource } from "../functions/adapters/config-source.ts";
+import { DynamoEventStore } from "../functions/adapters/event-store.ts";
 import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
 import { createDynamoClient, DynamoStateStore } from "../functions/adapters/state-store.ts";
@@ -109,6 +110,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     cleanups.push(() => upstream.close());
     const tables = { client: store.client, tableName: store.tableName };
     const statsStore = new DynamoStatsStore(tables);
+    const eventStore = new DynamoEventStore(tables);
     const secrets = envSecretResolver(options.env ?? process.env);
     const clockOption = options.clock ? { clock: options.clock } : {};
     const metricsOption = options.writeMetrics ? { writeMetrics: options.writeMetrics } : {};
@@ -121,6 +123,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         store,
         statsStore,
         usageStore: new DynamoUsageStore(tables),
+        eventStore,
         upstream: containerUpstream,
         ...clockOption,
         ...(options.random ? { random: options.random } : {}),
@@ -149,6 +152,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         store,
         monitorStore: new DynamoMonitorStore(tables),
         statsStore,
+        eventStore,
         upstream,
         ...clockOption,
         ...metricsOption,

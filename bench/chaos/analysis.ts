@@ -427,8 +427,7 @@ export function verdicts(figures: ScenarioFigures, allDown: boolean): Verdict[] 
         figuresAllDown.outageOps > 0 &&
         figuresAllDown.otherErrors === 0 &&
         figuresAllDown.fromProviders === 0 &&
-        figuresAllDown.jsonRpcErrors + figuresAllDown.servedByGateway ===
-          figuresAllDown.outageOps,
+        figuresAllDown.jsonRpcErrors + figuresAllDown.servedByGateway === figuresAllDown.outageOps,
       measured: figuresAllDown
         ? `${figuresAllDown.jsonRpcErrors} JSON-RPC errors + ${figuresAllDown.servedByGateway} from the served head of ${figuresAllDown.outageOps}, ${figuresAllDown.otherErrors} other; slowest ${figuresAllDown.maxOutageMs} ms`
         : "-",

@@ -11,6 +11,7 @@ import {
   recordOutcome,
   type StatsBucket,
 } from "../core/request-stats.ts";
+import { HISTORY_WINDOW_SECONDS } from "../core/stats-history.ts";
 
 /**
  * Request stats across containers (docs/behaviour.md §5.5). Each container counts outcomes in memory and
@@ -30,6 +31,12 @@ const bucketSortKey = (start: number, provider: string) =>
 
 const BINS = LATENCY_BOUNDS_MS.length + 1;
 
+/**
+ * A bucket may be deleted this long after it starts: twice the status page's hour of history,
+ * so the hour is whole however promptly DynamoDB's TTL deletes once it is due.
+ */
+const DEFAULT_RETENTION_SECONDS = 2 * HISTORY_WINDOW_SECONDS;
+
 export interface StatsWriter {
   /** Adds these counters to the stored ones. */
   flush(network: string, stats: RequestStats): Promise<void>;
@@ -44,7 +51,7 @@ export class DynamoStatsStore implements StatsWriter {
   constructor(options: { client: DynamoDBClient; tableName: string; retentionSeconds?: number }) {
     this.#client = options.client;
     this.#table = options.tableName;
-    this.#retentionSeconds = options.retentionSeconds ?? 3600;
+    this.#retentionSeconds = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
   }
 
   async flush(network: string, stats: RequestStats): Promise<void> {

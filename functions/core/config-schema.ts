@@ -114,6 +114,19 @@ const probe = withDefaults(
   { timeout_ms: 5000, max_lag_seconds: 60 },
 );
 
+/**
+ * The event log: how long events are kept, how many per network, and when the quorum head
+ * counts as stalled (block times without a new block).
+ */
+const events = withDefaults(
+  {
+    retention_days: z.number().check(z.gt(0), z.lte(365)),
+    max_kept: z.int().check(z.gte(100), z.lte(100_000)),
+    head_stall_block_times: seconds,
+  },
+  { retention_days: 7, max_kept: 1000, head_stall_block_times: 5 },
+);
+
 const failingOften = withDefaults(
   {
     window_seconds: seconds,
@@ -188,6 +201,7 @@ const tunableShape = {
   cooldown_seconds: cooldown.full,
   probe: probe.full,
   quorum: quorum.full,
+  events: events.full,
   methods_deny: z._default(methodPatterns, [...DEFAULT_METHODS_DENY]),
   methods_allow: z.optional(methodPatterns),
 };
@@ -219,6 +233,7 @@ const networkOverrideShape = {
   cooldown_seconds: z.optional(cooldown.override),
   probe: z.optional(probe.override),
   quorum: z.optional(quorum.override),
+  events: z.optional(events.override),
   methods_deny: z.optional(methodPatterns),
   methods_allow: z.optional(methodPatterns),
 };

@@ -148,13 +148,14 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
       ...network.quorum,
       failing_often: { ...config.quorum.failing_often, ...network.quorum?.failing_often },
     },
+    events: { ...config.events, ...network.events },
     methods_deny: network.methods_deny ?? config.methods_deny,
     methods_allow: network.methods_allow ?? config.methods_allow,
   });
 }
 
 /** FNV-1a, 32 bits, as 8 hex digits: a stable, dependency-free fingerprint of a short text. */
-function fingerprint(text: string): string {
+export function fingerprint(text: string): string {
   let hash = 0x811c9dc5;
   for (let index = 0; index < text.length; index++) {
     hash ^= text.charCodeAt(index);

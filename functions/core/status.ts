@@ -1,4 +1,5 @@
 import { publicationDelayMs, servedHeadAt } from "./chain-head.ts";
+import { EVENTS_SHOWN, type EventStatus, eventStatus, type GatewayEvent } from "./events.ts";
 import { healthState } from "./health.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
@@ -43,6 +44,8 @@ export interface StatusInput {
   readonly demoted?: ReadonlySet<string>;
   /** The highest block each provider can have reached by now (block-aware routing). */
   readonly reachable?: (provider: string) => number | null;
+  /** The network's recent events, newest first (at most `EVENTS_SHOWN` are shown). */
+  readonly events?: readonly GatewayEvent[];
 }
 
 export type ProviderState = "healthy" | "blacklisted" | "awaiting_probe" | "out_of_quorum";
@@ -117,6 +120,8 @@ export interface NetworkStatus {
     readonly reason: "secret_unresolved";
     readonly detail: string;
   }>;
+  /** What happened, newest first, at most 100: blacklists, probes, quorum changes, config. */
+  readonly events: readonly EventStatus[];
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -225,5 +230,6 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       reason: provider.reason,
       detail: provider.detail,
     })),
+    events: (input.events ?? []).slice(0, EVENTS_SHOWN).map(eventStatus),
   };
 }

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import middy from "@middy/core";
 import type { Context, ScheduledEvent } from "aws-lambda";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
+import { DynamoEventStore } from "../adapters/event-store.ts";
 import { DynamoMonitorStore } from "../adapters/monitor-store.ts";
 import { createSecretResolver } from "../adapters/secrets.ts";
 import { DynamoStatsStore } from "../adapters/stats-store.ts";
@@ -20,6 +21,7 @@ const monitor = createMonitorRuntime({
   store,
   monitorStore,
   statsStore: new DynamoStatsStore(tables),
+  eventStore: new DynamoEventStore(tables),
   upstream: createUpstream(),
 });
 

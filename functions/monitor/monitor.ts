@@ -1,8 +1,11 @@
+import type { Config } from "../core/config-schema.ts";
+import { configChange, type EventLog, makeEvent } from "../core/events.ts";
 import { type GatewayModel, type Network, urlRedactions } from "../core/network-model.ts";
 import type { NetworkState } from "../core/network-state.ts";
 import type { StateStore, Telemetry, Upstream } from "../core/ports.ts";
 import { makeScrubber } from "../core/redact.ts";
 import { activeProvider, type SelectionContext, whyNotCandidate } from "../core/selection.ts";
+import type { ConfigSourceInfo } from "../core/status.ts";
 import { runHeadCheck } from "./head-check.ts";
 import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
 import { runProbes } from "./probe-run.ts";
@@ -35,6 +38,19 @@ export interface MonitorDeps {
    * resolved URLs are replaced by their redacted form.
    */
   readonly scrub?: (text: string) => string;
+  /**
+   * The event log: probes, quorum changes, head stalls and config changes are recorded there,
+   * written before the tick ends; it is kept to its bound once an hour.
+   */
+  readonly events?: EventLog;
+  /** The config in force and its source, for the config-change event. */
+  readonly configInForce?: () => Promise<ConfigWithSource>;
+}
+
+/** The config in force and where it came from. */
+export interface ConfigWithSource {
+  readonly config: Config;
+  readonly source: ConfigSourceInfo;
 }
 
 export interface Monitor {
@@ -44,6 +60,9 @@ export interface Monitor {
 export function createMonitor(deps: MonitorDeps): Monitor {
   const { clock, telemetry } = deps;
   const tidiedAt = new Map<string, number>();
+  const eventsTidiedAt = new Map<string, number>();
+  /** The config version each network's log already holds, as far as this container knows. */
+  const configRecorded = new Map<string, string>();
 
   /** Removed providers' items expire; a failure only delays it to a later tick. */
   async function tidyProviderItems(network: Network): Promise<void> {
@@ -62,10 +81,65 @@ export function createMonitor(deps: MonitorDeps): Monitor {
       });
   }
 
+  /** Keeps the network's event log to its bound; a failure only delays it to a later tick. */
+  async function tidyEvents(network: Network, events: EventLog): Promise<void> {
+    const now = clock();
+    const last = eventsTidiedAt.get(network.name) ?? Number.NEGATIVE_INFINITY;
+    if (now - last < TIDY_INTERVAL_MS) return;
+    eventsTidiedAt.set(network.name, now);
+    await events.tidy(network.name, network.settings.events.max_kept).catch((error: unknown) => {
+      eventsTidiedAt.delete(network.name);
+      telemetry.log("warn", "events not tidied", {
+        network: network.name,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    });
+  }
+
+  /**
+   * Records the config in force once per version and network, whichever monitor container
+   * sees it first; a failed claim is tried again on the next tick.
+   */
+  async function recordConfig(
+    network: Network,
+    events: EventLog,
+    loaded: ConfigWithSource,
+    scrub: (text: string) => string,
+  ): Promise<void> {
+    const change = configChange(loaded.source, loaded.config);
+    if (configRecorded.get(network.name) === change.version) return;
+    const claimed = await events
+      .claimConfigVersion(network.name, change.version)
+      .catch((error: unknown) => {
+        telemetry.log("warn", "config change not recorded", {
+          network: network.name,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return null;
+      });
+    if (claimed === null) return;
+    configRecorded.set(network.name, change.version);
+    if (!claimed) return;
+    events.record(
+      makeEvent(
+        {
+          network: network.name,
+          at: clock(),
+          provider: null,
+          kind: "config_changed",
+          reason: change.reason,
+          detail: change.detail,
+        },
+        scrub,
+      ),
+    );
+  }
+
   async function tickNetwork(
     network: Network,
     checkIntervalSeconds: number,
     scrub: (text: string) => string,
+    loaded: ConfigWithSource | null,
   ): Promise<void> {
     const startedAt = clock();
     const [state, memory, requestStats] = await Promise.all([
@@ -93,15 +167,20 @@ export function createMonitor(deps: MonitorDeps): Monitor {
     );
     await deps.monitorStore.writeHeartbeat(network.name, clock());
     await tidyProviderItems(network);
+    if (deps.events !== undefined) {
+      if (loaded !== null) await recordConfig(network, deps.events, loaded, scrub);
+      await tidyEvents(network, deps.events);
+    }
   }
 
   return {
     async tick() {
       const model = await deps.model();
       const scrub = deps.scrub ?? makeScrubber(urlRedactions(model), []);
+      const loaded = (await deps.configInForce?.()) ?? null;
       const heartbeats = await Promise.all(
         [...model.networks.values()].map((network) =>
-          tickNetwork(network, model.checkIntervalSeconds, scrub).then(
+          tickNetwork(network, model.checkIntervalSeconds, scrub, loaded).then(
             () => true,
             (error: unknown) => {
               telemetry.log("error", "monitor tick failed for a network", {
@@ -115,6 +194,8 @@ export function createMonitor(deps: MonitorDeps): Monitor {
         ),
       );
       if (heartbeats.some(Boolean)) telemetry.count("monitor_ticks", {});
+      // Written before the tick ends: the Lambda may be frozen once the run returns.
+      await deps.events?.settled();
     },
   };
 }

@@ -1,3 +1,4 @@
+import { type EventSink, makeEvent } from "../core/events.ts";
 import {
   applyProbeFail,
   applyProbePass,
@@ -30,6 +31,8 @@ export interface ProbeDeps {
   readonly clock: () => number;
   readonly telemetry: Telemetry;
   readonly scrub: (text: string) => string;
+  /** Where each probe's verdict is recorded, once written. */
+  readonly events?: EventSink;
 }
 
 /** The lease outlives the probe's calls by this much, for the DynamoDB writes after them. */
@@ -177,15 +180,33 @@ async function probe(
       );
       return null;
     }
+    const until = new Date(next.blacklistedUntil).toISOString();
     if (verdict.result === "pass") {
       deps.telemetry.log("info", "probe passed: provider back in service", fields);
     } else {
       deps.telemetry.log("warn", "probe failed: provider blacklisted again", {
         ...fields,
         strikes: next.strikes,
-        until: new Date(next.blacklistedUntil).toISOString(),
+        until,
       });
     }
+    deps.events?.record(
+      makeEvent(
+        {
+          network: network.name,
+          at: now,
+          provider: candidate.name,
+          kind: verdict.result === "pass" ? "probe_passed" : "probe_failed",
+          // The blacklist the provider was under when it was probed.
+          reason: health.reason ?? "unknown",
+          detail:
+            verdict.result === "pass"
+              ? record.detail
+              : `${record.detail}; strike ${next.strikes}, until ${until}`,
+        },
+        deps.scrub,
+      ),
+    );
     return next;
   } finally {
     await deps.monitorStore

@@ -1,3 +1,11 @@
+import {
+  type EventSink,
+  type GatewayEvent,
+  headStallEvent,
+  makeEvent,
+  type ObservedHead,
+  quorumTransitions,
+} from "../core/events.ts";
 import type { Network } from "../core/network-model.ts";
 import type { HeadInfo, QuorumSnapshot } from "../core/network-state.ts";
 import type { Telemetry, Upstream } from "../core/ports.ts";
@@ -22,6 +30,8 @@ export interface QuorumCheckDeps {
   readonly clock: () => number;
   readonly telemetry: Telemetry;
   readonly scrub: (text: string) => string;
+  /** Where exclusions, rejoins and head stalls are recorded. */
+  readonly events?: EventSink;
 }
 
 export interface QuorumCheckInput {
@@ -104,7 +114,63 @@ export async function runQuorumCheck(
     );
   }
   report(deps.telemetry, network, input.previous, snapshot);
+  // An overlapping run that published a newer snapshot tells the story from there.
+  if (published) {
+    for (const event of quorumEvents(network, input.previous, snapshot, checks)) {
+      deps.events?.record(makeEvent(event, deps.scrub));
+    }
+  }
   return snapshot;
+}
+
+const observedHead = (snapshot: QuorumSnapshot): ObservedHead => ({
+  number: snapshot.head,
+  timestamp: snapshot.headTimestamp,
+  at: snapshot.computedAt,
+});
+
+/** The events a new snapshot calls for: who left or rejoined the quorum, and head stalls. */
+function quorumEvents(
+  network: Network,
+  previous: QuorumSnapshot | null,
+  snapshot: QuorumSnapshot,
+  checks: readonly HeadCheck[],
+): GatewayEvent[] {
+  const at = snapshot.computedAt;
+  const events: GatewayEvent[] = quorumTransitions(previous, snapshot).map((transition) => ({
+    network: network.name,
+    at,
+    provider: transition.provider,
+    kind: transition.kind,
+    reason: transition.reason,
+    detail: headDetail(
+      checks.find((check) => check.provider === transition.provider),
+      snapshot,
+    ),
+  }));
+  const stall = headStallEvent(
+    network.name,
+    previous && observedHead(previous),
+    observedHead(snapshot),
+    {
+      blockTimeSeconds: network.settings.block_time_seconds,
+      stallBlockTimes: network.settings.events.head_stall_block_times,
+    },
+  );
+  return stall === null ? events : [...events, stall];
+}
+
+/** What this check saw of a provider, against the quorum head. */
+function headDetail(check: HeadCheck | undefined, snapshot: QuorumSnapshot): string {
+  if (check === undefined) return "not checked";
+  if ("error" in check.answer) return `no answer: ${check.answer.error}`;
+  const { number, timestamp } = check.answer;
+  if (snapshot.head === null || snapshot.headTimestamp === null) return `head ${number}`;
+  const behind = snapshot.headTimestamp - timestamp;
+  const against = `the quorum head ${snapshot.head}`;
+  if (behind > 0) return `head ${number}, ${behind} s behind ${against}`;
+  if (behind < 0) return `head ${number}, ${-behind} s ahead of ${against}`;
+  return `head ${number}, level with ${against}`;
 }
 
 /** This check's heads; a provider that did not answer keeps the head it was last seen at. */

@@ -1,7 +1,10 @@
 import { createConfigInForce } from "../adapters/config-in-force.ts";
 import type { ConfigSource } from "../adapters/config-source.ts";
+import { EventRecorder } from "../adapters/event-recorder.ts";
+import type { EventStore } from "../adapters/event-store.ts";
 import type { SecretResolver } from "../adapters/secrets.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
+import { eventRetentionSeconds } from "../core/events.ts";
 import type { GatewayModel } from "../core/network-model.ts";
 import type { StateStore, Upstream } from "../core/ports.ts";
 import { createMonitor, type Monitor } from "./monitor.ts";
@@ -14,6 +17,8 @@ export interface MonitorRuntimeOptions {
   readonly monitorStore: MonitorStore;
   readonly statsStore: StatsReader;
   readonly upstream: Upstream;
+  /** Where probes, quorum changes, head stalls and config changes are recorded. */
+  readonly eventStore?: EventStore;
   readonly clock?: () => number;
   /** Where EMF metric lines go (stdout by default). */
   readonly writeMetrics?: (line: string) => void;
@@ -43,8 +48,29 @@ export function createMonitorRuntime(options: MonitorRuntimeOptions): MonitorRun
     ...(options.writeMetrics ? { writeMetrics: options.writeMetrics } : {}),
   });
   const { telemetry } = config;
+  let model: GatewayModel | null = null;
+  const events =
+    options.eventStore &&
+    new EventRecorder({
+      store: options.eventStore,
+      clock,
+      retentionSeconds: (network) => {
+        if (model === null) throw new Error("an event before the config loaded");
+        return eventRetentionSeconds(model, network);
+      },
+      onError: (network, error) => {
+        telemetry.log("warn", "event not recorded", {
+          network,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        telemetry.count("state_store_errors", { network });
+      },
+    });
   const monitor = createMonitor({
-    model: () => config.model(),
+    model: async () => {
+      model = await config.model();
+      return model;
+    },
     store: options.store,
     monitorStore: options.monitorStore,
     statsStore: options.statsStore,
@@ -52,6 +78,8 @@ export function createMonitorRuntime(options: MonitorRuntimeOptions): MonitorRun
     clock,
     telemetry,
     scrub: config.scrub,
+    ...(events ? { events } : {}),
+    configInForce: async () => (await config.current()).loaded,
   });
 
   return {

@@ -12,7 +12,7 @@ import {
 } from "../core/payload-limit.ts";
 import { cacheControlFor, getModeBody, matchRoute } from "../core/routes.ts";
 import type { NetworkStatus } from "../core/status.ts";
-import { statusPage } from "./status-page.ts";
+import { STATUS_PAGE_HEADERS } from "./status-page.ts";
 
 /**
 /**
@@ -24,7 +24,8 @@ export interface ApiDeps {
   readonly gateway: Gateway;
   readonly model: () => GatewayModel;
   readonly status: (network: string) => Promise<NetworkStatus>;
-  readonly clock: () => number;
+  /** The status page of these networks (HTML), for a browser. */
+  readonly statusPage: (networks: readonly string[]) => Promise<string>;
   /** Counts a request of a key with a `requests_per_minute`; false when its minute is used up. */
   readonly admitKey?: (key: {
     readonly name: string;
@@ -189,15 +190,14 @@ async function route(
           `unknown network "${route.network.slice(0, 64)}"`,
         );
       }
-      const statuses = await Promise.all(names.map((name) => deps.status(name)));
-      const wantsHtml = (event.headers?.accept ?? "").includes("text/html");
-      if (route.network === null && wantsHtml) {
+      if ((event.headers?.accept ?? "").includes("text/html")) {
         return {
           statusCode: 200,
-          headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
-          body: statusPage(statuses, new Date(deps.clock()).toISOString()),
+          headers: { ...STATUS_PAGE_HEADERS },
+          body: await deps.statusPage(names),
         };
       }
+      const statuses = await Promise.all(names.map((name) => deps.status(name)));
       const body = route.network === null ? { networks: statuses } : statuses[0];
       return json(200, JSON.stringify(body), { "cache-control": "no-store" });
     }

@@ -1,4 +1,5 @@
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
+import { DynamoEventStore } from "../adapters/event-store.ts";
 import { createSecretResolver } from "../adapters/secrets.ts";
 import { DynamoStatsStore } from "../adapters/stats-store.ts";
 import { createUpstream } from "../adapters/upstream.ts";
@@ -8,14 +9,16 @@ import { createProxyRuntime } from "./runtime.ts";
 
 /** The proxy Lambda: wiring only. Everything at module scope lives as long as the container. */
 const store = stateStoreFromEnv(process.env);
+const tables = { client: store.client, tableName: store.tableName };
 
 export const handler = createProxyHandler(
   createProxyRuntime({
     configSource: configSourceFromEnv(process.env),
     secrets: createSecretResolver(process.env),
     store,
-    statsStore: new DynamoStatsStore({ client: store.client, tableName: store.tableName }),
-    usageStore: new DynamoUsageStore({ client: store.client, tableName: store.tableName }),
+    statsStore: new DynamoStatsStore(tables),
+    usageStore: new DynamoUsageStore(tables),
+    eventStore: new DynamoEventStore(tables),
     upstream: createUpstream(),
   }),
 );

@@ -1,20 +1,25 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { type ConfigInForce, createConfigInForce } from "../adapters/config-in-force.ts";
 import type { ConfigSource } from "../adapters/config-source.ts";
+import { EventRecorder } from "../adapters/event-recorder.ts";
+import type { EventStore } from "../adapters/event-store.ts";
 import type { ModelInForce } from "../adapters/model-source.ts";
 import type { SecretResolver } from "../adapters/secrets.ts";
 import { createStatsFlusher, type DynamoStatsStore } from "../adapters/stats-store.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
 import { createUsageFlusher, type DynamoUsageStore } from "../adapters/usage-store.ts";
 import { DEFAULT_CORS_ORIGINS } from "../core/cors.ts";
+import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/events.ts";
 import { Gateway } from "../core/gateway.ts";
 import { KeyUsage } from "../core/key-usage.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
 import type { StateStore, Upstream } from "../core/ports.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
 import { StateCache } from "../core/state-cache.ts";
-import { type NetworkStatus, networkStatus } from "../core/status.ts";
+import { HISTORY_WINDOW_SECONDS, historyOf } from "../core/stats-history.ts";
+import { networkStatus } from "../core/status.ts";
 import { handleEvent } from "./api.ts";
+import { type StatusPageNetwork, statusPage } from "./status-page.ts";
 
 export interface ProxyRuntimeOptions {
   readonly configSource: ConfigSource;
@@ -31,6 +36,11 @@ export interface ProxyRuntimeOptions {
    * Without it, each container counts alone.
    */
   readonly usageStore?: Pick<DynamoUsageStore, "add">;
+  /**
+   * Where blacklists, capability blacklists and force-rotations are recorded, and the status
+   * reads events from. Without it, there are no events.
+   */
+  readonly eventStore?: EventStore;
   readonly clock?: () => number;
   readonly random?: () => number;
   /** Where EMF metric lines go (stdout by default). */
@@ -51,6 +61,8 @@ export interface ProxyRuntime {
   flushIfDue(): Promise<void>;
   /** The origins browsers may call from, under the config in force. */
   corsOrigins(): readonly string[];
+  /** Resolves once the events recorded so far are written (tests, shutdown). */
+  eventsSettled(): Promise<void>;
 }
 
 /**
@@ -83,6 +95,23 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
           }),
       })
     : null;
+  const events =
+    options.eventStore &&
+    new EventRecorder({
+      store: options.eventStore,
+      clock,
+      retentionSeconds: (network) => {
+        if (inForce === null) throw new Error("an event before the config loaded");
+        return eventRetentionSeconds(inForce.model, network);
+      },
+      onError: (network, error) => {
+        telemetry.log("warn", "event not recorded", {
+          network,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        telemetry.count("state_store_errors", { network });
+      },
+    });
   const cache = new StateCache({
     store: options.store,
     clock,
@@ -103,15 +132,33 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     scrub: config.scrub,
     scrubAnswer: config.scrubAnswer,
     recordOutcome: stats.record,
+    ...(events ? { events } : {}),
   });
 
-  async function status(network: string): Promise<NetworkStatus> {
+  /** The newest events the status shows; without them (DynamoDB down) the status still answers. */
+  async function recentEvents(network: string): Promise<StoredEvent[]> {
+    if (events === undefined) return [];
+    return events.newest(network, EVENTS_SHOWN).catch((error: unknown) => {
+      telemetry.log("warn", "events not read for the status", {
+        network,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return [];
+    });
+  }
+
+  /** A network's status; for the page, with each provider's last hour of traffic. */
+  async function status(network: string, withHistory: boolean): Promise<StatusPageNetwork> {
     const { loaded, model } = await config.current();
     const spec = model.networks.get(network);
     if (!spec) throw new Error(`unknown network ${network}`);
     const state = await cache.get(network);
     const now = clock();
-    const window = await stats.read(network, now);
+    const [window, recent] = await Promise.all([
+      // One read serves both: the status window is the last minutes of the hour.
+      stats.read(network, now, withHistory ? HISTORY_WINDOW_SECONDS : STATS_WINDOW_SECONDS),
+      recentEvents(network),
+    ]);
     const demoted = gateway.demoted(spec);
     const context = {
       network: spec,
@@ -120,7 +167,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       checkIntervalSeconds: model.checkIntervalSeconds,
       demoted,
     };
-    return networkStatus({
+    const networkView = networkStatus({
       model,
       network: spec,
       state,
@@ -133,7 +180,17 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       }),
       observedHeads: gateway.observedHeads(spec, context),
       reachable: gateway.reachable(spec, context),
+      events: recent,
     });
+    const history = new Map(
+      withHistory
+        ? spec.providers.map((provider) => [
+            provider.name,
+            historyOf(window[provider.name] ?? [], now),
+          ])
+        : [],
+    );
+    return { status: networkView, history };
   }
 
   return {
@@ -149,9 +206,12 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
         {
           gateway,
           model: () => model,
-          status,
-          clock,
           admitKey: (key) => keyUsage.admit(key),
+          status: async (network) => (await status(network, false)).status,
+          statusPage: async (networks) => {
+            const views = await Promise.all(networks.map((network) => status(network, true)));
+            return statusPage(views, clock());
+          },
         },
         { startedAt, ...(remainingMs === undefined ? {} : { remainingMs }) },
       );
@@ -161,12 +221,13 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       await Promise.all([stats.flushIfDue(), usage?.flushIfDue()]);
       telemetry.flushIfDue();
     },
+    eventsSettled: async () => events?.settled(),
   };
 }
 
 interface RequestStatsSink {
   record(network: string, provider: string, ok: boolean, latencyMs: number): void;
-  read(network: string, now: number): Promise<RequestStats>;
+  read(network: string, now: number, windowSeconds: number): Promise<RequestStats>;
   flushIfDue(): Promise<void>;
 }
 
@@ -205,8 +266,8 @@ function requestStats(
   });
   return {
     record: (network, provider, ok, latencyMs) => flusher.record(network, provider, ok, latencyMs),
-    read: (network, now) =>
-      statsStore.read(network, now, STATS_WINDOW_SECONDS).catch(() => ({}) as RequestStats),
+    read: (network, now, windowSeconds) =>
+      statsStore.read(network, now, windowSeconds).catch(() => ({}) as RequestStats),
     flushIfDue: () => flusher.flushIfDue(),
   };
 }

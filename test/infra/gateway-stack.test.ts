@@ -249,12 +249,12 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       [
         stack.proxy,
         ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
-        ["NET#*", "STATS#*", "USAGE#*"],
+        ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*"],
       ],
       [
         stack.monitor,
         ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"],
-        ["NET#*", "STATS#*", "MONITOR#*", "LEASE#monitor"],
+        ["NET#*", "STATS#*", "EVENTS#*", "MONITOR#*", "LEASE#monitor"],
       ],
     ] as const;
     for (const [fn, actions, partitions] of tableAccess) {

@@ -82,6 +82,7 @@ describe("least privilege", () => {
       [
         "functions/adapters/state-store.ts",
         "functions/adapters/stats-store.ts",
+        "functions/adapters/event-store.ts",
         "functions/adapters/usage-store.ts",
       ].flatMap(dynamoCommands),
     );
@@ -96,6 +97,7 @@ describe("least privilege", () => {
       [
         "functions/adapters/state-store.ts",
         "functions/adapters/stats-store.ts",
+        "functions/adapters/event-store.ts",
         "functions/adapters/monitor-store.ts",
       ].flatMap(dynamoCommands),
     );
@@ -110,8 +112,8 @@ describe("least privilege", () => {
 
   it("table access is scoped to the partitions each function uses (dynamodb:LeadingKeys)", () => {
     for (const [role, partitions] of [
-      ["proxy", ["NET#*", "STATS#*", "USAGE#*"]],
-      ["monitor", ["NET#*", "STATS#*", "MONITOR#*", "LEASE#monitor"]],
+      ["proxy", ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*"]],
+      ["monitor", ["NET#*", "STATS#*", "EVENTS#*", "MONITOR#*", "LEASE#monitor"]],
     ] as const) {
       const table = statementsOf(template, stack, role).find((s) => s.Sid === "StateTable");
       expect(table?.Condition).toEqual({

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../../functions/core/config-schema.ts";
+import type { GatewayEvent } from "../../functions/core/events.ts";
 import { HEALTHY } from "../../functions/core/health.ts";
 import { buildModel } from "../../functions/core/network-model.ts";
 import { EMPTY_NETWORK_STATE } from "../../functions/core/network-state.ts";
@@ -29,8 +30,9 @@ const model = buildModel(config, (url) => url);
 const network = model.networks.get("eth");
 if (network === undefined) throw new Error("no network");
 
-function status(): NetworkStatus {
+function status(events: readonly GatewayEvent[] = []): NetworkStatus {
   return networkStatus({
+    events,
     model,
     network: network as NonNullable<typeof network>,
     now: NOW,
@@ -81,6 +83,7 @@ describe("the status JSON", () => {
         "active_provider",
         "chain_id",
         "config_source",
+        "events",
         "monitor",
         "network",
         "providers",
@@ -163,5 +166,39 @@ describe("the status JSON", () => {
         },
       },
     ]);
+  });
+});
+
+describe("the status JSON's events", () => {
+  const event = (index: number): GatewayEvent => ({
+    network: "eth",
+    at: NOW - index * 1000,
+    provider: index % 2 === 0 ? "main" : null,
+    kind: "blacklisted",
+    reason: "rate_limit",
+    detail: `incident ${index}`,
+  });
+
+  it("lists each event with exactly at, provider, kind, reason and detail, as given (newest first)", () => {
+    const [first, second] = status([event(0), event(1)]).events;
+    expect(first).toEqual({
+      at: new Date(NOW).toISOString(),
+      provider: "main",
+      kind: "blacklisted",
+      reason: "rate_limit",
+      detail: "incident 0",
+    });
+    expect(second?.provider).toBeNull();
+    expect(Object.keys(first ?? {}).sort()).toEqual(["at", "detail", "kind", "provider", "reason"]);
+  });
+
+  it("shows at most 100 events, the first 100 given", () => {
+    const events = status(Array.from({ length: 150 }, (_, index) => event(index))).events;
+    expect(events).toHaveLength(100);
+    expect(events.at(-1)?.detail).toBe("incident 99");
+  });
+
+  it("is an empty list without events", () => {
+    expect(status().events).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { type EventKind, type EventSink, makeEvent } from "../events.ts";
 import { applyIncident, applySuccess, cooldownPolicy, type ProviderHealth } from "../health.ts";
 import type { Network, Provider } from "../network-model.ts";
 import { healthOf } from "../network-state.ts";
@@ -31,6 +32,11 @@ export interface HealthRecorderDeps {
     ok: boolean,
     latencyMs: number,
   ) => void;
+  /**
+   * Where blacklists, capability blacklists and force-rotations are recorded as events: only
+   * on these failure paths, which write state anyway, never on a healthy request's path.
+   */
+  readonly events?: EventSink;
 }
 
 /** One attempt, as the health bookkeeping needs it. */
@@ -121,7 +127,9 @@ export class HealthRecorder {
       // Bounded, so the state every container reads stays small whatever callers send.
       const room = Math.max(0, network.settings.max_capability_blacklists - live);
       for (const method of fresh.slice(0, room)) {
-        attempt.writes.push(this.#blacklistCapability(network, provider, method, until));
+        attempt.writes.push(
+          this.#blacklistCapability(network, provider, method, until, verdict.detail),
+        );
       }
       if (fresh.length > room) {
         this.#deps.telemetry.log("warn", "capability blacklists at their bound: not recorded", {
@@ -133,7 +141,9 @@ export class HealthRecorder {
       }
       return;
     }
-    attempt.writes.push(this.#incident(network, provider, verdict.reason, verdict.retryAfterMs));
+    attempt.writes.push(
+      this.#incident(network, provider, verdict.reason, verdict.detail, verdict.retryAfterMs),
+    );
   }
 
   /** The provider gave an answer the caller gets. */
@@ -159,7 +169,8 @@ export class HealthRecorder {
     if (reset) attempt.writes.push(this.#write(network, provider, health, reset));
     const slow = !attempt.heavy && attempt.elapsedMs > network.settings.slow_response_ms;
     if (slow && plainReadCandidates(network, context) >= SLOW_RULE_MIN_CANDIDATES) {
-      attempt.writes.push(this.#incident(network, provider, "slow"));
+      const detail = `answered in ${attempt.elapsedMs} ms, over slow_response_ms ${network.settings.slow_response_ms}`;
+      attempt.writes.push(this.#incident(network, provider, "slow", detail));
     }
   }
 
@@ -172,12 +183,18 @@ export class HealthRecorder {
       provider: provider.name,
       errors: settings.force_rotate_errors,
     });
+    const detail = `${settings.force_rotate_errors} unclassified errors in a row`;
     if (network.providers.some((candidate) => candidate.backup)) {
-      attempt.writes.push(this.#incident(network, provider, "force_rotate"));
+      attempt.writes.push(this.#incident(network, provider, "force_rotate", detail));
     } else {
-      this.#demotedUntil.set(
-        key(network.name, provider.name),
-        this.#deps.clock() + settings.cooldown_seconds.force_rotate * 1000,
+      const until = this.#deps.clock() + settings.cooldown_seconds.force_rotate * 1000;
+      this.#demotedUntil.set(key(network.name, provider.name), until);
+      this.#record(
+        network,
+        provider,
+        "force_rotated",
+        "force_rotate",
+        `${detail}: demoted in this container until ${new Date(until).toISOString()}`,
       );
     }
   }
@@ -187,6 +204,7 @@ export class HealthRecorder {
     provider: Provider,
     method: string,
     until: number,
+    detail: string,
   ): Promise<void> {
     this.#deps.cache.update(network.name, (state) => {
       const capabilities = new Map(state.capabilities);
@@ -204,7 +222,15 @@ export class HealthRecorder {
       await this.#deps.store.blacklistCapability(network.name, provider.name, method, until);
     } catch (error) {
       this.#storeError(network, error);
+      return;
     }
+    this.#record(
+      network,
+      provider,
+      "capability_blacklisted",
+      "capability",
+      `${method} until ${new Date(until).toISOString()}: ${detail}`,
+    );
   }
 
   /**
@@ -215,6 +241,7 @@ export class HealthRecorder {
     network: Network,
     provider: Provider,
     reason: CooldownReason,
+    detail: string,
     requestedMs?: number,
   ): Promise<void> {
     const policy = cooldownPolicy(network.settings);
@@ -240,6 +267,16 @@ export class HealthRecorder {
           cooldown_ms: next.blacklistedUntil - this.#deps.clock(),
           extended_only: !newStrike,
         });
+        const until = new Date(next.blacklistedUntil).toISOString();
+        this.#record(
+          network,
+          provider,
+          reason === "force_rotate" ? "force_rotated" : "blacklisted",
+          reason,
+          newStrike
+            ? `${detail}; strike ${next.strikes}, until ${until}`
+            : `${detail}; extended to ${until} (strike ${next.strikes})`,
+        );
         return;
       }
       if (outcome === "failed") return;
@@ -277,6 +314,29 @@ export class HealthRecorder {
       this.#storeError(network, error);
       return "failed";
     }
+  }
+
+  /** An event beside the state write that caused it; the request never waits for it. */
+  #record(
+    network: Network,
+    provider: Provider,
+    kind: EventKind,
+    reason: string,
+    detail: string,
+  ): void {
+    this.#deps.events?.record(
+      makeEvent(
+        {
+          network: network.name,
+          at: this.#deps.clock(),
+          provider: provider.name,
+          kind,
+          reason,
+          detail,
+        },
+        this.#deps.scrub,
+      ),
+    );
   }
 
   #storeError(network: Network, error: unknown): void {
