@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { build, type Plugin } from "esbuild";
-import { CREATE_REQUIRE_BANNER } from "../infra/constructs/node-function.ts";
+import { BUNDLE_DEFINES, CREATE_REQUIRE_BANNER } from "../infra/constructs/node-function.ts";
 
 /**
  * Lambda bundles built as the stack builds them (infra/constructs/node-function.ts: esbuild,
@@ -63,6 +63,7 @@ export async function buildBundle(spec: BundleSpec): Promise<Bundle> {
     format: "esm",
     mainFields: ["module", "main"],
     banner: { js: CREATE_REQUIRE_BANNER },
+    define: BUNDLE_DEFINES,
     plugins: spec.client === "node-http" ? [useNodeHttpUpstream] : [],
     logLevel: "error",
   });

@@ -20,6 +20,13 @@ export const BUNDLED_CONFIG_PATH = `/var/task/${BUNDLED_CONFIG_FILE}`;
  * ESM output cannot `require()`; CJS dependencies bundled into it still call it, so every
  * bundle starts by defining one (the Powertools example app's banner).
  */
+/**
+ * Build-time switches: `esbuildDetection` tells undici it is bundled, so it keeps only the
+ * llhttp parser Node itself ships and leaves out its experimental second parser (~220 KB of
+ * WebAssembly), as Node's own bundling of undici does.
+ */
+export const BUNDLE_DEFINES: Record<string, string> = { esbuildDetection: "true" };
+
 export const CREATE_REQUIRE_BANNER =
   "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 
@@ -91,6 +98,7 @@ export class GatewayFunction extends Construct {
         mainFields: ["module", "main"],
         bundleAwsSDK: true,
         banner: CREATE_REQUIRE_BANNER,
+        define: BUNDLE_DEFINES,
         commandHooks: {
           beforeBundling: () => [],
           beforeInstall: () => [],

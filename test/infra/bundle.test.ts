@@ -21,9 +21,9 @@ import { synthGateway } from "./synth.ts";
 
 /**
  * The proxy bundle was 1,826 KB with the whole of undici and classic zod, 688 KB on Node's
- * HTTP client, and is ~1,190 KB with undici's dispatcher imported by path (its WASM HTTP
- * parsers are ~290 KB of that), the method catalogue, the hardening and the status page with
- * its event log. Size is no target of its own (the bench compares import time with a minimal
+ * HTTP client, and is ~1,050 KB with undici's dispatcher imported by path (its llhttp
+ * WebAssembly parser included; `esbuildDetection` leaves out the experimental second one),
+ * the method catalogue, the hardening and the status page with its event log. Size is no target of its own (the bench compares import time with a minimal
  * handler's); this bound stops regressions.
  */
 const MAX_PROXY_BYTES = 1200 * 1024;
@@ -155,7 +155,7 @@ describe("the bundles CDK builds", () => {
     expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
   });
 
-  it("the proxy bundle stays under its regression bound of 740 KB (the cold-start target is measured, not gated)", () => {
+  it("the proxy bundle stays under its regression bound of 1,200 KB (the cold-start target is measured, not gated)", () => {
     const kb = Math.round(bundles.proxy.bytes / 1024);
     console.info(
       `bundle sizes: proxy ${kb} KB, monitor ${Math.round(bundles.monitor.bytes / 1024)} KB`,
