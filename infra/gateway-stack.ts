@@ -31,7 +31,7 @@ export interface GatewayStackProps extends StackProps {
  */
 export const PROXY_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "UpdateItem"],
-  partitions: ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*"],
+  partitions: ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*"],
 } as const;
 export const MONITOR_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "PutItem", "UpdateItem"],

@@ -8,6 +8,7 @@ import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
 import { createDynamoClient, DynamoStateStore } from "../functions/adapters/state-store.ts";
 import { DynamoStatsStore } from "../functions/adapters/stats-store.ts";
+import { DynamoTransactionLedger } from "../functions/adapters/transaction-ledger.ts";
 import { createUpstream } from "../functions/adapters/upstream.ts";
 import { DynamoUsageStore } from "../functions/adapters/usage-store.ts";
 import type { ConfigInput } from "../functions/core/config-schema.ts";
@@ -123,6 +124,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         store,
         statsStore,
         usageStore: new DynamoUsageStore(tables),
+        ledger: new DynamoTransactionLedger(tables),
         eventStore,
         upstream: containerUpstream,
         ...clockOption,

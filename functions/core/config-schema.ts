@@ -15,6 +15,8 @@ z.config(en());
 
 const positiveInt = z.int().check(z.positive());
 const nonNegativeInt = z.int().check(z.nonnegative());
+/** Copies of a transaction beyond the first send: more buys no reach worth its calls. */
+const broadcastCopies = z.int().check(z.nonnegative(), z.maximum(10));
 const seconds = z.number().check(z.positive());
 
 /** A `${NAME}` secret placeholder; the name is group 1. */
@@ -194,6 +196,7 @@ const tunableShape = {
   block_time_seconds: z._default(seconds, 12),
   head_tolerance_blocks: z._default(nonNegativeInt, 2),
   pin_block_tags: z._default(z.boolean(), true),
+  broadcast_to: z._default(broadcastCopies, 2),
   observed_head_max_ahead_blocks: z._default(nonNegativeInt, 3),
   max_capability_blacklists: z._default(nonNegativeInt, 64),
   learned_limit_ttl_seconds: z._default(seconds, 86_400),
@@ -226,6 +229,7 @@ const networkOverrideShape = {
   block_time_seconds: z.optional(seconds),
   head_tolerance_blocks: z.optional(nonNegativeInt),
   pin_block_tags: z.optional(z.boolean()),
+  broadcast_to: z.optional(broadcastCopies),
   observed_head_max_ahead_blocks: z.optional(nonNegativeInt),
   max_capability_blacklists: z.optional(nonNegativeInt),
   learned_limit_ttl_seconds: z.optional(seconds),

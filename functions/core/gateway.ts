@@ -4,10 +4,18 @@ import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network, Provider } from "./network-model.ts";
 import type { LearnedLimit, NetworkState } from "./network-state.ts";
 import { DEADLINE_MARGIN_MS, QUORUM_STALE_INTERVALS } from "./policies.ts";
-import type { StateStore, Telemetry, Upstream, UpstreamResult } from "./ports.ts";
+import type {
+  StateStore,
+  Telemetry,
+  TransactionLedger,
+  Upstream,
+  UpstreamResult,
+  Wait,
+} from "./ports.ts";
 import { type AcceptedRequest, admitCalls, callsOf } from "./request/admit.ts";
 import { runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
+import { startSends } from "./request/broadcast.ts";
 import {
   type AttemptRecord,
   HealthRecorder,
@@ -46,6 +54,9 @@ export interface GatewayDeps extends HealthRecorderDeps {
   readonly telemetry: Telemetry;
   /** Masks secret values in an answer to the caller (an upstream may echo its own URL). */
   readonly scrubAnswer: (text: string) => string;
+  /** Where sent transactions' outcomes are shared; without it, no ledger. */
+  readonly ledger?: TransactionLedger;
+  readonly wait: Wait;
 }
 
 export interface RpcOptions {
@@ -159,6 +170,7 @@ export class Gateway {
       scope.pin,
     );
     const fromHead = answerFromServedHead(open, scope.servedHead);
+    const sends = await startSends(open, network.name, { ...this.#deps, settings });
     const attempts = await runAttempts({
       upstream: this.#deps.upstream,
       clock,
@@ -169,6 +181,7 @@ export class Gateway {
       open,
       batchLimit: (provider) => batchLimitOf(provider, scope.batchLimits, clock()),
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
+      callsMade: sends.copies,
     });
     await settleSentTransactions(open, (call, hash) =>
       providerKnowsTransaction(this.#deps.upstream, call, hash, {
@@ -177,12 +190,13 @@ export class Gateway {
       }),
     );
     this.#settleBlockNumbers(scope, open, fromHead);
+    await sends.settle(deadline);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
       penalise: (attempt, verdict, methods) => this.#health.penalise(attempt, verdict, methods),
     });
-    await settleWrites(scope.writes);
+    await settleWrites(scope.writes, this.#deps.wait);
 
     const response = assembleResponse(
       { network, request, open, immediate, used: scope.used, attempts },

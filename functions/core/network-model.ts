@@ -134,6 +134,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     block_time_seconds: network.block_time_seconds ?? config.block_time_seconds,
     head_tolerance_blocks: network.head_tolerance_blocks ?? config.head_tolerance_blocks,
     pin_block_tags: network.pin_block_tags ?? config.pin_block_tags,
+    broadcast_to: network.broadcast_to ?? config.broadcast_to,
     observed_head_max_ahead_blocks:
       network.observed_head_max_ahead_blocks ?? config.observed_head_max_ahead_blocks,
     max_capability_blacklists:

@@ -56,6 +56,19 @@ export const SERVED_METHODS_REMEMBERED = 256;
  */
 export const SERVED_HEAD_WRITE_MARGIN_MS = 500;
 
+/**
+ * A transaction goes to the other providers this long after the first attempt left: long enough
+ * for a quick acceptance to be the answer, short enough that the copies are on their way before
+ * a slow one times out.
+ */
+export const BROADCAST_DELAY_MS = 50;
+
+/**
+ * The most a request waits, after its answer is settled, for the copies of its transactions
+ * still on their way (a Lambda is frozen once it answers).
+ */
+export const BROADCAST_WAIT_MS = 1000;
+
 /** The window of the request stats shown on the status route (`stats.window_seconds`). */
 export const STATS_WINDOW_SECONDS = 300;
 

@@ -79,6 +79,33 @@ export interface StateStore {
   ): Promise<void>;
 }
 
+/**
+ * Waits `ms`, or less when `signal` aborts (then resolves all the same). The core's only timer,
+ * injected like the clock so the core stays free of I/O.
+ */
+export type Wait = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/** What the transaction ledger knows of one transaction hash. */
+export type LedgerEntry =
+  /** A container is sending it now (since `at`, ms). */
+  | { readonly status: "sending"; readonly at: number }
+  /** A provider accepted it: the answer is its hash. */
+  | { readonly status: "accepted" }
+  /** The last send was refused: the answer it got (kept for operators; a resend is sent again). */
+  | { readonly status: "refused"; readonly answer: string };
+
+/**
+ * One record per transaction hash, shared by every container (docs/behaviour.md §4.12), so a
+ * client that sends the same transaction again, through any container, gets the first
+ * sender's outcome.
+ */
+export interface TransactionLedger {
+  /** Claims the hash for this sender; the existing entry when another claimed it first. */
+  claim(network: string, hash: string, at: number): Promise<LedgerEntry | null>;
+  /** Records how the send ended. */
+  settle(network: string, hash: string, outcome: LedgerEntry): Promise<void>;
+}
+
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 export interface Telemetry {

@@ -2,6 +2,7 @@ import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.
 import { DynamoEventStore } from "../adapters/event-store.ts";
 import { createSecretResolver } from "../adapters/secrets.ts";
 import { DynamoStatsStore } from "../adapters/stats-store.ts";
+import { DynamoTransactionLedger } from "../adapters/transaction-ledger.ts";
 import { createUpstream } from "../adapters/upstream.ts";
 import { DynamoUsageStore } from "../adapters/usage-store.ts";
 import { createProxyHandler } from "./lambda.ts";
@@ -19,6 +20,7 @@ export const handler = createProxyHandler(
     statsStore: new DynamoStatsStore(tables),
     usageStore: new DynamoUsageStore(tables),
     eventStore: new DynamoEventStore(tables),
+    ledger: new DynamoTransactionLedger(tables),
     upstream: createUpstream(),
   }),
 );

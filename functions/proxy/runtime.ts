@@ -8,12 +8,13 @@ import type { SecretResolver } from "../adapters/secrets.ts";
 import { createStatsFlusher, type DynamoStatsStore } from "../adapters/stats-store.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
 import { createUsageFlusher, type DynamoUsageStore } from "../adapters/usage-store.ts";
+import { wait } from "../adapters/wait.ts";
 import { DEFAULT_CORS_ORIGINS } from "../core/cors.ts";
 import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/events.ts";
 import { Gateway } from "../core/gateway.ts";
 import { KeyUsage } from "../core/key-usage.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
-import type { StateStore, Upstream } from "../core/ports.ts";
+import type { StateStore, TransactionLedger, Upstream } from "../core/ports.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
 import { StateCache } from "../core/state-cache.ts";
 import { HISTORY_WINDOW_SECONDS, historyOf } from "../core/stats-history.ts";
@@ -41,6 +42,8 @@ export interface ProxyRuntimeOptions {
    * reads events from. Without it, there are no events.
    */
   readonly eventStore?: EventStore;
+  /** Where sent transactions' outcomes are shared across containers; without it, none. */
+  readonly ledger?: TransactionLedger;
   readonly clock?: () => number;
   readonly random?: () => number;
   /** Where EMF metric lines go (stdout by default). */
@@ -128,9 +131,11 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     cache,
     clock,
     random: options.random ?? Math.random,
+    wait,
     telemetry,
     scrub: config.scrub,
     scrubAnswer: config.scrubAnswer,
+    ...(options.ledger ? { ledger: options.ledger } : {}),
     recordOutcome: stats.record,
     ...(events ? { events } : {}),
   });

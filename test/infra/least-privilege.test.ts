@@ -112,7 +112,7 @@ describe("least privilege", () => {
 
   it("table access is scoped to the partitions each function uses (dynamodb:LeadingKeys)", () => {
     for (const [role, partitions] of [
-      ["proxy", ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*"]],
+      ["proxy", ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*"]],
       ["monitor", ["NET#*", "STATS#*", "EVENTS#*", "MONITOR#*", "LEASE#monitor"]],
     ] as const) {
       const table = statementsOf(template, stack, role).find((s) => s.Sid === "StateTable");

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { EventRecorder } from "../../functions/adapters/event-recorder.ts";
 import type { EventStore } from "../../functions/adapters/event-store.ts";
+import { wait } from "../../functions/adapters/wait.ts";
 import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
 import type { GatewayEvent } from "../../functions/core/events.ts";
 import { Gateway } from "../../functions/core/gateway.ts";
@@ -45,6 +46,7 @@ function harness(providers: Providers, events = new RecordingSink()) {
     cache: new StateCache({ store, clock, telemetry: quiet, ttlMs: () => 1000 }),
     clock,
     random: () => 0.5,
+    wait,
     telemetry: quiet,
     scrub: makeScrubber([{ resolved: P1, redacted: "http://p1.test/v3/***" }], [KEY]),
     scrubAnswer: (text) => text,

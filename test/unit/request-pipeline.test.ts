@@ -1,12 +1,14 @@
 import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
+import { wait } from "../../functions/adapters/wait.ts";
 import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
 import { Gateway } from "../../functions/core/gateway.ts";
 import { HEALTHY } from "../../functions/core/health.ts";
 import { buildModel } from "../../functions/core/network-model.ts";
 import type { LogLevel, Telemetry, UpstreamResult } from "../../functions/core/ports.ts";
 import { StateCache } from "../../functions/core/state-cache.ts";
+import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
 import { MemoryStateStore } from "../support/memory-state-store.ts";
 import { answer, refused, resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
 
@@ -20,6 +22,7 @@ const NOW = 1_800_000_000_000;
 const P1 = "http://p1.test/";
 const P2 = "http://p2.test/";
 const P3 = "http://p3.test/";
+const P4 = "http://p4.test/";
 const BACKUP = "http://backup.test/";
 
 type Providers = ConfigInput["networks"][string]["providers"];
@@ -62,6 +65,7 @@ function harness(providers: Providers, overrides: Partial<ConfigInput["networks"
     networks: { net: { chain_id: 1, providers, ...overrides } },
   });
   const model = buildModel(config, (url) => url);
+  const ledger = new MemoryTransactionLedger();
   const gateway = new Gateway({
     model: () => model,
     upstream,
@@ -69,15 +73,17 @@ function harness(providers: Providers, overrides: Partial<ConfigInput["networks"
     cache,
     clock,
     random: () => 0.5,
+    wait,
     telemetry,
     scrub: (text) => text,
     scrubAnswer: (text) => text,
+    ledger,
   });
   const rpc = (body: string, remainingMs?: number) =>
     gateway.handleRpc("net", body, remainingMs === undefined ? {} : { remainingMs });
   const network = model.networks.get("net");
   if (network === undefined) throw new Error("no network");
-  return { gateway, store, upstream, telemetry, advance, rpc, clock, network };
+  return { gateway, store, upstream, telemetry, advance, rpc, clock, network, ledger };
 }
 
 const call = (id: number, method = "eth_blockNumber", params: unknown[] = []) =>
@@ -716,6 +722,102 @@ describe("eth_sendRawTransaction never reports a sent transaction as failed", ()
       status: 200,
       body: `{"jsonrpc":"2.0","id":7,"result":"${keccak256(raw)}"}`,
     });
+  });
+
+  const hashOf = (request: { body: string }) => {
+    const parsed = JSON.parse(request.body) as { id: unknown; params: [`0x${string}`] };
+    return answer(
+      JSON.stringify({ jsonrpc: "2.0", id: parsed.id, result: keccak256(parsed.params[0]) }),
+    );
+  };
+
+  it("the top provider's acceptance is the answer; copies go to the next broadcast_to providers", async () => {
+    const h = harness([...three, { name: "p4", url: P4 }]);
+    const raw = await signed(1);
+    for (const url of [P1, P2, P3, P4]) h.upstream.script(url, hashOf);
+    const response = await h.rpc(send(9, raw));
+    expect(response.body).toBe(`{"jsonrpc":"2.0","id":9,"result":"${keccak256(raw)}"}`);
+    expect([P1, P2, P3, P4].map((url) => h.upstream.callsTo(url))).toEqual([1, 1, 1, 0]);
+    expect(h.ledger.entries.get(`net/${keccak256(raw)}`)).toEqual({ status: "accepted" });
+  });
+
+  it("copies come out of max_upstream_calls, one call per send left for its attempts", async () => {
+    const single = [...three, { name: "p4", url: P4 }].map((p) => ({ ...p, max_batch: 1 }));
+    const h = harness(single, { max_upstream_calls: 4 });
+    const raws = await Promise.all(
+      [0, 1, 2].map((nonce) =>
+        account.signTransaction({
+          chainId: 1,
+          nonce,
+          to: "0x70997970c51812dc3a010c7d01b50e677d4c79c8",
+          value: 1n,
+          gas: 21000n,
+          gasPrice: 1n,
+        }),
+      ),
+    );
+    for (const url of [P1, P2, P3, P4]) h.upstream.script(url, hashOf);
+    const response = await h.rpc(batch(...raws.map((raw, index) => send(index, raw))));
+    expect((JSON.parse(response.body) as Array<{ result?: string }>).map((a) => a.result)).toEqual(
+      raws.map((raw) => keccak256(raw)),
+    );
+    const calls = [P1, P2, P3, P4].reduce((sum, url) => sum + h.upstream.callsTo(url), 0);
+    expect(calls).toBe(4);
+  });
+
+  it("broadcast_to 0: only the attempts send it", async () => {
+    const h = harness(three, { broadcast_to: 0 });
+    const raw = await signed(1);
+    for (const url of [P1, P2, P3]) h.upstream.script(url, hashOf);
+    await h.rpc(send(9, raw));
+    expect([P1, P2, P3].map((url) => h.upstream.callsTo(url))).toEqual([1, 0, 0]);
+  });
+
+  it("every attempt refused by the node but a copy accepted: the hash", async () => {
+    const h = harness(three);
+    const raw = await signed(1);
+    const poor = (request: { body: string }) =>
+      answer(
+        error(JSON.parse(request.body).id, -32000, "insufficient funds for gas * price + value"),
+      );
+    h.upstream.script(P1, poor).script(P2, hashOf).script(P3, poor);
+    const response = await h.rpc(send(10, raw));
+    expect(response.body).toBe(`{"jsonrpc":"2.0","id":10,"result":"${keccak256(raw)}"}`);
+  });
+
+  it("sent again after an acceptance: the hash whatever the providers now say, and spread again", async () => {
+    const h = harness(three);
+    const raw = await signed(1);
+    for (const url of [P1, P2, P3]) h.upstream.script(url, hashOf);
+    await h.rpc(send(11, raw));
+    for (const url of [P1, P2, P3]) {
+      h.upstream.script(url, (request) =>
+        answer(error(JSON.parse(request.body).id, -32000, "nonce too low")),
+      );
+    }
+    const before = [P1, P2, P3].map((url) => h.upstream.callsTo(url));
+    const response = await h.rpc(send(12, raw));
+    expect(response.body).toBe(`{"jsonrpc":"2.0","id":12,"result":"${keccak256(raw)}"}`);
+    expect(
+      [P1, P2, P3].map((url, index) => h.upstream.callsTo(url) - (before[index] ?? 0)),
+    ).toEqual([1, 1, 1]);
+  });
+
+  it("sent again after a refusal: sent again, the new outcome recorded", async () => {
+    const h = harness(three, { broadcast_to: 0 });
+    const raw = await signed(1);
+    h.upstream.script(P1, (request) =>
+      answer(
+        error(JSON.parse(request.body).id, -32000, "insufficient funds for gas * price + value"),
+      ),
+    );
+    const refusedAnswer = await h.rpc(send(13, raw));
+    expect(JSON.parse(refusedAnswer.body)).toMatchObject({ error: { message: /insufficient/ } });
+    expect(h.ledger.entries.get(`net/${keccak256(raw)}`)).toMatchObject({ status: "refused" });
+    h.upstream.script(P1, hashOf);
+    const accepted = await h.rpc(send(14, raw));
+    expect(accepted.body).toBe(`{"jsonrpc":"2.0","id":14,"result":"${keccak256(raw)}"}`);
+    expect(h.ledger.entries.get(`net/${keccak256(raw)}`)).toEqual({ status: "accepted" });
   });
 
   it("a transaction signed for another chain is the caller's error, sent nowhere", async () => {

@@ -28,6 +28,8 @@ export interface AttemptLoop {
    * the attempt's timeout was cut to the time left before the deadline.
    */
   readonly onResult: (group: AttemptGroup, result: UpstreamResult, cutShort: boolean) => void;
+  /** Upstream calls of the request already made or spoken for (transaction copies). */
+  readonly callsMade: number;
 }
 
 /**
@@ -45,7 +47,7 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     const round = nextRound(loop.open, settings.max_attempts, loop.single, loop.batchLimit);
     if (round.length === 0) return attempts;
     // A batch retried across providers must not multiply into unbounded paid calls.
-    const { send, refused } = withinCallBudget(settings, attempts, round);
+    const { send, refused } = withinCallBudget(settings, loop.callsMade + attempts, round);
     const over = callBudgetError(settings);
     for (const group of refused) {
       for (const entry of group.calls) {

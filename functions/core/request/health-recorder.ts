@@ -7,7 +7,7 @@ import {
   HEALTH_WRITE_WAIT_MS,
   SLOW_RULE_MIN_CANDIDATES,
 } from "../policies.ts";
-import type { StateStore, Telemetry } from "../ports.ts";
+import type { StateStore, Telemetry, Wait } from "../ports.ts";
 import {
   type AttemptSlot,
   PLAIN_READ,
@@ -363,13 +363,12 @@ function key(network: string, provider: string): string {
  * Lets this request's state writes finish before the answer (a frozen Lambda may not finish
  * them later), but never waits long on a slow or throttled store: they go on in the background.
  */
-export async function settleWrites(writes: readonly Promise<unknown>[]): Promise<void> {
+export async function settleWrites(writes: readonly Promise<unknown>[], wait: Wait): Promise<void> {
   if (writes.length === 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, HEALTH_WRITE_WAIT_MS);
-    timer.unref();
-  });
-  await Promise.race([Promise.allSettled(writes), waited]);
-  clearTimeout(timer);
+  const settled = new AbortController();
+  await Promise.race([
+    Promise.allSettled(writes).then(() => settled.abort()),
+    wait(HEALTH_WRITE_WAIT_MS, settled.signal),
+  ]);
+  settled.abort();
 }

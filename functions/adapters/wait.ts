@@ -1,0 +1,17 @@
+import type { Wait } from "../core/ports.ts";
+
+/** The real timer behind the core's `Wait` port: resolves after `ms`, or at once on abort. */
+export const wait: Wait = (ms, signal) =>
+  new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
