@@ -3,8 +3,15 @@ import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network, Provider } from "./network-model.ts";
 import type { LearnedLimit, NetworkState } from "./network-state.ts";
 import { DEADLINE_MARGIN_MS, HEALTH_WRITE_WAIT_MS } from "./policies.ts";
-import type { StateStore, Telemetry, Upstream, UpstreamResult } from "./ports.ts";
+import type {
+  SharedAnswerStore,
+  StateStore,
+  Telemetry,
+  Upstream,
+  UpstreamResult,
+} from "./ports.ts";
 import { type AcceptedRequest, admitCalls, callsOf } from "./request/admit.ts";
+import { AnswerCache, answerClassOf, cacheHeader } from "./request/answer-cache.ts";
 import { runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import {
@@ -39,6 +46,8 @@ export interface GatewayDeps extends HealthRecorderDeps {
   readonly telemetry: Telemetry;
   /** Masks secret values in an answer to the caller (an upstream may echo its own URL). */
   readonly scrubAnswer: (text: string) => string;
+  /** The answer cache's shared tier (immutable answers); without it, memory only. */
+  readonly sharedAnswers?: SharedAnswerStore;
 }
 
 export interface RpcOptions {
@@ -77,10 +86,22 @@ export class Gateway {
   readonly #health: HealthRecorder;
   readonly #servable = new ServableMethods();
   readonly #observed = new ObservedHeads();
+  readonly #answers: AnswerCache;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
+    this.#answers = new AnswerCache({
+      clock: deps.clock,
+      telemetry: deps.telemetry,
+      scrubAnswer: deps.scrubAnswer,
+      ...(deps.sharedAnswers ? { shared: deps.sharedAnswers } : {}),
+    });
+  }
+
+  /** This container's answer cache: hits and misses by class, and its memory use. */
+  answerCache(network: string) {
+    return { classes: this.#answers.counts(network), memory: this.#answers.memoryUsage() };
   }
 
   /** Providers of the network this container has rotated away from (force-rotate). */
@@ -125,6 +146,7 @@ export class Gateway {
     const state = await this.#deps.cache.get(network.name);
     const scope = this.#scope(model, network, request, body, state, started);
     const { open, immediate } = admitCalls(request, network, scope.ranked, scope.context);
+    const cached = await this.#answers.lookup(model, network, request, open, state.head);
     const attempts = await runAttempts({
       upstream: this.#deps.upstream,
       clock,
@@ -139,6 +161,7 @@ export class Gateway {
     await settleSentTransactions(open, (call, hash) =>
       this.#providerKnows(call, hash, deadline, settings),
     );
+    this.#answers.store(model, cached);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
@@ -146,10 +169,17 @@ export class Gateway {
     });
     await settleWrites(scope.writes);
 
-    const response = assembleResponse(
+    const assembled = assembleResponse(
       { network, request, open, immediate, used: scope.used, attempts },
       this.#deps,
     );
+    const response: GatewayResponse = {
+      ...assembled,
+      headers: settings.diagnostic_headers
+        ? { ...assembled.headers, "x-gateway-cache": cacheHeader(cached, request) }
+        : assembled.headers,
+      cacheClass: answerClassOf(cached),
+    };
     reportRequest(this.#deps.telemetry, {
       network,
       calls: callsOf(request).length,

@@ -1,5 +1,5 @@
-import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
 import type { ChainHead } from "../../functions/core/chain-head.ts";
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
 import type {
   LearnedLimit,
   NetworkState,
