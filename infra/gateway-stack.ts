@@ -30,8 +30,8 @@ export interface GatewayStackProps extends StackProps {
  * its lease.
  */
 export const PROXY_TABLE_ACCESS = {
-  actions: ["GetItem", "Query", "UpdateItem"],
-  partitions: ["NET#*", "STATS#*", "USAGE#*"],
+  actions: ["BatchGetItem", "GetItem", "Query", "UpdateItem"],
+  partitions: ["NET#*", "STATS#*", "USAGE#*", "CACHE#*"],
 } as const;
 export const MONITOR_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "PutItem", "UpdateItem"],

@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DynamoAnswerStore } from "../functions/adapters/answer-store.ts";
 import { createConfigSource } from "../functions/adapters/config-source.ts";
 import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
@@ -61,6 +62,8 @@ export interface LocalStack {
   readonly nodes: readonly AnvilNode[];
   readonly dynamo: LocalDynamoDb;
   readonly store: DynamoStateStore;
+  /** The answer cache's shared tier every container of this stack uses. */
+  readonly answers: DynamoAnswerStore;
   readonly runtime: ProxyRuntime;
   /** The proxy as Lambda runs it (middy and its middlewares), behind the emulator. */
   readonly handler: ProxyHandler;
@@ -109,6 +112,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     cleanups.push(() => upstream.close());
     const tables = { client: store.client, tableName: store.tableName };
     const statsStore = new DynamoStatsStore(tables);
+    const answers = new DynamoAnswerStore({
+      ...tables,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
     const secrets = envSecretResolver(options.env ?? process.env);
     const clockOption = options.clock ? { clock: options.clock } : {};
     const metricsOption = options.writeMetrics ? { writeMetrics: options.writeMetrics } : {};
@@ -121,6 +128,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         store,
         statsStore,
         usageStore: new DynamoUsageStore(tables),
+        sharedAnswers: answers,
         upstream: containerUpstream,
         ...clockOption,
         ...(options.random ? { random: options.random } : {}),
@@ -165,7 +173,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         : { containers: { count: containers, create: createContainer } }),
     });
     cleanups.push(() => api.close());
-    return { url: api.url, configPath, nodes, dynamo, store, runtime, handler, monitor, close };
+    return {
+      url: api.url,
+      configPath,
+      nodes,
+      dynamo,
+      store,
+      answers,
+      runtime,
+      handler,
+      monitor,
+      close,
+    };
   } catch (error) {
     await close();
     throw error;

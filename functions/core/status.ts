@@ -1,7 +1,9 @@
 import { healthState } from "./health.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
+import type { ClassCounts } from "./request/answer-cache.ts";
 import { batchLimitOf } from "./request/batch-limits.ts";
+import type { AnswerClass } from "./request/cache-class.ts";
 import {
   activeProvider,
   configuredOrder,
@@ -40,6 +42,8 @@ export interface StatusInput {
   readonly observedHeads?: ReadonlyMap<string, number>;
   /** Providers this container has rotated away from (force-rotate). */
   readonly demoted?: ReadonlySet<string>;
+  /** This container's answer cache hits and misses, by class. */
+  readonly cacheClasses?: Readonly<Record<AnswerClass, ClassCounts>>;
 }
 
 export type ProviderState = "healthy" | "blacklisted" | "awaiting_probe" | "out_of_quorum";
@@ -103,6 +107,11 @@ export interface NetworkStatus {
     readonly reason: "secret_unresolved";
     readonly detail: string;
   }>;
+  /** The answer cache in this container: whether it is on, and hits and misses by class. */
+  readonly cache: {
+    readonly enabled: boolean;
+    readonly classes: Readonly<Record<AnswerClass, ClassCounts>>;
+  };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -200,5 +209,17 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       reason: provider.reason,
       detail: provider.detail,
     })),
+    cache: {
+      enabled: network.settings.cache,
+      classes: input.cacheClasses ?? NO_CACHE_COUNTS,
+    },
   };
 }
+
+const NO_COUNTS: ClassCounts = { hits: 0, misses: 0, ratio: null };
+const NO_CACHE_COUNTS: Readonly<Record<AnswerClass, ClassCounts>> = {
+  immutable: NO_COUNTS,
+  unfinalized: NO_COUNTS,
+  realtime: NO_COUNTS,
+  never: NO_COUNTS,
+};

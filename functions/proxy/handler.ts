@@ -1,3 +1,4 @@
+import { DynamoAnswerStore } from "../adapters/answer-store.ts";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
 import { createSecretResolver } from "../adapters/secrets.ts";
 import { DynamoStatsStore } from "../adapters/stats-store.ts";
@@ -16,6 +17,7 @@ export const handler = createProxyHandler(
     store,
     statsStore: new DynamoStatsStore({ client: store.client, tableName: store.tableName }),
     usageStore: new DynamoUsageStore({ client: store.client, tableName: store.tableName }),
+    sharedAnswers: new DynamoAnswerStore({ client: store.client, tableName: store.tableName }),
     upstream: createUpstream(),
   }),
 );

@@ -10,7 +10,7 @@ import { DEFAULT_CORS_ORIGINS } from "../core/cors.ts";
 import { Gateway } from "../core/gateway.ts";
 import { KeyUsage } from "../core/key-usage.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
-import type { StateStore, Upstream } from "../core/ports.ts";
+import type { SharedAnswerStore, StateStore, Upstream } from "../core/ports.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
 import { StateCache } from "../core/state-cache.ts";
 import { type NetworkStatus, networkStatus } from "../core/status.ts";
@@ -31,6 +31,8 @@ export interface ProxyRuntimeOptions {
    * Without it, each container counts alone.
    */
   readonly usageStore?: Pick<DynamoUsageStore, "add">;
+  /** The answer cache's shared tier (immutable answers); without it, each container's memory only. */
+  readonly sharedAnswers?: SharedAnswerStore;
   readonly clock?: () => number;
   readonly random?: () => number;
   /** Where EMF metric lines go (stdout by default). */
@@ -103,6 +105,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     scrub: config.scrub,
     scrubAnswer: config.scrubAnswer,
     recordOutcome: stats.record,
+    ...(options.sharedAnswers ? { sharedAnswers: options.sharedAnswers } : {}),
   });
 
   async function status(network: string): Promise<NetworkStatus> {
@@ -132,6 +135,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
         ...windowOf(window[provider] ?? [], now, STATS_WINDOW_SECONDS),
       }),
       observedHeads: gateway.observedHeads(spec, context),
+      cacheClasses: gateway.answerCache(network).classes,
     });
   }
 

@@ -83,6 +83,7 @@ describe("least privilege", () => {
         "functions/adapters/state-store.ts",
         "functions/adapters/stats-store.ts",
         "functions/adapters/usage-store.ts",
+        "functions/adapters/answer-store.ts",
       ].flatMap(dynamoCommands),
     );
     expect([...used].sort()).toEqual([...PROXY_TABLE_ACCESS.actions].sort());
@@ -110,7 +111,7 @@ describe("least privilege", () => {
 
   it("table access is scoped to the partitions each function uses (dynamodb:LeadingKeys)", () => {
     for (const [role, partitions] of [
-      ["proxy", ["NET#*", "STATS#*", "USAGE#*"]],
+      ["proxy", ["NET#*", "STATS#*", "USAGE#*", "CACHE#*"]],
       ["monitor", ["NET#*", "STATS#*", "MONITOR#*", "LEASE#monitor"]],
     ] as const) {
       const table = statementsOf(template, stack, role).find((s) => s.Sid === "StateTable");
