@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { stillTrue } from "../../functions/core/request/answer-memory.ts";
+import {
+  AnswerMemory,
+  type MemoryAnswer,
+  stillTrue,
+} from "../../functions/core/request/answer-memory.ts";
 import {
   type AnswerClass,
   answerKey,
@@ -387,5 +391,59 @@ describe("keys", () => {
     expect(answerKey(2, "eth_getBlockByNumber", ["0x1", false])).not.toBe(key);
     expect(answerKey(1, "eth_getBlockByNumber", ["0x1", true])).not.toBe(key);
     expect(answerKey(1, "eth_getHeaderByNumber", ["0x1", false])).not.toBe(key);
+  });
+});
+
+describe("the memory tier: least recently used out first, bounded in bytes", () => {
+  const answer = (text: string): MemoryAnswer => ({
+    text,
+    class: "immutable",
+    storedAt: NOW,
+    expiresAt: Number.POSITIVE_INFINITY,
+    height: null,
+    blockHash: null,
+  });
+  /** Each entry costs its key, its text and 160 bytes of bookkeeping. */
+  const cost = (key: string, text: string) => key.length + text.length + 160;
+
+  it("drops the least recently used entries to fit, a read counting as a use", () => {
+    const memory = new AnswerMemory();
+    const budget = 3 * cost("k1", "x".repeat(100));
+    for (const key of ["k1", "k2", "k3"]) memory.set(key, answer("x".repeat(100)), budget);
+    expect(memory.get("k1", HEAD, NOW)).not.toBeNull();
+    memory.set("k4", answer("x".repeat(100)), budget);
+    expect(memory.get("k2", HEAD, NOW)).toBeNull();
+    expect(["k1", "k3", "k4"].map((key) => memory.get(key, HEAD, NOW) !== null)).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(memory.usage()).toEqual({ bytes: budget, entries: 3 });
+  });
+
+  it("keeps no answer larger than the whole budget, and a smaller budget evicts down to it", () => {
+    const memory = new AnswerMemory();
+    memory.set("big", answer("x".repeat(2000)), 1000);
+    expect(memory.usage()).toEqual({ bytes: 0, entries: 0 });
+    for (const key of ["a", "b", "c"]) memory.set(key, answer("y"), 1000);
+    memory.set("d", answer("y"), cost("d", "y") * 2);
+    expect(memory.usage().entries).toBe(2);
+    expect(memory.get("c", HEAD, NOW)).not.toBeNull();
+  });
+
+  it("a key stored again replaces its entry and its bytes", () => {
+    const memory = new AnswerMemory();
+    memory.set("k", answer("short"), 10_000);
+    memory.set("k", answer("a longer text"), 10_000);
+    expect(memory.get("k", HEAD, NOW)?.text).toBe("a longer text");
+    expect(memory.usage()).toEqual({ bytes: cost("k", "a longer text"), entries: 1 });
+  });
+
+  it("an entry no longer true is dropped when read, and its bytes freed", () => {
+    const memory = new AnswerMemory();
+    memory.set("gas", { ...answer("0x1"), class: "realtime", expiresAt: NOW + 12_000 }, 10_000);
+    expect(memory.get("gas", HEAD, NOW + 11_999)).not.toBeNull();
+    expect(memory.get("gas", HEAD, NOW + 12_000)).toBeNull();
+    expect(memory.usage()).toEqual({ bytes: 0, entries: 0 });
   });
 });

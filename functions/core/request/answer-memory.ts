@@ -1,4 +1,3 @@
-import { LRUCache } from "lru-cache";
 import type { ChainHead } from "../chain-head.ts";
 import { type AnswerClass, contradictsHead } from "./cache-class.ts";
 
@@ -6,6 +5,10 @@ import { type AnswerClass, contradictsHead } from "./cache-class.ts";
  * The memory tier of the answer cache (docs/behaviour.md §11): one per container, every
  * network together, least recently used first out, bounded in bytes (`cache_memory_bytes`).
  * Answers stay whole JSON texts; an entry knows its class and what keeps it true.
+ *
+ * A Map keeps insertion order, so moving a used entry to the end makes its first entry the
+ * least recently used. (`lru-cache` does the same with `maxSize`, at 21.6 KB of the proxy
+ * bundle, which took it over its size bound; this is the part of it the cache needs.)
  */
 
 export interface MemoryAnswer {
@@ -37,40 +40,47 @@ export function stillTrue(entry: MemoryAnswer, head: ChainHead | null, now: numb
 }
 
 export class AnswerMemory {
-  #cache: LRUCache<string, MemoryAnswer> | null = null;
-  #maxBytes = 0;
+  readonly #entries = new Map<string, { entry: MemoryAnswer; bytes: number }>();
+  #bytes = 0;
 
-  /** The entry for `key` when it is still true; a stale one is dropped. */
+  /** The entry for `key` when it is still true (now the most recently used); a stale one is dropped. */
   get(key: string, head: ChainHead | null, now: number): MemoryAnswer | null {
-    const entry = this.#cache?.get(key);
-    if (entry === undefined) return null;
-    if (stillTrue(entry, head, now)) return entry;
-    this.#cache?.delete(key);
-    return null;
+    const kept = this.#entries.get(key);
+    if (kept === undefined) return null;
+    this.#entries.delete(key);
+    if (!stillTrue(kept.entry, head, now)) {
+      this.#bytes -= kept.bytes;
+      return null;
+    }
+    this.#entries.set(key, kept);
+    return kept.entry;
   }
 
-  /** Keeps an answer; one larger than the whole budget is not kept. */
+  /**
+   * Keeps an answer, dropping the least recently used ones until every entry fits `maxBytes`;
+   * one larger than the whole budget is not kept.
+   */
   set(key: string, entry: MemoryAnswer, maxBytes: number): void {
-    this.#resize(maxBytes).set(key, entry);
+    const previous = this.#entries.get(key);
+    if (previous !== undefined) {
+      this.#entries.delete(key);
+      this.#bytes -= previous.bytes;
+    }
+    // JSON answers are ASCII: V8 keeps them one byte per character.
+    const bytes = key.length + entry.text.length + ENTRY_OVERHEAD_BYTES;
+    if (bytes <= maxBytes) {
+      this.#entries.set(key, { entry, bytes });
+      this.#bytes += bytes;
+    }
+    for (const [oldest, kept] of this.#entries) {
+      if (this.#bytes <= maxBytes) break;
+      this.#entries.delete(oldest);
+      this.#bytes -= kept.bytes;
+    }
   }
 
   /** Bytes and entries held now. */
   usage(): { readonly bytes: number; readonly entries: number } {
-    return { bytes: this.#cache?.calculatedSize ?? 0, entries: this.#cache?.size ?? 0 };
-  }
-
-  /** The LRU for the configured budget: a changed budget starts an empty one. */
-  #resize(maxBytes: number): LRUCache<string, MemoryAnswer> {
-    if (this.#cache === null || this.#maxBytes !== maxBytes) {
-      this.#maxBytes = maxBytes;
-      this.#cache = new LRUCache<string, MemoryAnswer>({
-        maxSize: maxBytes,
-        maxEntrySize: maxBytes,
-        // JSON answers are ASCII: V8 keeps them one byte per character.
-        sizeCalculation: (entry, key) =>
-          Math.max(1, key.length + entry.text.length + ENTRY_OVERHEAD_BYTES),
-      });
-    }
-    return this.#cache;
+    return { bytes: this.#bytes, entries: this.#entries.size };
   }
 }
