@@ -201,7 +201,7 @@ function replayVerdicts(record: ReplayRecord): Verdict[] {
     },
     {
       target: `a memory hit adds < ${TARGETS.memoryHitAddedMs} ms at p50 over a request that needs no upstream`,
-      measured: `${latency.hitP50Ms.toFixed(3)} vs ${latency.noUpstreamP50Ms.toFixed(3)} ms = +${latency.addedP50Ms.toFixed(3)} ms`,
+      measured: `${latency.hitP50Ms.toFixed(3)} vs ${latency.noUpstreamP50Ms.toFixed(3)} ms = ${latency.addedP50Ms >= 0 ? "+" : "−"}${Math.abs(latency.addedP50Ms).toFixed(3)} ms`,
       verdict: verdict(latency.addedP50Ms < TARGETS.memoryHitAddedMs, latency.samples > 0),
     },
   ];
