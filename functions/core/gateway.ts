@@ -11,7 +11,7 @@ import type {
   UpstreamResult,
 } from "./ports.ts";
 import { type AcceptedRequest, admitCalls, callsOf } from "./request/admit.ts";
-import { AnswerCache, answerClassOf, cacheHeader } from "./request/answer-cache.ts";
+import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
 import { runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import {
@@ -169,17 +169,14 @@ export class Gateway {
     });
     await settleWrites(scope.writes);
 
-    const assembled = assembleResponse(
-      { network, request, open, immediate, used: scope.used, attempts },
-      this.#deps,
+    const response = withCacheOutcome(
+      assembleResponse(
+        { network, request, open, immediate, used: scope.used, attempts },
+        this.#deps,
+      ),
+      cached,
+      request,
     );
-    const response: GatewayResponse = {
-      ...assembled,
-      headers: settings.diagnostic_headers
-        ? { ...assembled.headers, "x-gateway-cache": cacheHeader(cached, request) }
-        : assembled.headers,
-      cacheClass: answerClassOf(cached),
-    };
     reportRequest(this.#deps.telemetry, {
       network,
       calls: callsOf(request).length,

@@ -14,6 +14,7 @@ import {
   planCall,
 } from "./cache-class.ts";
 import type { OpenCall } from "./open-call.ts";
+import type { GatewayResponse } from "./respond.ts";
 
 /**
  * The answer cache in the request pipeline (docs/behaviour.md §11): before any upstream call,
@@ -138,11 +139,9 @@ export class AnswerCache {
       // The class of a lone call's answer sets GET mode's Cache-Control, cached or not.
       if (looked.status === "bypass" && !lookup.single) continue;
       const text = looked.entry.answer;
-      const verdict = classifyAnswer(
-        looked.plan,
-        text === null ? undefined : parse(text),
-        lookup.head,
-      );
+      // Only an answer that may be kept is read (a parse of a large answer is not free).
+      const member = text === null || looked.plan.kind === "never" ? undefined : parse(text);
+      const verdict = classifyAnswer(looked.plan, member, lookup.head);
       looked.class = verdict.class;
       if (looked.status === "bypass") continue;
       this.#count(network, verdict.class, "misses");
@@ -247,8 +246,23 @@ export class AnswerCache {
   }
 }
 
+/**
+ * The response with what the cache did: `x-gateway-cache` (under `diagnostic_headers`) and the
+ * lone call's class, which GET mode turns into Cache-Control.
+ */
+export function withCacheOutcome(
+  response: GatewayResponse,
+  lookup: CacheLookup,
+  request: AcceptedRequest,
+): GatewayResponse {
+  const headers = lookup.network.settings.diagnostic_headers
+    ? { ...response.headers, "x-gateway-cache": cacheHeader(lookup, request) }
+    : response.headers;
+  return { ...response, headers, cacheClass: answerClassOf(lookup) };
+}
+
 /** `x-gateway-cache`: each member's status in the caller's order, comma-separated. */
-export function cacheHeader(lookup: CacheLookup, request: AcceptedRequest): string {
+function cacheHeader(lookup: CacheLookup, request: AcceptedRequest): string {
   return callsOf(request)
     .map((member) =>
       isCall(member) ? (lookup.calls.get(member.position)?.status ?? "bypass") : "bypass",
@@ -257,7 +271,7 @@ export function cacheHeader(lookup: CacheLookup, request: AcceptedRequest): stri
 }
 
 /** The class of a lone call's answer (GET mode's Cache-Control); `never` for a batch. */
-export function answerClassOf(lookup: CacheLookup): AnswerClass {
+function answerClassOf(lookup: CacheLookup): AnswerClass {
   if (!lookup.single) return "never";
   return lookup.calls.get(0)?.class ?? "never";
 }
