@@ -7,6 +7,7 @@ import type {
   HandlerPart,
   PartMeta,
   ProfilePart,
+  ReplayPart,
   Results,
   ThroughputPart,
   Verdict,
@@ -43,6 +44,7 @@ export function renderReport(results: Results): string {
     ["handler CPU per request", results.handler],
     ["cold start", results.cold],
     ["cost per million requests", results.cost],
+    ["answer cache: indexer replay", results.replay],
   ] as const;
   const machine = [results.throughput, results.handler, results.cold, results.cost, results.ab]
     .map((part) => part?.machine)
@@ -71,6 +73,7 @@ export function renderReport(results: Results): string {
   if (results.handler) lines.push(...renderHandler(results.handler));
   if (results.cold) lines.push(...renderCold(results.cold));
   if (results.cost) lines.push(...renderCost(results.cost));
+  if (results.replay) lines.push(...renderReplay(results.replay));
   lines.push(...renderAb(results));
   if (results.profile) lines.push(...renderProfile(results.profile));
   return lines.join("\n").trimEnd();
@@ -200,6 +203,30 @@ function renderCost(part: CostPart): string[] {
             .join(", ") || "none"
         } | ${r.readUnitsPerRequest.toFixed(4)} | ${r.writeUnitsPerRequest.toFixed(4)} | ${dollars(r.httpApi)} | ${dollars(r.lambdaRequests)} | ${dollars(r.lambdaDuration)} | ${dollars(r.dynamo)} | **${dollars(r.total)}** |`,
     ),
+    "",
+  ];
+}
+
+function renderReplay(part: ReplayPart): string[] {
+  const { record } = part;
+  const statuses = (counts: Readonly<Record<string, number>>) =>
+    Object.entries(counts)
+      .map(([status, n]) => `${status} ${n}`)
+      .join(", ");
+  return [
+    "## Answer cache: an indexer's replay",
+    "",
+    `- Measured: ${when(part)}`,
+    `- anvil with ${record.latest} blocks (logs every few blocks), finalized ${record.finalized}; the gateway as \`npm start -- --containers ${record.containers} --dynamodb URL --no-monitor\` runs it, the chain position written to its DynamoDB as the monitor writes it. An indexer (4 walkers) asks, for every block 1–${record.replayedTo}: the block with its transactions, its receipts, an eth_call at it, and the logs of every ten blocks (${record.callsPerPass} calls a pass, one call per request). Pass 2 is a restarted indexer on the same gateway; pass 3 one on a restarted gateway (every container cold). Upstream calls counted at a relay in front of anvil, DynamoDB calls at a relay in front of dynalite.`,
+    "",
+    "| pass | gateway | upstream calls, cache off | upstream calls, cache on | x-gateway-cache (on) | shared-tier reads (on) | shared-tier writes (on) | seconds off / on |",
+    "|---:|---|---:|---:|---|---:|---:|---|",
+    ...record.passes.map(
+      (p) =>
+        `| ${p.pass} | ${p.gateway} | ${p.off.upstreamCalls} | ${p.on.upstreamCalls} | ${statuses(p.on.statuses)} | ${p.on.sharedReads} | ${p.on.sharedWrites} | ${p.off.seconds.toFixed(1)} / ${p.on.seconds.toFixed(1)} |`,
+    ),
+    "",
+    `Answers compared between the two runs: ${record.answersCompared}, differing: ${record.answersDiffering}. Memory hit (eth_chainId) vs a request the gateway answers alone (a denied method), one at a time over HTTP, ${record.latency.samples} each: p50 ${ms(record.latency.hitP50Ms)} vs ${ms(record.latency.noUpstreamP50Ms)} ms.${record.problems.length > 0 ? ` Problems: ${record.problems.join("; ")}` : ""}`,
     "",
   ];
 }

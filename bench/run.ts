@@ -3,7 +3,7 @@
  * a baseline in the same run, with a verdict per target. Writes bench/results.json (the latest
  * result of every part) and the generated section of bench/RESULTS.md.
  *
- *   npm run bench -- [--only throughput,ab,handler,cold,cost,profile] [--dry-run]
+ *   npm run bench -- [--only throughput,ab,handler,cold,cost,profile,replay] [--dry-run]
  *     [--rounds 2] [--seconds 5] [--warmup 2]          local server (throughput, ab)
  *     [--handler-rounds 3] [--handler-count 5000]      handler CPU
  *     [--starts 9]                                      cold starts per handler
@@ -19,6 +19,9 @@
  *   cost        dollars per million requests at list prices, from the measured billed
  *               duration and DynamoDB calls
  *   profile     --cpu-prof of the handler and of the local server; the biggest costs
+ *   replay      the answer cache: an indexer's three passes over finalized blocks across 4
+ *               containers, upstream calls with the cache off and on, shared-tier reads, and
+ *               what a memory hit adds over a request that needs no upstream
  *
  * Exits 1 when a measurement had errors (its figures are not a valid result).
  */
@@ -38,6 +41,7 @@ import { LAMBDA_NETWORK, type LambdaEnvironment, startLambdaEnvironment } from "
 import { loadGenerator } from "./load.ts";
 import { formatLoad, loadAverage, machineInfo } from "./machine.ts";
 import { profileHandler, profileLocalServer, profilePacedHandler } from "./profiling.ts";
+import { measureReplay, type ReplayRecord } from "./replay.ts";
 import { addedLatency, renderReport, verdict, writeReport } from "./report.ts";
 import {
   PART_NAMES,
@@ -64,6 +68,8 @@ const TARGETS = {
   handlerCpuRatio: 1.5,
   coldRatio: 1.15,
   dollarsPerMillion: 1.25,
+  replayUpstreamReduction: 0.5,
+  memoryHitAddedMs: 0.2,
 };
 
 const args = (() => {
@@ -162,6 +168,45 @@ function throughputVerdicts(
   ];
 }
 
+function replayVerdicts(record: ReplayRecord): Verdict[] {
+  const off = record.passes.reduce((sum, p) => sum + p.off.upstreamCalls, 0);
+  const on = record.passes.reduce((sum, p) => sum + p.on.upstreamCalls, 0);
+  const reduction = off === 0 ? Number.NaN : 1 - on / off;
+  const valid = record.problems.length === 0;
+  // Passes 2 and 3 ask only for what pass 1 stored: every call that was not a memory hit
+  // looked in the shared tier, one read per request.
+  const later = record.passes.filter((p) => p.pass > 1);
+  const reads = later.reduce((sum, p) => sum + p.on.sharedReads, 0);
+  const lookups = later.reduce(
+    (sum, p) => sum + (p.on.statuses["hit-shared"] ?? 0) + (p.on.statuses.miss ?? 0),
+    0,
+  );
+  const sharedHits = later.reduce((sum, p) => sum + (p.on.statuses["hit-shared"] ?? 0), 0);
+  const { latency } = record;
+  return [
+    {
+      target: `indexer replay across ${record.containers} containers: ≥ ${TARGETS.replayUpstreamReduction * 100} % fewer upstream calls than with the cache off`,
+      measured: `${on} vs ${off} calls over 3 passes = ${(reduction * 100).toFixed(1)} % fewer`,
+      verdict: verdict(reduction >= TARGETS.replayUpstreamReduction, valid),
+    },
+    {
+      target: "indexer replay: answers identical with the cache on and off",
+      measured: `${record.answersCompared - record.answersDiffering} of ${record.answersCompared} identical`,
+      verdict: verdict(record.answersDiffering === 0 && record.answersCompared > 0, valid),
+    },
+    {
+      target: "a shared hit costs one DynamoDB read",
+      measured: `${reads} reads for ${lookups} shared lookups (${sharedHits} hits) in passes 2–3`,
+      verdict: verdict(lookups > 0 && reads === lookups, valid),
+    },
+    {
+      target: `a memory hit adds < ${TARGETS.memoryHitAddedMs} ms at p50 over a request that needs no upstream`,
+      measured: `${latency.hitP50Ms.toFixed(3)} vs ${latency.noUpstreamP50Ms.toFixed(3)} ms = ${latency.addedP50Ms >= 0 ? "+" : "−"}${Math.abs(latency.addedP50Ms).toFixed(3)} ms`,
+      verdict: verdict(latency.addedP50Ms < TARGETS.memoryHitAddedMs, latency.samples > 0),
+    },
+  ];
+}
+
 async function main(): Promise<number> {
   const parts = selectedParts();
   // Every number is checked before anything starts.
@@ -239,6 +284,13 @@ async function main(): Promise<number> {
         records,
         verdicts: [],
       };
+    }
+
+    if (parts.has("replay")) {
+      const started = loadAverage();
+      const record = await measureReplay(log);
+      invalid ||= record.problems.length > 0;
+      results.replay = { ...meta(started), record, verdicts: replayVerdicts(record) };
     }
 
     const lambdaParts = (["handler", "cold", "cost", "profile", "ab"] as const).filter((p) =>

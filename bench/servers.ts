@@ -79,6 +79,21 @@ export function startGatewayProcess(options: {
   );
 }
 
+/** The gateway as `npm start -- --config F --port 0 [args]` runs it, on a config of the caller's. */
+export function startGatewayWithConfig(
+  name: string,
+  configPath: string,
+  args: readonly string[],
+): Promise<ServerProcess> {
+  return startServer(
+    name,
+    "npm",
+    ["start", "--", "--config", configPath, "--port", "0", ...args],
+    /RPC gateway running at (http:\/\/\S+)/,
+    {},
+  );
+}
+
 /** The plain undici pass-through (bench/passthrough.ts) in its own Node process. */
 export function startPassthroughProcess(upstreamUrl: string): Promise<ServerProcess> {
   return startServer(

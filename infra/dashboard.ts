@@ -13,10 +13,8 @@ import type { IFunction } from "aws-cdk-lib/aws-lambda";
 import type { Construct } from "constructs";
 import {
   BLACKLIST_REASONS,
-  DASHBOARD_METRICS_PENDING,
   type GatewayMetrics,
   METRICS_NAMESPACE,
-  type MetricName,
   MINUTE,
   RETRY_KINDS,
 } from "./metric-contract.ts";
@@ -30,14 +28,12 @@ export interface GatewayDashboardProps {
   readonly monitor: IFunction;
   readonly alarms: readonly Alarm[];
   readonly metrics: GatewayMetrics;
-  /** Metrics whose widgets are left out (default `DASHBOARD_METRICS_PENDING`). */
-  readonly pendingMetrics?: ReadonlySet<MetricName>;
 }
 
 /**
  * One dashboard for an environment: the alarms, the API and both Lambdas, then per network the
  * story the status page tells: traffic, errors by kind, blacklists by reason, quorum and heads,
- * served head lag and cache hit ratio (once emitted), and the same by provider.
+ * served head lag and cache hit ratio, and the same by provider.
  */
 export function addGatewayDashboard(
   scope: Construct,
@@ -96,8 +92,7 @@ export function addGatewayDashboard(
       metrics.metric("providers_left_out", {}, "Maximum", MINUTE),
     ]),
   );
-  const pending = props.pendingMetrics ?? DASHBOARD_METRICS_PENDING;
-  for (const network of networks) addNetworkRows(dashboard, metrics, network, pending);
+  for (const network of networks) addNetworkRows(dashboard, metrics, network);
   return dashboard;
 }
 
@@ -105,12 +100,7 @@ export function addGatewayDashboard(
  * The story of one network: its traffic and what went wrong (errors by kind, blacklists by
  * reason), its quorum and heads, and the same by provider.
  */
-function addNetworkRows(
-  dashboard: Dashboard,
-  metrics: GatewayMetrics,
-  network: string,
-  pending: ReadonlySet<MetricName>,
-): void {
+function addNetworkRows(dashboard: Dashboard, metrics: GatewayMetrics, network: string): void {
   dashboard.addWidgets(new TextWidget({ markdown: `## ${network}`, width: 24, height: 1 }));
   dashboard.addWidgets(
     graph(`${network}: requests, attempts`, [
@@ -141,28 +131,21 @@ function addNetworkRows(
     graph(`${network}: head lag by provider (s)`, [
       metrics.search("head_lag_seconds", network, "Maximum"),
     ]),
+    graph(`${network}: served head lag (s)`, [
+      metrics.metric("served_head_lag_seconds", { network }, "Maximum", MINUTE),
+    ]),
+    graph(`${network}: cache hit ratio (%)`, [
+      new MathExpression({
+        expression: "IF(hits + misses > 0, 100 * hits / (hits + misses), 0)",
+        usingMetrics: {
+          hits: metrics.sumOf("cache_hits", network, {}, "Sum", "hits"),
+          misses: metrics.sumOf("cache_misses", network, {}, "Sum", "misses"),
+        },
+        label: "hit ratio %",
+        period: MINUTE,
+      }),
+    ]),
   ];
-  if (!pending.has("served_head_lag_seconds")) {
-    heads.push(
-      graph(`${network}: served head lag (s)`, [
-        metrics.metric("served_head_lag_seconds", { network }, "Maximum", MINUTE),
-      ]),
-    );
-  }
-  if (!pending.has("cache_hits") && !pending.has("cache_misses")) {
-    const hits = metrics.sumOf("cache_hits", network, {}, "Sum", "hits");
-    const misses = metrics.sumOf("cache_misses", network, {}, "Sum", "misses");
-    heads.push(
-      graph(`${network}: cache hit ratio (%)`, [
-        new MathExpression({
-          expression: "IF(hits + misses > 0, 100 * hits / (hits + misses), 0)",
-          usingMetrics: { hits, misses },
-          label: "hit ratio %",
-          period: MINUTE,
-        }),
-      ]),
-    );
-  }
   dashboard.addWidgets(...heads);
   dashboard.addWidgets(
     graph(`${network}: retried errors by provider and kind`, [

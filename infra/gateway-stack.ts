@@ -30,8 +30,8 @@ export interface GatewayStackProps extends StackProps {
  * quorum, its memory and its lease.
  */
 export const PROXY_TABLE_ACCESS = {
-  actions: ["GetItem", "Query", "UpdateItem"],
-  partitions: ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*"],
+  actions: ["BatchGetItem", "GetItem", "Query", "UpdateItem"],
+  partitions: ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*", "CACHE#*"],
 } as const;
 export const MONITOR_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "PutItem", "UpdateItem"],

@@ -15,11 +15,10 @@ import { EmailSubscription } from "aws-cdk-lib/aws-sns-subscriptions";
 import { Construct } from "constructs";
 import { addGatewayDashboard } from "./dashboard.ts";
 import type { EnvironmentSettings } from "./environments.ts";
-import { GatewayMetrics, type MetricName, MINUTE } from "./metric-contract.ts";
+import { GatewayMetrics, MINUTE } from "./metric-contract.ts";
 
 export { dashboardUrl } from "./dashboard.ts";
 export {
-  DASHBOARD_METRICS_PENDING,
   METRIC_DIMENSIONS,
   METRICS_NAMESPACE,
   type MetricName,
@@ -33,8 +32,6 @@ export interface MonitoringProps {
   readonly api: IHttpApi;
   readonly proxy: IFunction;
   readonly monitor: IFunction;
-  /** Metrics whose widgets are left out (default `DASHBOARD_METRICS_PENDING`). */
-  readonly pendingMetrics?: ReadonlySet<MetricName>;
 }
 
 /** Alarm topic, alarms (docs/behaviour.md §7) and one dashboard for an environment. */
@@ -175,7 +172,6 @@ export class Monitoring extends Construct {
       monitor: props.monitor,
       alarms: this.alarms,
       metrics: this.metrics,
-      ...(props.pendingMetrics ? { pendingMetrics: props.pendingMetrics } : {}),
     });
   }
 

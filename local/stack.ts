@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DynamoAnswerStore } from "../functions/adapters/answer-store.ts";
 import { createConfigSource } from "../functions/adapters/config-source.ts";
 import { DynamoEventStore } from "../functions/adapters/event-store.ts";
 import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
@@ -63,6 +64,8 @@ export interface LocalStack {
   readonly nodes: readonly AnvilNode[];
   readonly dynamo: LocalDynamoDb;
   readonly store: DynamoStateStore;
+  /** The answer cache's shared tier every container of this stack uses. */
+  readonly answers: DynamoAnswerStore;
   readonly runtime: ProxyRuntime;
   /** The proxy as Lambda runs it (middy and its middlewares), behind the emulator. */
   readonly handler: ProxyHandler;
@@ -112,6 +115,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const tables = { client: store.client, tableName: store.tableName };
     const statsStore = new DynamoStatsStore(tables);
     const eventStore = new DynamoEventStore(tables);
+    const answers = new DynamoAnswerStore({
+      ...tables,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
     const secrets = envSecretResolver(options.env ?? process.env);
     const clockOption = options.clock ? { clock: options.clock } : {};
     const metricsOption = options.writeMetrics ? { writeMetrics: options.writeMetrics } : {};
@@ -126,6 +133,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         usageStore: new DynamoUsageStore(tables),
         ledger: new DynamoTransactionLedger(tables),
         eventStore,
+        sharedAnswers: answers,
         upstream: containerUpstream,
         ...clockOption,
         ...(options.random ? { random: options.random } : {}),
@@ -171,7 +179,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         : { containers: { count: containers, create: createContainer } }),
     });
     cleanups.push(() => api.close());
-    return { url: api.url, configPath, nodes, dynamo, store, runtime, handler, monitor, close };
+    return {
+      url: api.url,
+      configPath,
+      nodes,
+      dynamo,
+      store,
+      answers,
+      runtime,
+      handler,
+      monitor,
+      close,
+    };
   } catch (error) {
     await close();
     throw error;

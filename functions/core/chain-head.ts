@@ -84,6 +84,14 @@ export function servedHeadAt(head: ChainHead | null, now: number, delayMs: numbe
 }
 
 /**
+ * The highest block known to exist: the monitor's latest, or a higher one some container
+ * published (answers about blocks up to it can be kept, docs/behaviour.md §11).
+ */
+export function highestKnownBlock(head: ChainHead | null): number {
+  return Math.max(head?.latest.number ?? 0, head?.served?.block ?? 0);
+}
+
+/**
  * The publication delay: twice the age a container's copy of the shared state may reach
  * (`state_cache_ms`), plus the time a write takes to be read back, so every container's copy
  * holds every publication old enough to answer with.

@@ -201,6 +201,8 @@ const tunableShape = {
   max_capability_blacklists: z._default(nonNegativeInt, 64),
   learned_limit_ttl_seconds: z._default(seconds, 86_400),
   max_upstream_calls: z._default(positiveInt, 50),
+  cache: z._default(z.boolean(), true),
+  cache_shared_ttl_seconds: z._default(seconds, 604_800),
   cooldown_seconds: cooldown.full,
   probe: probe.full,
   quorum: quorum.full,
@@ -234,6 +236,8 @@ const networkOverrideShape = {
   max_capability_blacklists: z.optional(nonNegativeInt),
   learned_limit_ttl_seconds: z.optional(seconds),
   max_upstream_calls: z.optional(positiveInt),
+  cache: z.optional(z.boolean()),
+  cache_shared_ttl_seconds: z.optional(seconds),
   cooldown_seconds: z.optional(cooldown.override),
   probe: z.optional(probe.override),
   quorum: z.optional(quorum.override),
@@ -330,6 +334,8 @@ export const configSchema = z
     config_refresh_seconds: z._default(seconds, 30),
     inner_errors: z._default(z.array(nonEmptyString), []),
     api_keys: z._default(z.array(apiKeySchema), []),
+    /** This container's memory for cached answers, every network together (bytes). */
+    cache_memory_bytes: z._default(positiveInt, 33_554_432),
     networks: z.record(z.string(), networkSchema).check(
       z.superRefine((networks, ctx) => {
         for (const name of Object.keys(networks)) {

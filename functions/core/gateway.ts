@@ -5,6 +5,7 @@ import type { GatewayModel, Network, Provider } from "./network-model.ts";
 import type { LearnedLimit, NetworkState } from "./network-state.ts";
 import { DEADLINE_MARGIN_MS, QUORUM_STALE_INTERVALS } from "./policies.ts";
 import type {
+  SharedAnswerStore,
   StateStore,
   Telemetry,
   TransactionLedger,
@@ -13,6 +14,7 @@ import type {
   Wait,
 } from "./ports.ts";
 import { type AcceptedRequest, admitCalls, callsOf } from "./request/admit.ts";
+import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
 import { runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import { startSends } from "./request/broadcast.ts";
@@ -57,6 +59,8 @@ export interface GatewayDeps extends HealthRecorderDeps {
   /** Where sent transactions' outcomes are shared; without it, no ledger. */
   readonly ledger?: TransactionLedger;
   readonly wait: Wait;
+  /** The answer cache's shared tier (immutable answers); without it, memory only. */
+  readonly sharedAnswers?: SharedAnswerStore;
 }
 
 export interface RpcOptions {
@@ -98,10 +102,22 @@ export class Gateway {
   readonly #health: HealthRecorder;
   readonly #servable = new ServableMethods();
   readonly #observed = new ObservedHeads();
+  readonly #answers: AnswerCache;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
+    this.#answers = new AnswerCache({
+      clock: deps.clock,
+      telemetry: deps.telemetry,
+      scrubAnswer: deps.scrubAnswer,
+      ...(deps.sharedAnswers ? { shared: deps.sharedAnswers } : {}),
+    });
+  }
+
+  /** This container's answer cache: hits and misses by class, and its memory use. */
+  answerCache(network: string) {
+    return { classes: this.#answers.counts(network), memory: this.#answers.memoryUsage() };
   }
 
   /** Providers of the network this container has rotated away from (force-rotate). */
@@ -170,6 +186,7 @@ export class Gateway {
       scope.pin,
     );
     const fromHead = answerFromServedHead(open, scope.servedHead);
+    const cached = await this.#answers.lookup(model, network, request, open, state.head);
     const sends = await startSends(open, network.name, { ...this.#deps, settings });
     const attempts = await runAttempts({
       upstream: this.#deps.upstream,
@@ -191,6 +208,7 @@ export class Gateway {
     );
     this.#settleBlockNumbers(scope, open, fromHead);
     await sends.settle(deadline);
+    this.#answers.store(model, cached);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
@@ -198,9 +216,13 @@ export class Gateway {
     });
     await settleWrites(scope.writes, this.#deps.wait);
 
-    const response = assembleResponse(
-      { network, request, open, immediate, used: scope.used, attempts },
-      this.#deps,
+    const response = withCacheOutcome(
+      assembleResponse(
+        { network, request, open, immediate, used: scope.used, attempts },
+        this.#deps,
+      ),
+      cached,
+      request,
     );
     reportRequest(this.#deps.telemetry, {
       network,

@@ -52,6 +52,8 @@ export interface GatewayModel {
   readonly checkIntervalSeconds: number;
   readonly configRefreshSeconds: number;
   readonly innerErrors: readonly string[];
+  /** This container's memory for cached answers, every network together (bytes). */
+  readonly cacheMemoryBytes: number;
   /** Browser origins allowed by CORS (`cors_origins`). */
   readonly corsOrigins: readonly string[];
   /** The keys with their names and usage limits (null = unlimited), in config order. */
@@ -142,6 +144,8 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     learned_limit_ttl_seconds:
       network.learned_limit_ttl_seconds ?? config.learned_limit_ttl_seconds,
     max_upstream_calls: network.max_upstream_calls ?? config.max_upstream_calls,
+    cache: network.cache ?? config.cache,
+    cache_shared_ttl_seconds: network.cache_shared_ttl_seconds ?? config.cache_shared_ttl_seconds,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },
     probe: { ...config.probe, ...network.probe },
     quorum: {
@@ -262,6 +266,7 @@ export function buildModel(
     checkIntervalSeconds: config.check_interval_seconds,
     configRefreshSeconds: config.config_refresh_seconds,
     innerErrors: config.inner_errors,
+    cacheMemoryBytes: config.cache_memory_bytes,
     corsOrigins: config.cors_origins,
     apiKeys: config.api_keys.map((key) => ({
       name: key.name,

@@ -106,6 +106,20 @@ export interface TransactionLedger {
   settle(network: string, hash: string, outcome: LedgerEntry): Promise<void>;
 }
 
+/**
+ * The shared tier of the answer cache (docs/behaviour.md §11): immutable answers only, by
+ * network and key, for every container. A read never waits long: a slow store is a miss.
+ */
+export interface SharedAnswerStore {
+  /** The answers stored under `keys` that have not expired; a key not found is absent. */
+  read(network: string, keys: readonly string[]): Promise<ReadonlyMap<string, string>>;
+  /**
+   * Keeps an answer until `expiresAt` (ms). False when it was not kept: too large for the
+   * store even compressed.
+   */
+  write(network: string, key: string, text: string, expiresAt: number): Promise<boolean>;
+}
+
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 export interface Telemetry {

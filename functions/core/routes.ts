@@ -1,3 +1,5 @@
+import type { AnswerClass } from "./request/cache-class.ts";
+
 /** The HTTP surface of docs/behaviour.md §2, matched from method and path alone. */
 export type Route =
   | { readonly kind: "rpc"; readonly network: string }
@@ -86,23 +88,19 @@ export function getModeBody(method: string, params: string): { body: string } | 
   };
 }
 
-/** Methods whose non-null answer never changes: safe for a CDN to cache (GET mode). */
-const IMMUTABLE_METHODS = new Set([
-  "eth_chainId",
-  "net_version",
-  "eth_getBlockByHash",
-  "eth_getTransactionByHash",
-  "eth_getTransactionReceipt",
-  "eth_getTransactionByBlockHashAndIndex",
-  "eth_getBlockTransactionCountByHash",
-  "eth_getUncleByBlockHashAndIndex",
-]);
-
-export function cacheControlFor(method: string, answer: string, status: number): string {
-  const immutable =
-    status === 200 &&
-    IMMUTABLE_METHODS.has(method) &&
-    !answer.includes('"error"') &&
-    !/"result"\s*:\s*null/.test(answer);
-  return immutable ? "public, max-age=31536000, immutable" : "no-store";
+/**
+ * GET mode's Cache-Control (docs/behaviour.md §11), from the answer's cache class: an
+ * immutable answer for a year; an unfinalized or realtime one for a block time (at least a
+ * second); anything else, an error and a failure not at all. With API keys configured a
+ * shared cache must not keep it (it would serve a keyed answer to callers without the key).
+ */
+export function cacheControlFor(
+  answerClass: AnswerClass,
+  status: number,
+  options: { readonly blockTimeSeconds: number; readonly keyed: boolean },
+): string {
+  if (status !== 200 || answerClass === "never") return "no-store";
+  const scope = options.keyed ? "private" : "public";
+  if (answerClass === "immutable") return `${scope}, max-age=31536000, immutable`;
+  return `${scope}, max-age=${Math.max(1, Math.floor(options.blockTimeSeconds))}`;
 }

@@ -3,7 +3,9 @@ import { EVENTS_SHOWN, type EventStatus, eventStatus, type GatewayEvent } from "
 import { healthState } from "./health.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
+import type { ClassCounts } from "./request/answer-cache.ts";
 import { batchLimitOf } from "./request/batch-limits.ts";
+import type { AnswerClass } from "./request/cache-class.ts";
 import {
   activeProvider,
   configuredOrder,
@@ -46,6 +48,8 @@ export interface StatusInput {
   readonly reachable?: (provider: string) => number | null;
   /** The network's recent events, newest first (at most `EVENTS_SHOWN` are shown). */
   readonly events?: readonly GatewayEvent[];
+  /** This container's answer cache hits and misses, by class. */
+  readonly cacheClasses?: Readonly<Record<AnswerClass, ClassCounts>>;
 }
 
 export type ProviderState = "healthy" | "blacklisted" | "awaiting_probe" | "out_of_quorum";
@@ -122,6 +126,11 @@ export interface NetworkStatus {
   }>;
   /** What happened, newest first, at most 100: blacklists, probes, quorum changes, config. */
   readonly events: readonly EventStatus[];
+  /** The answer cache in this container: whether it is on, and hits and misses by class. */
+  readonly cache: {
+    readonly enabled: boolean;
+    readonly classes: Readonly<Record<AnswerClass, ClassCounts>>;
+  };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -231,5 +240,17 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       detail: provider.detail,
     })),
     events: (input.events ?? []).slice(0, EVENTS_SHOWN).map(eventStatus),
+    cache: {
+      enabled: network.settings.cache,
+      classes: input.cacheClasses ?? NO_CACHE_COUNTS,
+    },
   };
 }
+
+const NO_COUNTS: ClassCounts = { hits: 0, misses: 0, ratio: null };
+const NO_CACHE_COUNTS: Readonly<Record<AnswerClass, ClassCounts>> = {
+  immutable: NO_COUNTS,
+  unfinalized: NO_COUNTS,
+  realtime: NO_COUNTS,
+  never: NO_COUNTS,
+};

@@ -207,7 +207,10 @@ async function route(
       const answer = await deps.gateway.handleRpc(route.network, built.body, timing);
       const result = json(answer.status, answer.body, {
         ...answer.headers,
-        "cache-control": cacheControlFor(route.method, answer.body, answer.status),
+        "cache-control": cacheControlFor(answer.cacheClass ?? "never", answer.status, {
+          blockTimeSeconds: model.networks.get(route.network)?.settings.block_time_seconds ?? 1,
+          keyed: model.apiKeys.length > 0,
+        }),
       });
       return withinLambdaLimit(result, built.body);
     }

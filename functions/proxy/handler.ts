@@ -1,3 +1,4 @@
+import { DynamoAnswerStore } from "../adapters/answer-store.ts";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
 import { DynamoEventStore } from "../adapters/event-store.ts";
 import { createSecretResolver } from "../adapters/secrets.ts";
@@ -21,6 +22,7 @@ export const handler = createProxyHandler(
     usageStore: new DynamoUsageStore(tables),
     eventStore: new DynamoEventStore(tables),
     ledger: new DynamoTransactionLedger(tables),
+    sharedAnswers: new DynamoAnswerStore(tables),
     upstream: createUpstream(),
   }),
 );

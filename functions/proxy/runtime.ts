@@ -14,7 +14,7 @@ import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/e
 import { Gateway } from "../core/gateway.ts";
 import { KeyUsage } from "../core/key-usage.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
-import type { StateStore, TransactionLedger, Upstream } from "../core/ports.ts";
+import type { SharedAnswerStore, StateStore, TransactionLedger, Upstream } from "../core/ports.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
 import { StateCache } from "../core/state-cache.ts";
 import { HISTORY_WINDOW_SECONDS, historyOf } from "../core/stats-history.ts";
@@ -44,6 +44,8 @@ export interface ProxyRuntimeOptions {
   readonly eventStore?: EventStore;
   /** Where sent transactions' outcomes are shared across containers; without it, none. */
   readonly ledger?: TransactionLedger;
+  /** The answer cache's shared tier (immutable answers); without it, each container's memory only. */
+  readonly sharedAnswers?: SharedAnswerStore;
   readonly clock?: () => number;
   readonly random?: () => number;
   /** Where EMF metric lines go (stdout by default). */
@@ -138,6 +140,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     ...(options.ledger ? { ledger: options.ledger } : {}),
     recordOutcome: stats.record,
     ...(events ? { events } : {}),
+    ...(options.sharedAnswers ? { sharedAnswers: options.sharedAnswers } : {}),
   });
 
   /** The newest events the status shows; without them (DynamoDB down) the status still answers. */
@@ -186,6 +189,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       observedHeads: gateway.observedHeads(spec, context),
       reachable: gateway.reachable(spec, context),
       events: recent,
+      cacheClasses: gateway.answerCache(network).classes,
     });
     const history = new Map(
       withHistory

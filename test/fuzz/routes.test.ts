@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { ChainHead } from "../../functions/core/chain-head.ts";
+import { classifyAnswer, planCall } from "../../functions/core/request/cache-class.ts";
 import {
   cacheControlFor,
   getModeBody,
@@ -18,6 +20,18 @@ import {
 } from "./arbitraries.ts";
 
 /** matchRoute / getModeBody (functions/core/routes.ts) and matchingKey on anything. */
+
+/** A chain position with a finalized block, so calls about blocks may be cached. */
+const HEAD: ChainHead = {
+  latest: { number: 200, hash: `0x${"2".repeat(64)}` },
+  safe: { number: 180, hash: `0x${"18".repeat(32)}` },
+  finalized: { number: 150, hash: `0x${"15".repeat(32)}` },
+  served: { block: 200, at: 0 },
+  previousServed: null,
+  updatedAt: 0,
+  reorgSeenAt: 0,
+};
+const TIMING = { blockTimeSeconds: 12, keyed: false };
 
 const KINDS = new Set<Route["kind"]>([
   "rpc",
@@ -211,11 +225,15 @@ describe("matchRoute never throws", () => {
           } else {
             expect(built.error).toMatch(/^GET mode: /);
           }
-          // Errors and failures are never cached, whatever the method.
-          const error = '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"x"}}';
-          expect(cacheControlFor(result.method, error, 200)).toBe("no-store");
-          const answer = '{"jsonrpc":"2.0","id":1,"result":"0x1"}';
-          expect(cacheControlFor(result.method, answer, 502)).toBe("no-store");
+          // Errors and failures are never cached, whatever the method and params.
+          const sentParams =
+            "body" in built ? (JSON.parse(built.body) as { params: unknown }).params : [];
+          const plan = planCall(result.method, sentParams, HEAD);
+          const error = { jsonrpc: "2.0", id: 1, error: { code: -32000, message: "x" } };
+          const answerClass = classifyAnswer(plan, error, HEAD).class;
+          expect(answerClass).toBe("never");
+          expect(cacheControlFor(answerClass, 200, TIMING)).toBe("no-store");
+          expect(cacheControlFor("immutable", 502, TIMING)).toBe("no-store");
         },
       ),
       fuzzParams(1500),

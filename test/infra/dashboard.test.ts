@@ -4,8 +4,8 @@ import { HttpApi } from "aws-cdk-lib/aws-apigatewayv2";
 import { Code, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
 import { describe, expect, it } from "vitest";
 import { ENVIRONMENTS } from "../../infra/environments.ts";
-import { BLACKLIST_REASONS, type MetricName, RETRY_KINDS } from "../../infra/metric-contract.ts";
-import { DASHBOARD_METRICS_PENDING, Monitoring } from "../../infra/monitoring.ts";
+import { BLACKLIST_REASONS, RETRY_KINDS } from "../../infra/metric-contract.ts";
+import { Monitoring } from "../../infra/monitoring.ts";
 
 /**
  * The dashboard tells each network's story as the status page does: requests, errors by kind,
@@ -18,7 +18,7 @@ interface Widget {
   readonly properties: { readonly title?: string; readonly metrics?: unknown[][] };
 }
 
-function dashboardOf(pendingMetrics?: ReadonlySet<MetricName>): Widget[] {
+function dashboardOf(): Widget[] {
   const stack = new Stack(new App(), "DashboardTest");
   const fn = (id: string) =>
     new LambdaFunction(stack, id, {
@@ -33,7 +33,6 @@ function dashboardOf(pendingMetrics?: ReadonlySet<MetricName>): Widget[] {
     api: new HttpApi(stack, "Api"),
     proxy: fn("Proxy"),
     monitor: fn("Monitor"),
-    ...(pendingMetrics ? { pendingMetrics } : {}),
   });
   const [dashboard] = Object.values(
     Template.fromStack(stack).findResources("AWS::CloudWatch::Dashboard"),
@@ -97,14 +96,8 @@ describe("the dashboard", () => {
     expect(series.every((entry) => entry.expression.includes('network="base"'))).toBe(true);
   });
 
-  it("leaves out the cache graphs while their metrics are pending, and shows the served head lag", () => {
-    expect([...DASHBOARD_METRICS_PENDING].sort()).toEqual(["cache_hits", "cache_misses"]);
-    expect(titles(widgets).filter((title) => /cache/.test(title))).toEqual([]);
-    expect(titles(widgets).filter((title) => /served head/.test(title)).length).toBeGreaterThan(0);
-  });
-
-  it("draws them once they are emitted: served head lag, and the cache hit ratio from hits and misses", () => {
-    const enabled = dashboardOf(new Set());
+  it("draws the served head lag, and the cache hit ratio from hits and misses", () => {
+    const enabled = widgets;
     expect(seriesOf(enabled, "ethereum: served head lag (s)")).toEqual([
       {
         expression: "RpcGateway served_head_lag_seconds network ethereum service rpc-gateway-dev",

@@ -248,8 +248,8 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
     const tableAccess = [
       [
         stack.proxy,
-        ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
-        ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*"],
+        ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+        ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*", "CACHE#*"],
       ],
       [
         stack.monitor,

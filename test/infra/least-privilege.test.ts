@@ -84,6 +84,7 @@ describe("least privilege", () => {
         "functions/adapters/stats-store.ts",
         "functions/adapters/event-store.ts",
         "functions/adapters/usage-store.ts",
+        "functions/adapters/answer-store.ts",
       ].flatMap(dynamoCommands),
     );
     expect([...used].sort()).toEqual([...PROXY_TABLE_ACCESS.actions].sort());
@@ -112,7 +113,7 @@ describe("least privilege", () => {
 
   it("table access is scoped to the partitions each function uses (dynamodb:LeadingKeys)", () => {
     for (const [role, partitions] of [
-      ["proxy", ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*"]],
+      ["proxy", ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*", "CACHE#*"]],
       ["monitor", ["NET#*", "STATS#*", "EVENTS#*", "MONITOR#*", "LEASE#monitor"]],
     ] as const) {
       const table = statementsOf(template, stack, role).find((s) => s.Sid === "StateTable");

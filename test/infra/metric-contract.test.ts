@@ -103,6 +103,9 @@ beforeAll(async () => {
 
   // Traffic, then an upstream failure: retried elsewhere, the primary blacklisted.
   expect((await rpc()).provider).toBe("primary");
+  // The answer cache: a miss, then a hit from memory.
+  await rpc("eth_chainId");
+  expect((await rpc("eth_chainId")).provider).toBe("");
   await shim.setFault({ kind: "http", status: 503 });
   expect((await rpc()).provider).toBe("secondary");
   await shim.setFault(null);

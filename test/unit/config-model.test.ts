@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { configSchema } from "../../functions/core/config-schema.ts";
 import { buildModel, deriveProviderName, parseConfig } from "../../functions/core/network-model.ts";
 import { makeScrubber, makeSecretScrubber, redactUrl } from "../../functions/core/redact.ts";
+import type { AnswerClass } from "../../functions/core/request/cache-class.ts";
 import { cacheControlFor, getModeBody, matchRoute } from "../../functions/core/routes.ts";
 
 describe("config: invictus configs load unchanged, defaults filled", () => {
@@ -265,17 +266,26 @@ describe("routes of docs/behaviour.md §2", () => {
     expect("body" in getModeBody(method, params)).toBe(ok);
   });
 
-  it.each([
+  it.each<[AnswerClass, number, { blockTimeSeconds: number; keyed: boolean }, string]>([
     [
-      "eth_chainId",
-      '{"jsonrpc":"2.0","id":1,"result":"0x1"}',
+      "immutable",
       200,
+      { blockTimeSeconds: 12, keyed: false },
       "public, max-age=31536000, immutable",
     ],
-    ["eth_getTransactionReceipt", '{"jsonrpc":"2.0","id":1,"result":null}', 200, "no-store"],
-    ["eth_blockNumber", '{"jsonrpc":"2.0","id":1,"result":"0x10"}', 200, "no-store"],
-    ["eth_chainId", '{"jsonrpc":"2.0","id":1,"error":{"code":-32603}}', 502, "no-store"],
-  ])("Cache-Control for %s", (method, answer, status, header) => {
-    expect(cacheControlFor(method, answer, status)).toBe(header);
+    [
+      "immutable",
+      200,
+      { blockTimeSeconds: 12, keyed: true },
+      "private, max-age=31536000, immutable",
+    ],
+    ["unfinalized", 200, { blockTimeSeconds: 12, keyed: false }, "public, max-age=12"],
+    ["realtime", 200, { blockTimeSeconds: 2.5, keyed: false }, "public, max-age=2"],
+    ["realtime", 200, { blockTimeSeconds: 0.25, keyed: true }, "private, max-age=1"],
+    ["never", 200, { blockTimeSeconds: 12, keyed: false }, "no-store"],
+    ["immutable", 502, { blockTimeSeconds: 12, keyed: false }, "no-store"],
+    ["realtime", 429, { blockTimeSeconds: 12, keyed: false }, "no-store"],
+  ])("Cache-Control for a %s answer, HTTP %i, %o", (answerClass, status, options, header) => {
+    expect(cacheControlFor(answerClass, status, options)).toBe(header);
   });
 });

@@ -56,6 +56,15 @@ function network(fields: Partial<NetworkStatus> = {}): NetworkStatus {
     providers: [provider("main")],
     providers_left_out: [],
     events: [],
+    cache: {
+      enabled: true,
+      classes: {
+        immutable: { hits: 0, misses: 0, ratio: null },
+        unfinalized: { hits: 0, misses: 0, ratio: null },
+        realtime: { hits: 0, misses: 0, ratio: null },
+        never: { hits: 0, misses: 0, ratio: null },
+      },
+    },
     ...fields,
   };
 }

@@ -4,7 +4,11 @@ import type { GatewayEvent } from "../../functions/core/events.ts";
 import { HEALTHY } from "../../functions/core/health.ts";
 import { buildModel } from "../../functions/core/network-model.ts";
 import { EMPTY_NETWORK_STATE } from "../../functions/core/network-state.ts";
-import { type NetworkStatus, networkStatus } from "../../functions/core/status.ts";
+import {
+  type NetworkStatus,
+  networkStatus,
+  type StatusInput,
+} from "../../functions/core/status.ts";
 
 /**
  * The status JSON is a stable interface (docs/behaviour.md §2): monitoring and scripts read it,
@@ -31,8 +35,11 @@ const network = model.networks.get("eth");
 if (network === undefined) throw new Error("no network");
 
 function status(events: readonly GatewayEvent[] = []): NetworkStatus {
-  return networkStatus({
-    events,
+  return networkStatus({ ...statusInput(), events });
+}
+
+function statusInput(): StatusInput {
+  return {
     model,
     network: network as NonNullable<typeof network>,
     now: NOW,
@@ -73,7 +80,7 @@ function status(events: readonly GatewayEvent[] = []): NetworkStatus {
       errors: 1,
       latency_ms: { p50: 20, p95: 80 },
     }),
-  });
+  };
 }
 
 describe("the status JSON", () => {
@@ -81,6 +88,7 @@ describe("the status JSON", () => {
     expect(Object.keys(status()).sort()).toEqual(
       [
         "active_provider",
+        "cache",
         "chain_id",
         "config_source",
         "events",
@@ -92,6 +100,29 @@ describe("the status JSON", () => {
         "served_head",
       ].sort(),
     );
+  });
+
+  it("shows this container's answer cache by class: hits, misses and their ratio", () => {
+    expect(status().cache).toEqual({
+      enabled: true,
+      classes: {
+        immutable: { hits: 0, misses: 0, ratio: null },
+        unfinalized: { hits: 0, misses: 0, ratio: null },
+        realtime: { hits: 0, misses: 0, ratio: null },
+        never: { hits: 0, misses: 0, ratio: null },
+      },
+    });
+    const counted = networkStatus({
+      ...statusInput(),
+      cacheClasses: {
+        immutable: { hits: 3, misses: 1, ratio: 0.75 },
+        unfinalized: { hits: 0, misses: 2, ratio: 0 },
+        realtime: { hits: 0, misses: 0, ratio: null },
+        never: { hits: 0, misses: 5, ratio: 0 },
+      },
+    });
+    expect(counted.cache.classes.immutable).toEqual({ hits: 3, misses: 1, ratio: 0.75 });
+    expect(Object.keys(counted.cache).sort()).toEqual(["classes", "enabled"]);
   });
 
   it("keeps every field of a provider, by name, with the routing explanation", () => {

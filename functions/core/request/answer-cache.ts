@@ -1,0 +1,297 @@
+import type { ChainHead } from "../chain-head.ts";
+import { isCall } from "../jsonrpc.ts";
+import type { GatewayModel, Network } from "../network-model.ts";
+import type { SharedAnswerStore, Telemetry } from "../ports.ts";
+import { type AcceptedRequest, callsOf } from "./admit.ts";
+import { AnswerMemory } from "./answer-memory.ts";
+import {
+  ANSWER_CLASSES,
+  type AnswerClass,
+  answerKey,
+  type CallPlan,
+  classifyAnswer,
+  knownFinality,
+  planCall,
+} from "./cache-class.ts";
+import type { OpenCall } from "./open-call.ts";
+import type { GatewayResponse } from "./respond.ts";
+
+/**
+ * The answer cache in the request pipeline (docs/behaviour.md §11): before any upstream call,
+ * each call is looked up in this container's memory, then (immutable answers only) in the
+ * shared store; a hit is the stored provider text, which the responder gives the caller's id.
+ * After the attempts, answers providers gave are kept as their class allows. Every call gets
+ * a status for `x-gateway-cache`, and hits and misses are counted by class.
+ */
+
+export type CacheStatus = "hit-memory" | "hit-shared" | "miss" | "bypass";
+
+/** The block number of `eth_blockNumber` is the served head's to give, never a cached one. */
+const ANSWERED_BY_SERVED_HEAD = new Set(["eth_blockNumber"]);
+
+interface LookedUp {
+  readonly entry: OpenCall;
+  readonly plan: CallPlan;
+  /** The key in both tiers (chain, method, params); the memory key adds the network. */
+  readonly key: string;
+  status: CacheStatus;
+  /** The class of the answer: the stored one's for a hit, the provider's once judged. */
+  class: AnswerClass;
+}
+
+/** One request's dealings with the cache, from the lookup to the response headers. */
+export interface CacheLookup {
+  readonly network: Network;
+  readonly single: boolean;
+  /** The chain position when finality is known, as of the lookup. */
+  readonly head: ChainHead | null;
+  readonly calls: ReadonlyMap<number, LookedUp>;
+}
+
+export interface AnswerCacheDeps {
+  readonly clock: () => number;
+  readonly telemetry: Telemetry;
+  /** The shared tier; without it only this container's memory is used. */
+  readonly shared?: SharedAnswerStore;
+  /** Masks secret values in an answer (an upstream may echo its own URL) before it is kept. */
+  readonly scrubAnswer: (text: string) => string;
+}
+
+export interface ClassCounts {
+  readonly hits: number;
+  readonly misses: number;
+  /** hits / (hits + misses); null before any. */
+  readonly ratio: number | null;
+}
+
+export class AnswerCache {
+  readonly #deps: AnswerCacheDeps;
+  readonly #memory = new AnswerMemory();
+  readonly #counts = new Map<string, Map<AnswerClass, { hits: number; misses: number }>>();
+
+  constructor(deps: AnswerCacheDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Answers what the cache holds (sets `answer` of each hit) and notes every call's status.
+   * Calls already answered, or whose answer can never be kept, are bypassed.
+   */
+  async lookup(
+    model: GatewayModel,
+    network: Network,
+    request: AcceptedRequest,
+    open: readonly OpenCall[],
+    head: ChainHead | null,
+  ): Promise<CacheLookup> {
+    const now = this.#deps.clock();
+    const known = knownFinality(head, now, model.checkIntervalSeconds);
+    const calls = new Map<number, LookedUp>();
+    const sharedWanted: LookedUp[] = [];
+    for (const entry of open) {
+      const { method, params } = entry.info;
+      const plan = planCall(method, params, known);
+      const looked: LookedUp = {
+        entry,
+        plan,
+        key: answerKey(network.chainId, method, params),
+        status: "bypass",
+        class: "never",
+      };
+      calls.set(entry.call.position, looked);
+      if (
+        !network.settings.cache ||
+        entry.answer !== null ||
+        plan.kind === "never" ||
+        ANSWERED_BY_SERVED_HEAD.has(method)
+      ) {
+        continue;
+      }
+      const kept = this.#memory.get(memoryKey(network, looked.key), known, now);
+      if (kept !== null) {
+        entry.answer = kept.text;
+        looked.status = "hit-memory";
+        looked.class = kept.class;
+        continue;
+      }
+      looked.status = "miss";
+      const mayBeShared =
+        plan.kind === "by-answer" || (plan.kind === "known" && plan.class === "immutable");
+      if (mayBeShared && this.#deps.shared !== undefined) sharedWanted.push(looked);
+    }
+    if (sharedWanted.length > 0) await this.#readShared(model, network, sharedWanted);
+    return { network, single: request.kind === "single", head: known, calls };
+  }
+
+  /**
+   * After the attempts: keeps the answers providers gave to calls that missed, as their class
+   * allows (immutable ones in the shared store too, beside the answer, never awaited), and
+   * counts hits and misses by class.
+   */
+  store(model: GatewayModel, lookup: CacheLookup): void {
+    const { network } = lookup;
+    const now = this.#deps.clock();
+    for (const looked of lookup.calls.values()) {
+      if (looked.status === "hit-memory" || looked.status === "hit-shared") {
+        this.#count(network, looked.class, "hits");
+        continue;
+      }
+      // The class of a lone call's answer sets GET mode's Cache-Control, cached or not.
+      if (looked.status === "bypass" && !lookup.single) continue;
+      const text = looked.entry.answer;
+      // Only an answer that may be kept is read (a parse of a large answer is not free).
+      const member = text === null || looked.plan.kind === "never" ? undefined : parse(text);
+      const verdict = classifyAnswer(looked.plan, member, lookup.head);
+      looked.class = verdict.class;
+      if (looked.status === "bypass") continue;
+      this.#count(network, verdict.class, "misses");
+      if (text === null || verdict.class === "never") continue;
+      const kept = ownCopy(this.#deps.scrubAnswer(text));
+      const blockTimeMs = network.settings.block_time_seconds * 1000;
+      this.#memory.set(
+        memoryKey(network, looked.key),
+        {
+          text: kept,
+          class: verdict.class,
+          storedAt: now,
+          expiresAt: verdict.class === "immutable" ? Number.POSITIVE_INFINITY : now + blockTimeMs,
+          height: verdict.height,
+          blockHash: verdict.blockHash,
+        },
+        model.cacheMemoryBytes,
+      );
+      if (verdict.class === "immutable") this.#writeShared(network, looked.key, kept, now);
+    }
+  }
+
+  /** This container's hits and misses for a network, by class. */
+  counts(network: string): Readonly<Record<AnswerClass, ClassCounts>> {
+    const counts = this.#counts.get(network);
+    return Object.fromEntries(
+      ANSWER_CLASSES.map((name) => {
+        const { hits, misses } = counts?.get(name) ?? { hits: 0, misses: 0 };
+        const total = hits + misses;
+        return [name, { hits, misses, ratio: total === 0 ? null : hits / total }];
+      }),
+    ) as Record<AnswerClass, ClassCounts>;
+  }
+
+  /** Bytes and entries in this container's memory tier. */
+  memoryUsage(): { readonly bytes: number; readonly entries: number } {
+    return this.#memory.usage();
+  }
+
+  async #readShared(
+    model: GatewayModel,
+    network: Network,
+    wanted: readonly LookedUp[],
+  ): Promise<void> {
+    const shared = this.#deps.shared;
+    if (shared === undefined) return;
+    const keys = [...new Set(wanted.map((looked) => looked.key))];
+    const found = await shared.read(network.name, keys).catch((error: unknown) => {
+      this.#deps.telemetry.log("warn", "shared answer cache unreadable: asking providers", {
+        network: network.name,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return new Map<string, string>();
+    });
+    const now = this.#deps.clock();
+    for (const looked of wanted) {
+      const text = found.get(looked.key);
+      if (text === undefined) continue;
+      looked.entry.answer = text;
+      looked.status = "hit-shared";
+      looked.class = "immutable";
+      this.#memory.set(
+        memoryKey(network, looked.key),
+        {
+          text,
+          class: "immutable",
+          storedAt: now,
+          expiresAt: Number.POSITIVE_INFINITY,
+          height: null,
+          blockHash: null,
+        },
+        model.cacheMemoryBytes,
+      );
+    }
+  }
+
+  #writeShared(network: Network, key: string, text: string, now: number): void {
+    const shared = this.#deps.shared;
+    if (shared === undefined) return;
+    const expiresAt = now + network.settings.cache_shared_ttl_seconds * 1000;
+    shared.write(network.name, key, text, expiresAt).catch((error: unknown) =>
+      this.#deps.telemetry.log("warn", "answer not kept in the shared cache", {
+        network: network.name,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    );
+  }
+
+  #count(network: Network, answerClass: AnswerClass, kind: "hits" | "misses"): void {
+    let counts = this.#counts.get(network.name);
+    if (counts === undefined) {
+      counts = new Map();
+      this.#counts.set(network.name, counts);
+    }
+    const current = counts.get(answerClass) ?? { hits: 0, misses: 0 };
+    current[kind]++;
+    counts.set(answerClass, current);
+    this.#deps.telemetry.count(kind === "hits" ? "cache_hits" : "cache_misses", {
+      network: network.name,
+      class: answerClass,
+    });
+  }
+}
+
+/**
+ * The response with what the cache did: `x-gateway-cache` (under `diagnostic_headers`) and the
+ * lone call's class, which GET mode turns into Cache-Control.
+ */
+export function withCacheOutcome(
+  response: GatewayResponse,
+  lookup: CacheLookup,
+  request: AcceptedRequest,
+): GatewayResponse {
+  const headers = lookup.network.settings.diagnostic_headers
+    ? { ...response.headers, "x-gateway-cache": cacheHeader(lookup, request) }
+    : response.headers;
+  return { ...response, headers, cacheClass: answerClassOf(lookup) };
+}
+
+/** `x-gateway-cache`: each member's status in the caller's order, comma-separated. */
+function cacheHeader(lookup: CacheLookup, request: AcceptedRequest): string {
+  return callsOf(request)
+    .map((member) =>
+      isCall(member) ? (lookup.calls.get(member.position)?.status ?? "bypass") : "bypass",
+    )
+    .join(",");
+}
+
+/** The class of a lone call's answer (GET mode's Cache-Control); `never` for a batch. */
+function answerClassOf(lookup: CacheLookup): AnswerClass {
+  if (!lookup.single) return "never";
+  return lookup.calls.get(0)?.class ?? "never";
+}
+
+function memoryKey(network: Network, key: string): string {
+  return `${network.name}\n${key}`;
+}
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A flat copy of the text: a batch member's text is a slice of the whole upstream body, and
+ * keeping the slice would keep the whole body alive beyond the byte bound.
+ */
+function ownCopy(text: string): string {
+  return Buffer.from(text, "utf8").toString("utf8");
+}
