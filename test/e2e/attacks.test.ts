@@ -212,9 +212,7 @@ afterAll(async () => {
 });
 
 describe("batch refusals in the words real servers use", () => {
-  // bug: only some phrasings of "batch too large" are read as a batch limit, and a 413 page
-  // answering a batch is read as a broken answer.
-  it.fails.each([
+  it.each([
     [
       "jsonrpsee",
       "reth's jsonrpsee 'The batch request was too large' (-32010) answered every member with the refusal",
