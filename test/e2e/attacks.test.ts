@@ -258,8 +258,7 @@ describe("batch refusals in the words real servers use", () => {
 });
 
 describe("max_upstream_calls", () => {
-  // bug: the call budget exists (core/call-budget.ts) but the request path never uses it.
-  it.fails("regression: was never enforced; a batch of 30 to a provider taking one call at a time cost 30 upstream calls, now 10 and -32005 for the rest", async () => {
+  it("regression: was never enforced; a batch of 30 to a provider taking one call at a time cost 30 upstream calls, now 10 and -32005 for the rest", async () => {
     const before = shim("onebyone").requests;
     const answer = await post("budget", batchOf(30, "eth_chainId"));
     expect(shim("onebyone").requests - before).toBe(10);
