@@ -48,6 +48,15 @@ function batchesSinceStart(name: string): Array<number | null> {
     .map((request) => request.batch);
 }
 
+/** Polls `condition` every 20 ms for up to 5 s. */
+async function waitUntil(condition: () => Promise<boolean>): Promise<void> {
+  for (const start = Date.now(); Date.now() - start < 5000; ) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error("condition not met within 5 s");
+}
+
 function shim(name: string): FaultShim {
   const found = shims.get(name);
   if (!found) throw new Error(`no shim ${name}`);
@@ -366,6 +375,10 @@ describe("provider batch limits: batches cut to fit, the provider kept (issue 15
   });
 
   it("a second stack on the same DynamoDB uses the learned size without a refusal", async () => {
+    // The first stack's write of the learned size may outlast the answer (it waits 200 ms).
+    await waitUntil(async () =>
+      (await tableKeys(stack.store)).includes("NET#batches BATCHLIMIT#upto10"),
+    );
     const second = await startLocalStack({
       config: stack.configPath,
       clock,
