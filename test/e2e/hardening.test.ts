@@ -451,7 +451,7 @@ describe("requests that fail everywhere are the caller's (issue 15.10)", () => {
     `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"eth_call","params":${nested(levels)}}`;
   const upstreamRequests = () => requestsSinceStart("deep1") + requestsSinceStart("deep2");
 
-  it("regression: params nested 5,000 deep went to every provider; now -32600 with the caller's id and no upstream request", async () => {
+  it("regression: params nested 5,000 deep were forwarded upstream; now -32600 with the caller's id and no upstream request", async () => {
     const before = upstreamRequests();
     const single = await post("deep", deepCall("deep-1"));
     expect(single.status).toBe(400);
