@@ -211,7 +211,7 @@ afterAll(async () => {
   await client.close();
 });
 
-describe("batch refusals in the words real servers use", () => {
+describe("batch refusals in the words real servers use (docs/behaviour.md §4.11)", () => {
   it.each([
     [
       "jsonrpsee",
@@ -257,7 +257,7 @@ describe("batch refusals in the words real servers use", () => {
   );
 });
 
-describe("max_upstream_calls", () => {
+describe("max_upstream_calls (docs/behaviour.md §8.5)", () => {
   it("regression: was never enforced; a batch of 30 to a provider taking one call at a time cost 30 upstream calls, now 10 and -32005 for the rest", async () => {
     const before = shim("onebyone").requests;
     const answer = await post("budget", batchOf(30, "eth_chainId"));
@@ -272,10 +272,10 @@ describe("max_upstream_calls", () => {
 });
 
 describe("penalties a caller can still cause (known bugs)", () => {
-  // bug: the slow rule spares only batches and the catalogue's heavy methods; an eth_call is
-  // light, though the caller chooses how much it computes. One eth_call slow on every
-  // provider blacklists the primary (`slow`, 2 min): a caller can keep it out with one such
-  // call every two minutes.
+  // bug: the slow rule (docs/behaviour.md §6.5) spares only batches and the catalogue's heavy
+  // methods; an eth_call is light, though the caller chooses how much it computes. One
+  // eth_call slow on every provider blacklists the primary (`slow`, 2 min): a caller can keep
+  // it out with one such call every two minutes.
   it.fails("an eth_call slow on every provider blacklists nobody", async () => {
     const body = rpcCall("eth_call", [{ to: ADDRESS, data: "0x" }, "latest"], 1);
     const answer = await post("slow-call", body);
@@ -284,9 +284,10 @@ describe("penalties a caller can still cause (known bugs)", () => {
   });
 
   // bug: "missing trie node" (a full node asked for state it pruned) is an unclassified error,
-  // returned as is and counted toward force-rotate; three such answers in a row blacklist a
-  // primary for 1 min when a backup exists. Six requests for old state rotate both primaries
-  // out and all traffic goes to the backup, though nothing is wrong with them.
+  // returned as is and counted toward force-rotate (docs/behaviour.md §4.6): three such
+  // answers in a row blacklist a primary for 1 min when a backup exists. Six requests for old
+  // state rotate both primaries out and all traffic goes to the backup, though nothing is
+  // wrong with them.
   it.fails("a caller's queries for pruned state rotate no primary out", async () => {
     for (let i = 0; i < 6; i++) {
       await post("pruned", rpcCall("eth_getBalance", [ADDRESS, "0x0"], i));
@@ -311,7 +312,7 @@ describe("answers a caller should not get (known bug)", () => {
   });
 });
 
-describe("notifications", () => {
+describe("notifications (docs/behaviour.md §2.3)", () => {
   // A client that parses every 200 as JSON failed on the empty body.
   it("regression: a batch of notifications only got 200 with an empty JSON body; now 204, as a lone notification (and anvil) does", async () => {
     const answer = await post(
@@ -323,7 +324,7 @@ describe("notifications", () => {
 });
 
 describe("two containers on one DynamoDB (known bug)", () => {
-  // bug: heads seen in answers are kept per container. The container that told a caller the
+  // bug: heads seen in answers are kept per container (docs/behaviour.md §5.4). The container that told a caller the
   // head is block 10 would retry a lagging provider's null for block 8; another container,
   // whose known head is still the monitor's 7, serves that null. A caller whose requests land
   // on both is told block 10 exists and then that block 8 does not (until a container's

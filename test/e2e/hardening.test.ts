@@ -234,7 +234,7 @@ afterAll(async () => {
   await client.close();
 });
 
-describe("made-up method names never become state (issue 15.1)", () => {
+describe("made-up method names never become state (docs/behaviour.md §4.10)", () => {
   it("regression: a batch of 100 made-up names became capability items in DynamoDB, cost an upstream call per provider and blacklisted both providers for them", async () => {
     const calls = Array.from({ length: 100 }, (_, i) =>
       rpcCall(`zz_${randomBytes(6).toString("hex")}`, [], i % 2 === 0 ? i : `caller-${i}`),
@@ -265,7 +265,7 @@ describe("made-up method names never become state (issue 15.1)", () => {
   });
 });
 
-describe("a pending block never poisons the known head (issue 15.2)", () => {
+describe("a pending block never poisons the known head (docs/behaviour.md §5.4)", () => {
   it("regression: after a pending block, 0 of 5 nulls for the next block were served and both providers were blacklisted", async () => {
     const pending = await post("pending", rpcCall("eth_getBlockByNumber", ["pending", false]));
     expect((JSON.parse(pending.text) as { result: { number: string } }).result.number).toBe(
@@ -296,7 +296,7 @@ describe("a pending block never poisons the known head (issue 15.2)", () => {
   });
 });
 
-describe("pages that are not JSON-RPC are never spliced into an answer (issue 15.3)", () => {
+describe("pages that are not JSON-RPC are never spliced into an answer (docs/behaviour.md §4.2)", () => {
   it("regression: a 400 text page and a 405 HTML page reached the caller as HTTP 200 with the id spliced in; now the healthy node answers", async () => {
     const body = rpcCall("eth_chainId", [], 7);
     const answer = await post("pages", body);
@@ -342,7 +342,7 @@ describe("pages that are not JSON-RPC are never spliced into an answer (issue 15
   });
 });
 
-describe("provider batch limits: batches cut to fit, the provider kept (issue 15.4)", () => {
+describe("provider batch limits: batches cut to fit, the provider kept (docs/behaviour.md §4.11)", () => {
   const ACCOUNTS = Array.from(
     { length: 30 },
     (_, i) => `0x${(i + 1).toString(16).padStart(40, "0")}`,
@@ -401,7 +401,7 @@ describe("provider batch limits: batches cut to fit, the provider kept (issue 15
   });
 });
 
-describe("Retry-After and the slow rule (issue 15.6)", () => {
+describe("Retry-After and the slow rule (docs/behaviour.md §6.1, §6.5)", () => {
   it("regression: a 429 with Retry-After: 2 blacklisted the provider for 300 s; now for 2 s", async () => {
     const body = rpcCall("eth_blockNumber", [], 3);
     const answer = await post("retry-after", body);
@@ -428,7 +428,7 @@ describe("Retry-After and the slow rule (issue 15.6)", () => {
   });
 });
 
-describe("answers stay byte-faithful whatever the secrets (issue 15.9)", () => {
+describe("answers stay byte-faithful whatever the secrets (docs/behaviour.md §8.4)", () => {
   it.each([
     ["secret-short", "SHORT_KEY"],
     ["secret-long", "LONG_KEY"],
@@ -445,7 +445,7 @@ describe("answers stay byte-faithful whatever the secrets (issue 15.9)", () => {
   );
 });
 
-describe("requests that fail everywhere are the caller's (issue 15.10)", () => {
+describe("requests that fail everywhere are the caller's (docs/behaviour.md §8.3, §4.9)", () => {
   const nested = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`;
   const deepCall = (id: string, levels = 5000) =>
     `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"eth_call","params":${nested(levels)}}`;
