@@ -8,6 +8,7 @@ import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { GatewayClient, type RpcMember, rpcCall } from "../support/gateway-client.ts";
 import { callerShapedKeys, tableKeys } from "../support/gateway-table.ts";
 import { type StackMonitor, stackMonitor } from "../support/stack-monitor.ts";
+import { waitUntil } from "../support/wait-until.ts";
 
 /**
  * What callers and providers could do to the gateway, each proven against real parts: anvil
@@ -22,6 +23,8 @@ const HEAD = 5;
 const hex = (n: number) => `0x${n.toString(16)}`;
 const iso = (ms: number) => new Date(ms).toISOString();
 const SECOND = 1000;
+/** anvil's first dev account: a plain state read every provider must serve. */
+const ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 
 let now = 0;
 const clock = () => now;
@@ -46,15 +49,6 @@ function batchesSinceStart(name: string): Array<number | null> {
   return shim(name)
     .received.slice(atStart.get(name)?.received ?? 0)
     .map((request) => request.batch);
-}
-
-/** Polls `condition` every 20 ms for up to 5 s. */
-async function waitUntil(condition: () => Promise<boolean>): Promise<void> {
-  for (const start = Date.now(); Date.now() - start < 5000; ) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error("condition not met within 5 s");
 }
 
 function shim(name: string): FaultShim {
@@ -319,7 +313,7 @@ describe("pages that are not JSON-RPC are never spliced into an answer (docs/beh
 
     const batch = await post(
       "pages-only",
-      `[${rpcCall("eth_chainId", [], "a")},${rpcCall("eth_blockNumber", [], "b")}]`,
+      `[${rpcCall("eth_chainId", [], "a")},${rpcCall("eth_getBalance", [ACCOUNT, "latest"], "b")}]`,
     );
     expect(batch.status).toBe(502);
     const members = JSON.parse(batch.text) as RpcMember[];
@@ -403,7 +397,7 @@ describe("provider batch limits: batches cut to fit, the provider kept (docs/beh
 
 describe("Retry-After and the slow rule (docs/behaviour.md §6.1, §6.5)", () => {
   it("regression: a 429 with Retry-After: 2 blacklisted the provider for 300 s; now for 2 s", async () => {
-    const body = rpcCall("eth_blockNumber", [], 3);
+    const body = rpcCall("eth_getBalance", [ACCOUNT, "latest"], 3);
     const answer = await post("retry-after", body);
     expect(answer.text).toBe(await direct(body));
     expect(answer.headers["x-gateway-provider"]).toBe("healthy");
@@ -420,7 +414,7 @@ describe("Retry-After and the slow rule (docs/behaviour.md §6.1, §6.5)", () =>
     expect(answer.headers["x-gateway-provider"]).toBe("slow1");
     expect((await providers("slow")).get("slow1")?.blacklist).toBeNull();
 
-    await post("slow", rpcCall("eth_blockNumber", [], 6));
+    await post("slow", rpcCall("eth_getBalance", [ACCOUNT, "latest"], 6));
     expect((await providers("slow")).get("slow1")?.blacklist).toEqual({
       reason: "slow",
       until: iso(now + 120 * SECOND),
@@ -478,7 +472,7 @@ describe("requests that fail everywhere are the caller's (docs/behaviour.md §8.
   });
 
   it("regression: a call every provider's front dropped cost each provider a connection strike; now the caller gets the error and nobody is penalised", async () => {
-    const other = await post("suspect", rpcCall("eth_blockNumber", [], 1));
+    const other = await post("suspect", rpcCall("eth_getBalance", [ACCOUNT, "latest"], 1));
     expect(other.headers["x-gateway-provider"]).toBe("waf1");
 
     const dropped = await post(
@@ -494,7 +488,7 @@ describe("requests that fail everywhere are the caller's (docs/behaviour.md §8.
       clean("waf1"),
       clean("waf2"),
     ]);
-    const after = await post("suspect", rpcCall("eth_blockNumber", [], 2));
+    const after = await post("suspect", rpcCall("eth_getBalance", [ACCOUNT, "latest"], 2));
     expect(after.headers["x-gateway-provider"]).toBe("waf1");
   });
 });

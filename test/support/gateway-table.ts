@@ -1,4 +1,9 @@
-import { type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  GetItemCommand,
+  ScanCommand,
+} from "@aws-sdk/client-dynamodb";
 
 /** The gateway's table, as a test reads it behind the gateway's back. */
 export interface GatewayTable {
@@ -9,7 +14,7 @@ export interface GatewayTable {
 /** Every item's key in the table, `<pk> <sk>`, sorted (a full Scan, page by page). */
 export async function tableKeys(table: GatewayTable): Promise<string[]> {
   const keys: string[] = [];
-  let start: Record<string, import("@aws-sdk/client-dynamodb").AttributeValue> | undefined;
+  let start: Record<string, AttributeValue> | undefined;
   do {
     const page = await table.client.send(
       new ScanCommand({
@@ -30,4 +35,16 @@ export async function tableKeys(table: GatewayTable): Promise<string[]> {
  */
 export function callerShapedKeys(keys: readonly string[]): string[] {
   return keys.filter((key) => !key.startsWith("STATS#") && !key.startsWith("USAGE#"));
+}
+
+/** One item's attributes as stored, or undefined when there is none. */
+export async function tableItem(
+  table: GatewayTable,
+  pk: string,
+  sk: string,
+): Promise<Record<string, AttributeValue> | undefined> {
+  const { Item } = await table.client.send(
+    new GetItemCommand({ TableName: table.tableName, Key: { pk: { S: pk }, sk: { S: sk } } }),
+  );
+  return Item;
 }
