@@ -38,13 +38,32 @@ export type Fault =
    * Forward a single call of `method` (the work is done upstream), then reset the connection
    * instead of answering: an answer lost after the fact. Other calls pass through.
    */
-  | { kind: "lose_answer"; method: string };
+  | { kind: "lose_answer"; method: string }
+  /**
+   * Refuse a batch of more than `max` calls as providers do: by default HTTP 200 with one
+   * JSON-RPC error (id null, "batch size too large"); `status` and `body` give another
+   * refusal (e.g. a 413 page). Single calls and smaller batches are forwarded.
+   */
+  | { kind: "batch_limit"; max: number; status?: number; body?: string }
+  /** Apply `fault` (not `down`) only to requests with a call of `method`; forward the rest. */
+  | { kind: "for_method"; method: string; fault: Fault };
+
+/** A request whose body the shim read: a single call (`batch: null`) or a batch of n calls. */
+export interface ReceivedRequest {
+  readonly batch: number | null;
+  readonly methods: readonly string[];
+}
 
 export interface FaultShim {
   readonly url: string;
   readonly port: number;
   /** HTTP requests received so far, faulted ones included. */
   readonly requests: number;
+  /**
+   * The requests whose body the shim read, in order: all but those a `refuse`, `hang` or
+   * `down` fault turned away unread.
+   */
+  readonly received: readonly ReceivedRequest[];
   readonly fault: Fault | null;
   /** Resolves once the fault is in force (for `down`: the port is closed; for `stuck_head`: the head is captured). */
   setFault(fault: Fault | null): Promise<void>;
@@ -86,6 +105,7 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
   let fault: Fault | null = null;
   let frozenHead: { number: unknown } | undefined;
   let requests = 0;
+  const received: ReceivedRequest[] = [];
   let listening = false;
 
   const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
@@ -141,8 +161,23 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
     }
     if (active?.kind === "hang") return;
     const body = await readBody(req);
+    received.push(describe(body));
+    return apply(active, req, res, body);
+  }
+
+  async function apply(
+    active: Fault | null,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+  ): Promise<void> {
     const method = req.method ?? "POST";
     switch (active?.kind) {
+      case "refuse":
+        req.socket.resetAndDestroy();
+        return;
+      case "hang":
+        return;
       case "slow":
         await sleep(active.ms, undefined, { signal: shutdown.signal });
         return relay(res, await forward(method, req.headers, body));
@@ -158,6 +193,30 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
         res.write(answer.body.subarray(0, Math.floor(answer.body.length / 2)), () => res.destroy());
         return;
       }
+      case "batch_limit": {
+        const calls = describe(body).batch ?? 1;
+        if (calls <= active.max) return relay(res, await forward(method, req.headers, body));
+        const refusal =
+          active.body ??
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: null,
+            error: { code: -32600, message: `batch size too large: at most ${active.max} calls` },
+          });
+        res.writeHead(active.status ?? 200, {
+          "content-type": active.body === undefined ? "application/json" : "text/plain",
+          "content-length": Buffer.byteLength(refusal),
+        });
+        res.end(refusal);
+        return;
+      }
+      case "for_method":
+        return apply(
+          describe(body).methods.includes(active.method) ? active.fault : null,
+          req,
+          res,
+          body,
+        );
       case "jsonrpc_error":
       case "result":
       case "stuck_head":
@@ -260,11 +319,13 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
     get requests() {
       return requests;
     },
+    received,
     get fault() {
       return fault;
     },
     async setFault(next) {
-      if (next?.kind === "stuck_head") frozenHead = await captureHead();
+      const inner = next?.kind === "for_method" ? next.fault : next;
+      if (inner?.kind === "stuck_head") frozenHead = await captureHead();
       fault = next;
       if (next?.kind === "down") await stopListening();
       else if (!listening) await listen(port);
@@ -305,6 +366,15 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+function describe(body: Buffer): ReceivedRequest {
+  const parsed = parseJson(body);
+  const calls = (Array.isArray(parsed) ? parsed : [parsed]) as Array<JsonRpcCall | null>;
+  return {
+    batch: Array.isArray(parsed) ? parsed.length : null,
+    methods: calls.map((call) => (typeof call?.method === "string" ? call.method : "")),
+  };
 }
 
 function parseJson(bytes: Buffer): unknown {

@@ -19,9 +19,13 @@ export const CHAIN_UNAVAILABLE =
 export const FORBIDDEN =
   /\bunauthori[sz]ed\b|\bforbidden\b|\baccess denied\b|\binvalid (api[- ]?key|project id|token)\b|\bapi[- ]?key\b[^.]{0,30}\b(invalid|missing|required|disabled)\b/i;
 
-/** The provider refuses a batch this big (not the request, nor the provider for single calls). */
+/**
+ * The provider refuses a batch this big (not the request, nor the provider for single calls),
+ * or any batch at all: geth's "batch too large", jsonrpsee's (reth) "The batch request was too
+ * large" and "Batched requests are not supported", dRPC's "Batch of more than 3 requests".
+ */
 export const BATCH_LIMIT =
-  /\bbatch (limit|size)\b[^.]{0,40}\b(exceed|exceeded|too (large|big)|reached)\b|\bbatch too large\b|\btoo many (requests|calls) in (a |the )?batch\b|\bmax(imum)? batch size\b/i;
+  /\bbatch (limit|size)\b[^.]{0,40}\b(exceed|exceeded|too (large|big)|reached)\b|\bbatch too large\b|\btoo many (requests|calls) in (a |the )?batch\b|\bmax(imum)? batch size\b|\bbatch (request|response) (was |is )?too (large|big)\b|\bbatch(ed)? requests? (are |is )?not (supported|allowed)\b|\bbatch of more than \d+\b/i;
 
 /**
  * A node already holds the transaction being sent (geth "already known", Nethermind

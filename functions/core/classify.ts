@@ -44,6 +44,8 @@ const SERVER_ERROR: Penalty = { kind: "http", reason: "connection" };
 const REFUSED: Penalty = { kind: "http", reason: "forbidden" };
 /** A redirect or an edge's 404 page: often brief (a deploy, a load balancer), so not 24 h. */
 const MISROUTED: Penalty = { kind: "http", reason: "redirect" };
+/** A 413 answering a batch: the batch is too large for the provider, so it gets halves. */
+const BATCH_TOO_LARGE: Penalty = { kind: "http", reason: "batch_limit" };
 
 /** Statuses retried whatever the body says (a 502 even with a JSON-RPC body). */
 const RETRIED_STATUSES: ReadonlyMap<number, Penalty> = new Map<number, Penalty>([
@@ -97,6 +99,7 @@ export function classifyHttp(
   if (status === 401 || status === 403) return retry(REFUSED, label);
   const fixed = RETRIED_STATUSES.get(status);
   if (fixed) return retry(bodyHint(status, body) ?? fixed, label);
+  if (status === 413 && calls.length > 1) return retry(BATCH_TOO_LARGE, label);
   const answer = isJsonRpcAnswer(parsed);
   if (status === 500) {
     return answer

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
+import { type AnvilNode, JsonRpcCallError, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 
 /**
@@ -30,29 +30,47 @@ async function startLiar(node: AnvilNode, secondsAhead: number): Promise<Liar> {
       raw += chunk.toString();
     });
     request.on("end", async () => {
-      const call = JSON.parse(raw) as { id: unknown; method: string; params: unknown[] };
-      let result: unknown;
-      if (call.method === "eth_blockNumber") {
-        result = `0x${(Number(await node.rpc("eth_blockNumber")) + LEAD).toString(16)}`;
-      } else if (call.method === "eth_getBlockByNumber" && call.params[0] === "latest") {
-        const block = (await node.rpc("eth_getBlockByNumber", ["latest", false])) as Record<
-          string,
-          string
-        >;
-        const now = Math.floor(Date.now() / 1000) + secondsAhead;
-        result = {
-          ...block,
-          number: `0x${(Number(block.number) + LEAD).toString(16)}`,
-          timestamp: `0x${now.toString(16)}`,
-        };
-      } else {
-        result = await node.rpc(call.method, call.params);
-      }
+      type Call = { id: unknown; method: string; params: unknown[] };
+      const parsed = JSON.parse(raw) as Call | Call[];
+      // The monitor's head check sends a batch: each call answered as a lone one would be.
+      const answers = await Promise.all(
+        (Array.isArray(parsed) ? parsed : [parsed]).map((call) =>
+          answer(call).catch((error: unknown) => ({
+            jsonrpc: "2.0",
+            id: call.id,
+            error: {
+              code: error instanceof JsonRpcCallError ? error.code : -32603,
+              message: error instanceof JsonRpcCallError ? error.rpcMessage : String(error),
+            },
+          })),
+        ),
+      );
       response
         .writeHead(200, { "content-type": "application/json" })
-        .end(JSON.stringify({ jsonrpc: "2.0", id: call.id, result }));
+        .end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
     });
   });
+
+  async function answer(call: { id: unknown; method: string; params: unknown[] }) {
+    let result: unknown;
+    if (call.method === "eth_blockNumber") {
+      result = `0x${(Number(await node.rpc("eth_blockNumber")) + LEAD).toString(16)}`;
+    } else if (call.method === "eth_getBlockByNumber" && call.params[0] === "latest") {
+      const block = (await node.rpc("eth_getBlockByNumber", ["latest", false])) as Record<
+        string,
+        string
+      >;
+      const now = Math.floor(Date.now() / 1000) + secondsAhead;
+      result = {
+        ...block,
+        number: `0x${(Number(block.number) + LEAD).toString(16)}`,
+        timestamp: `0x${now.toString(16)}`,
+      };
+    } else {
+      result = await node.rpc(call.method, call.params);
+    }
+    return { jsonrpc: "2.0", id: call.id, result };
+  }
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -144,6 +144,34 @@ describe("classifyHttp: status rules (docs/behaviour.md §4)", () => {
   });
 });
 
+describe("classifyHttp: 413 (payload too large)", () => {
+  const batch = [call("eth_call"), call("eth_call")];
+  const nginx413 =
+    "<html><head><title>413 Request Entity Too Large</title></head><body>nginx</body></html>";
+  it.each<[string, string, readonly CallInfo[], Expected]>([
+    [
+      "regression: a 413 page answering a batch was a broken answer; now a batch limit",
+      nginx413,
+      batch,
+      retry("http", "batch_limit"),
+    ],
+    [
+      "a 413 with a JSON-RPC error answering a batch",
+      JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "too big" } }),
+      batch,
+      retry("http", "batch_limit"),
+    ],
+    [
+      "a 413 page answering one call: broken, as before",
+      nginx413,
+      [call("eth_call")],
+      BROKEN_ANSWER,
+    ],
+  ])("%s", (_, body, calls, expected) => {
+    expectVerdict(classifyHttp(413, body, parseBody(body), calls), expected);
+  });
+});
+
 describe("classifyHttp: what counts as a JSON-RPC answer in a 500 (docs/behaviour.md §4)", () => {
   // An answer carrying a permanent error is left to its members; anything else is retried.
   const permanent = { code: 3, message: "execution reverted" };
@@ -296,6 +324,37 @@ describe("classifyHttp: one envelope answering a batch", () => {
       whole({ code: -32601, message: "Method not found" }),
       [call("trace_block"), call("eth_call")],
       UNCLASSIFIED,
+    ],
+    [
+      "regression: reth's jsonrpsee 'The batch request was too large' (-32010) was passed on",
+      whole({
+        code: -32010,
+        message: "The batch request was too large",
+        data: "Exceeded max limit of 10",
+      }),
+      traces,
+      retry("rate_limit", "batch_limit"),
+    ],
+    [
+      "regression: jsonrpsee's 'Batched requests are not supported' (-32005) was a rate limit",
+      whole({ code: -32005, message: "Batched requests are not supported by this server" }),
+      traces,
+      retry("rate_limit", "batch_limit"),
+    ],
+    [
+      "regression: dRPC's 'Batch of more than 3 requests are not allowed' was passed on",
+      whole({
+        code: -32600,
+        message: "Batch of more than 3 requests are not allowed on free tier",
+      }),
+      traces,
+      retry("rate_limit", "batch_limit"),
+    ],
+    [
+      "jsonrpsee 'The batch response was too large' (-32011)",
+      whole({ code: -32011, message: "The batch response was too large" }),
+      traces,
+      retry("rate_limit", "batch_limit"),
     ],
     [
       "a single result cannot answer a batch",

@@ -319,6 +319,18 @@ describe("emergency use, notifications, inner errors and the last upstream error
     expect(h.store.healthWrites).toEqual([]);
   });
 
+  it("regression: a batch of notifications only got 200 with an empty JSON body; now 204", async () => {
+    const h = harness(three);
+    h.upstream.script(
+      P1,
+      resultFor(() => "0x1"),
+    );
+    const response = await h.rpc(
+      '[{"jsonrpc":"2.0","method":"eth_blockNumber"},{"jsonrpc":"2.0","method":"eth_chainId"}]',
+    );
+    expect(response).toMatchObject({ status: 204, body: "" });
+  });
+
   it("an inner error tries the next provider, and is returned as is when attempts run out", async () => {
     const inner = (id: unknown) => error(id, -32000, "we can't execute this request");
     const h = harness(three);

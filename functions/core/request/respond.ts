@@ -91,9 +91,8 @@ export function assembleResponse(parts: ResponseParts, deps: ResponderDeps): Gat
     const text = answers.get(member.position);
     return text === undefined ? [] : [text];
   });
-  return {
-    status: allFailed && parts.immediate.size === 0 ? 502 : 200,
-    headers,
-    body: ordered.length === 0 ? "" : `[${ordered.join(",")}]`,
-  };
+  const status = allFailed && parts.immediate.size === 0 ? 502 : 200;
+  // A batch of notifications only gets no answer, as a lone notification does (204).
+  if (ordered.length === 0) return { status: status === 200 ? 204 : status, headers, body: "" };
+  return { status, headers, body: `[${ordered.join(",")}]` };
 }
