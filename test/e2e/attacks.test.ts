@@ -314,12 +314,11 @@ describe("penalties a caller can still cause (known bugs)", () => {
   });
 });
 
-describe("answers a caller should not get (known bug)", () => {
-  // bug: a single call is forwarded as written, so its answer must carry the caller's id;
-  // the id of a single call's answer is never compared, and an answer to another request
-  // (id 999, from a front that crossed two answers) is served with the caller's id spliced in.
-  // Batch answers are matched by id, so there it would be retried.
-  it.fails("an answer carrying another request's id is not served", async () => {
+describe("answers a caller should not get (docs/behaviour.md §4.3)", () => {
+  // A single call is forwarded as written, so its answer must carry the caller's id; an
+  // answer to another request (id 999, from a front that crossed two answers) was served with
+  // the caller's id spliced in. Batch answers were already matched by id.
+  it("regression: an answer carrying another request's id was served; now the next provider answers", async () => {
     const body = rpcCall("eth_getBalance", [ADDRESS, "latest"], 7);
     const answer = await post("foreign-id", body);
     expect(answer.text).toBe(await direct(body));

@@ -130,6 +130,29 @@ function withRetryAfter(
   return requested === null ? verdict : { ...verdict, retryAfterMs: requested };
 }
 
+/** A single call goes upstream with the caller's id: an answer with another one is not its. */
+const ANOTHER_REQUESTS_ANSWER: FailureVerdict = {
+  outcome: "retry",
+  kind: "transient",
+  reason: "transient",
+  detail: "the answer carries another request's id",
+};
+
+/**
+ * Whether a single call's answer names another id than the one it went with (null names
+ * none): the caller's, or its position when a batch member went on its own.
+ */
+function answersAnotherRequest(member: unknown, call: OpenCall["call"]): boolean {
+  if (call.rawId === null || typeof member !== "object" || member === null) return false;
+  const id = (member as { id?: unknown }).id;
+  if (id === null || id === undefined || id === call.position) return false;
+  try {
+    return id !== JSON.parse(call.rawId);
+  } catch {
+    return false;
+  }
+}
+
 const MISSING_FROM_BATCH: FailureVerdict = {
   outcome: "retry",
   kind: "transient",
@@ -167,6 +190,11 @@ function judgeMembers(
       continue;
     }
     const member = single ? parsed : parseJson(text);
+    if (single && answersAnotherRequest(member, entry.call)) {
+      failure ??= ANOTHER_REQUESTS_ANSWER;
+      outcomes.push({ kind: "retry", verdict: ANOTHER_REQUESTS_ANSWER, errorAnswer: null });
+      continue;
+    }
     const verdict = classifyMember(member, entry.info, {
       quorumHead: context.quorumHead,
       chainId: context.chainId,
