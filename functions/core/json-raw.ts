@@ -178,3 +178,12 @@ export function withId(objectText: string, rawId: string): string {
   if (objectText.slice(span.start, span.end) === rawId) return objectText;
   return `${objectText.slice(0, span.start)}${rawId}${objectText.slice(span.end)}`;
 }
+
+/** The parsed value of a text that may not be JSON (an upstream's body): undefined if it is not. */
+export function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

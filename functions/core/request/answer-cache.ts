@@ -1,4 +1,5 @@
 import type { ChainHead } from "../chain-head.ts";
+import { parseJsonOrUndefined } from "../json-raw.ts";
 import { isCall } from "../jsonrpc.ts";
 import type { GatewayModel, Network } from "../network-model.ts";
 import type { SharedAnswerStore, Telemetry } from "../ports.ts";
@@ -140,7 +141,8 @@ export class AnswerCache {
       if (looked.status === "bypass" && !lookup.single) continue;
       const text = looked.entry.answer;
       // Only an answer that may be kept is read (a parse of a large answer is not free).
-      const member = text === null || looked.plan.kind === "never" ? undefined : parse(text);
+      const member =
+        text === null || looked.plan.kind === "never" ? undefined : parseJsonOrUndefined(text);
       const verdict = classifyAnswer(looked.plan, member, lookup.head);
       looked.class = verdict.class;
       if (looked.status === "bypass") continue;
@@ -278,14 +280,6 @@ function answerClassOf(lookup: CacheLookup): AnswerClass {
 
 function memoryKey(network: Network, key: string): string {
   return `${network.name}\n${key}`;
-}
-
-function parse(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { ALREADY_KNOWN } from "../classify-patterns.ts";
 import type { Settings } from "../config-schema.ts";
-import { withId } from "../json-raw.ts";
+import { parseJsonOrUndefined, withId } from "../json-raw.ts";
 import type { Provider } from "../network-model.ts";
 import { BROADCAST_DELAY_MS, BROADCAST_WAIT_MS } from "../policies.ts";
 import type { Telemetry, TransactionLedger, Upstream, Wait } from "../ports.ts";
@@ -174,11 +174,10 @@ async function settleSends(
 }
 
 function resultOf(text: string): unknown {
-  try {
-    return (JSON.parse(text) as { result?: unknown }).result;
-  } catch {
-    return undefined;
-  }
+  const answer = parseJsonOrUndefined(text);
+  return typeof answer === "object" && answer !== null
+    ? (answer as { result?: unknown }).result
+    : undefined;
 }
 
 export interface SendDeps extends BroadcastDeps {

@@ -1,5 +1,5 @@
 import { classifyHttp, classifyMember, classifyTransport, findInnerError } from "../classify.ts";
-import { arrayElementSpans, withId } from "../json-raw.ts";
+import { arrayElementSpans, parseJsonOrUndefined, withId } from "../json-raw.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
 import type { UpstreamResult } from "../ports.ts";
 import { retryAfterMs } from "../retry-after.ts";
@@ -86,7 +86,7 @@ export function judgeAttempt(
     // A notification: whatever the upstream sent (often 204 and no body) is no answer to judge.
     return { outcomes: [{ kind: "answer", text: "" }], success: OK, failure: null, okAnswers: [] };
   }
-  const parsed = parseJson(result.body);
+  const parsed = parseJsonOrUndefined(result.body);
   const whole = classifyHttp(
     result.status,
     result.body,
@@ -189,7 +189,7 @@ function judgeMembers(
       outcomes.push({ kind: "retry", verdict: MISSING_FROM_BATCH, errorAnswer: null });
       continue;
     }
-    const member = single ? parsed : parseJson(text);
+    const member = single ? parsed : parseJsonOrUndefined(text);
     if (single && answersAnotherRequest(member, entry.call)) {
       failure ??= ANOTHER_REQUESTS_ANSWER;
       outcomes.push({ kind: "retry", verdict: ANOTHER_REQUESTS_ANSWER, errorAnswer: null });
@@ -227,14 +227,6 @@ function settled(verdict: Verdict, text: string, context: JudgeContext): CallOut
         ? findInnerError(text, context.innerErrors)
         : null;
   return inner === null ? { kind: "answer", text } : { kind: "inner_error", text, detail: inner };
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 function hasErrorMember(member: unknown): boolean {
