@@ -285,12 +285,12 @@ describe("max_upstream_calls (docs/behaviour.md §8.5)", () => {
   });
 });
 
-describe("penalties a caller can still cause (known bugs)", () => {
-  // bug: the slow rule (docs/behaviour.md §6.5) spares only batches and the catalogue's heavy
-  // methods; an eth_call is light, though the caller chooses how much it computes. One
-  // eth_call slow on every provider blacklists the primary (`slow`, 2 min): a caller can keep
-  // it out with one such call every two minutes.
-  it.fails("an eth_call slow on every provider blacklists nobody", async () => {
+describe("penalties a caller can cause (docs/behaviour.md §6.5, §4.6)", () => {
+  // The slow rule spares batches and the catalogue's heavy methods; eth_call was light, though
+  // the caller chooses how much it computes, so one eth_call slow on every provider
+  // blacklisted the primary (`slow`, 2 min). eth_call, eth_estimateGas and
+  // eth_createAccessList run the caller's code: they are heavy now.
+  it("regression: an eth_call slow on every provider blacklisted the primary; now nobody", async () => {
     const body = rpcCall("eth_call", [{ to: ADDRESS, data: "0x" }, "latest"], 1);
     const answer = await post("slow-call", body);
     expect(answer.text).toBe(await direct(body));

@@ -126,10 +126,14 @@ const CATALOGUE: Readonly<Record<string, MethodSpec>> = {
   eth_getProof: atBlock(numberTagOrHash(2, "latest"), HEAVY),
 
   // ---- execution
-  eth_call: stateAt(1, value("data")),
+  // Runs the caller's code: how long it takes is the caller's, never a sign of a slow provider.
+  eth_call: atBlock(numberTagOrHash(1, "latest"), { result: value("data"), weight: "heavy" }),
   // Both run against the pending block when no block is given (go-ethereum's default).
-  eth_estimateGas: atBlock(numberOrTag(1, "pending"), { result: value("quantity") }),
-  eth_createAccessList: atBlock(numberOrTag(1, "pending")),
+  eth_estimateGas: atBlock(numberOrTag(1, "pending"), {
+    result: value("quantity"),
+    weight: "heavy",
+  }),
+  eth_createAccessList: atBlock(numberOrTag(1, "pending"), HEAVY),
   eth_simulateV1: atBlock(numberTagOrHash(1, "latest"), HEAVY),
   eth_fillTransaction: spec("never"), // fills nonce and fees from the pending state
 
