@@ -94,12 +94,23 @@ export async function startDynalite({ tableName }: { tableName: string }): Promi
   server.listen(0, HOST);
   await once(server, "listening");
   const endpoint = `http://${HOST}:${(server.address() as AddressInfo).port}`;
-  const close = (): Promise<void> =>
-    new Promise((resolve, reject) => {
+  // dynalite closes its database with the server: a request still being served then throws
+  // "Database is closed" out of its callback, so close waits for those (a stack's background
+  // writes) first, a bounded time.
+  let serving = 0;
+  server.on("request", (_request, response) => {
+    serving++;
+    response.on("close", () => serving--);
+  });
+  const close = async (): Promise<void> => {
+    const until = Date.now() + 2_000;
+    while (serving > 0 && Date.now() < until) await new Promise((done) => setTimeout(done, 10));
+    await new Promise<void>((resolve, reject) => {
       server.close((error) => (error ? reject(error) : resolve()));
       // SDK clients keep connections alive; without this close() waits for them to idle out.
       server.closeAllConnections();
     });
+  };
   try {
     await withGatewayTable(endpoint, tableName);
   } catch (error) {

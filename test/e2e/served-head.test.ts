@@ -9,7 +9,7 @@ import { type LocalStack, startLocalStack } from "../../local/stack.ts";
  * a null for a block at or below a head it was given.
  */
 
-const CALLS = 1_500;
+const CALLS = 10_000;
 
 let nodes: AnvilNode[] = [];
 let stack: LocalStack;
