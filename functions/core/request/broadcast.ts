@@ -150,6 +150,7 @@ async function settleSends(
   accepted: ReadonlySet<string>,
   network: string,
   ledger: TransactionLedger | undefined,
+  scrubAnswer: (text: string) => string,
 ): Promise<void> {
   for (const { entry, hash } of sends) {
     if (accepted.has(hash) && resultOf(entry.answer ?? entry.fallback?.text ?? "") !== hash) {
@@ -167,7 +168,9 @@ async function settleSends(
         return ledger.settle(
           network,
           hash,
-          result === hash ? { status: "accepted" } : { status: "refused", answer },
+          result === hash
+            ? { status: "accepted" }
+            : { status: "refused", answer: scrubAnswer(answer) },
         );
       }),
   );
@@ -184,6 +187,8 @@ export interface SendDeps extends BroadcastDeps {
   readonly ledger?: TransactionLedger;
   readonly clock: () => number;
   readonly telemetry: Telemetry;
+  /** Masks secret values in an answer (an upstream may echo its own URL) before it is stored. */
+  readonly scrubAnswer: (text: string) => string;
 }
 
 /** The request's sends under way: `settle` once its attempts are over. */
@@ -218,11 +223,12 @@ export async function startSends(
       const accepted = await Promise.race([broadcasting, late]);
       done.abort();
       copies.abort();
-      await settleSends(sends, accepted, network, deps.ledger).catch((error: unknown) =>
-        deps.telemetry.log("warn", "transaction ledger not updated", {
-          network,
-          error: error instanceof Error ? error.message : String(error),
-        }),
+      await settleSends(sends, accepted, network, deps.ledger, deps.scrubAnswer).catch(
+        (error: unknown) =>
+          deps.telemetry.log("warn", "transaction ledger not updated", {
+            network,
+            error: error instanceof Error ? error.message : String(error),
+          }),
       );
     },
   };
