@@ -14,6 +14,7 @@ import {
   type HealthRecorderDeps,
   settleWrites,
 } from "./request/health-recorder.ts";
+import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
@@ -46,6 +47,8 @@ export interface GatewayDeps extends HealthRecorderDeps {
   readonly telemetry: Telemetry;
   /** Masks secret values in an answer to the caller (an upstream may echo its own URL). */
   readonly scrubAnswer: (text: string) => string;
+  /** The wait before a hedged read's second attempt (tests fire it themselves). */
+  readonly hedgeTimer?: HedgeTimer;
 }
 
 export interface RpcOptions {
@@ -87,10 +90,16 @@ export class Gateway {
   readonly #health: HealthRecorder;
   readonly #servable = new ServableMethods();
   readonly #observed = new ObservedHeads();
+  readonly #hedging: Hedging;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
+    this.#hedging = new Hedging({
+      clock: deps.clock,
+      telemetry: deps.telemetry,
+      ...(deps.hedgeTimer ? { timer: deps.hedgeTimer } : {}),
+    });
   }
 
   /** Providers of the network this container has rotated away from (force-rotate). */
@@ -169,6 +178,7 @@ export class Gateway {
       open,
       batchLimit: (provider) => batchLimitOf(provider, scope.batchLimits, clock()),
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
+      hedging: this.#hedging.forRequest(network),
     });
     await settleSentTransactions(open, (call, hash) =>
       providerKnowsTransaction(this.#deps.upstream, call, hash, {
@@ -311,7 +321,8 @@ export class Gateway {
     }
     judgement.outcomes.forEach((outcome, index) => {
       const entry = calls[index];
-      if (entry === undefined) return;
+      // A hedged read's other attempt may have answered the call already: that answer stands.
+      if (entry === undefined || entry.answer !== null) return;
       if (outcome.kind === "answer") entry.answer = outcome.text;
       else if (outcome.kind === "inner_error") {
         entry.fallback = { text: outcome.text, provider };
