@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dollarsPerMillionPerMs, PRICES } from "./cost.ts";
+import { renderHedge } from "./hedge.ts";
 import { formatLoad } from "./machine.ts";
 import type {
   ColdPart,
@@ -43,6 +44,7 @@ export function renderReport(results: Results): string {
     ["handler CPU per request", results.handler],
     ["cold start", results.cold],
     ["cost per million requests", results.cost],
+    ["hedged reads", results.hedge],
   ] as const;
   const machine = [results.throughput, results.handler, results.cold, results.cost, results.ab]
     .map((part) => part?.machine)
@@ -73,6 +75,7 @@ export function renderReport(results: Results): string {
   if (results.cost) lines.push(...renderCost(results.cost));
   lines.push(...renderAb(results));
   if (results.profile) lines.push(...renderProfile(results.profile));
+  if (results.hedge) lines.push(...renderHedge(results.hedge));
   return lines.join("\n").trimEnd();
 }
 

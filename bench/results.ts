@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { HedgePart } from "./hedge.ts";
 import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./lambda.ts";
 import type { MachineInfo } from "./machine.ts";
 import type { ProfileFindings } from "./profiling.ts";
@@ -15,7 +16,7 @@ import type { ThroughputRecord } from "./throughput.ts";
 const ROOT = resolve(import.meta.dirname, "..");
 export const RESULTS_JSON = join(ROOT, "bench", "results.json");
 
-export type PartName = "throughput" | "ab" | "handler" | "cold" | "cost" | "profile";
+export type PartName = "throughput" | "ab" | "handler" | "cold" | "cost" | "profile" | "hedge";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
   "ab",
@@ -23,6 +24,7 @@ export const PART_NAMES: readonly PartName[] = [
   "cold",
   "cost",
   "profile",
+  "hedge",
 ];
 
 export interface Verdict {
@@ -83,6 +85,7 @@ export interface Results {
   cold?: ColdPart;
   cost?: CostPart;
   profile?: ProfilePart;
+  hedge?: HedgePart;
 }
 
 export function readResults(): Results {
