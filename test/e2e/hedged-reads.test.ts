@@ -135,9 +135,9 @@ describe("hedged reads on real nodes", () => {
     const status = await providers();
     expect(status.slow).toMatchObject({ state: "healthy", strikes: 0, blacklist: null });
     expect(metric("retried_errors", { network: "hedged", provider: "slow" })).toBe(0);
-    expect(metric("hedges", { network: "hedged", outcome: "started" })).toBe(1);
-    expect(metric("hedges", { network: "hedged", outcome: "won" })).toBe(1);
-    expect(metric("hedges", { network: "hedged", outcome: "aborted" })).toBe(1);
+    expect(metric("hedges", { network: "hedged", provider: "slow", outcome: "started" })).toBe(1);
+    expect(metric("hedges", { network: "hedged", provider: "slow", outcome: "won" })).toBe(1);
+    expect(metric("hedges", { network: "hedged", provider: "slow", outcome: "aborted" })).toBe(1);
   });
 
   it("with a slow tail on the first provider, every read answers well before the tail, with no strike", async () => {

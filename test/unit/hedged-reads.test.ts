@@ -152,6 +152,10 @@ describe("a read whose first attempt is slow goes to the next provider too", () 
     expect(h.outcomes.map((o) => o.provider)).toEqual(["p2"]);
     expect(h.counts.filter((c) => c.name === "retried_errors")).toEqual([]);
     expect([h.hedges("started"), h.hedges("won"), h.hedges("aborted")]).toEqual([1, 1, 1]);
+    // Counted against the provider whose attempt was slow.
+    expect(
+      new Set(h.counts.filter((c) => c.name === "hedges").map((c) => c.dimensions.provider)),
+    ).toEqual(new Set(["p1"]));
   });
 
   it("the first attempt answering after the hedge started wins, and the hedge is aborted", async () => {

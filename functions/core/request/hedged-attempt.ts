@@ -60,7 +60,8 @@ export async function attemptHedged(
     race.settle(group, (await first).sent);
     return;
   }
-  hedging.count("started");
+  const slowProvider = group.slot.provider.name;
+  hedging.count("started", slowProvider);
   const hedgeController = new AbortController();
   const second = race
     .send(hedge, hedgeController.signal)
@@ -74,9 +75,9 @@ export async function attemptHedged(
       if (running.length > 0) {
         const loser = done.controller === firstController ? hedgeController : firstController;
         loser.abort(LOST_THE_RACE);
-        hedging.count("aborted");
+        hedging.count("aborted", slowProvider);
       }
-      if (done.group === hedge) hedging.count("won");
+      if (done.group === hedge) hedging.count("won", slowProvider);
       return;
     }
   }

@@ -51,7 +51,8 @@ export interface RequestHedging {
   /** An attempt answered every call of its group: its latency teaches the p90. */
   answered(group: AttemptGroup, elapsedMs: number): void;
   readonly wait: HedgeTimer;
-  count(outcome: HedgeOutcome): void;
+  /** Counts a hedge of an attempt on `provider` (the first attempt's, the one that was slow). */
+  count(outcome: HedgeOutcome, provider: string): void;
 }
 
 export interface HedgingDeps {
@@ -112,7 +113,8 @@ export class Hedging {
         if (what !== BATCH) latency.record(key(group, ANY_READ), elapsedMs, now);
       },
       wait: this.#deps.timer ?? afterDelay,
-      count: (outcome) => telemetry.count("hedges", { network: network.name, outcome }),
+      count: (outcome, provider) =>
+        telemetry.count("hedges", { network: network.name, provider, outcome }),
     };
   }
 
