@@ -29,14 +29,19 @@ const three: Providers = [
   { name: "p3", url: P3, priority: 1 },
 ];
 
-/** A hedge timer the test fires: each wait is kept with the delay it was asked for. */
+/**
+ * A hedge timer the test fires: each wait is kept with the delay it was asked for. The turn of
+ * the event loop a hedge takes after its delay (a wait of 0) passes at once.
+ */
 function manualTimer() {
   const waits: Array<{ ms: number; fire: () => void; cancelled: () => boolean }> = [];
   const timer: HedgeTimer = (ms, signal) =>
-    new Promise((resolve) => {
-      waits.push({ ms, fire: () => resolve(!signal.aborted), cancelled: () => signal.aborted });
-      signal.addEventListener("abort", () => resolve(false), { once: true });
-    });
+    ms === 0
+      ? Promise.resolve()
+      : new Promise((resolve) => {
+          waits.push({ ms, fire: () => resolve(), cancelled: () => signal?.aborted === true });
+          signal?.addEventListener("abort", () => resolve(), { once: true });
+        });
   return {
     timer,
     waits,
@@ -109,6 +114,10 @@ function harness(
     network,
     hedges,
     rpc,
+    /** Moves the test clock (p90s are read again at most once a second). */
+    tick(ms: number) {
+      now += ms;
+    },
     /**
      * Ten requests p1 answers at once, so the budget (0.1 of the requests of the last minute)
      * has room for a hedge; what they leave in the upstream's and the recorder's lists is cleared.
@@ -280,7 +289,11 @@ describe("when the hedge fires", () => {
     // 50 of its own.
     await h.rpc(call(1, "eth_maxPriorityFeePerGas"));
     expect(h.timer.waits.at(-1)?.ms).toBe(940);
-    // A method never seen: the provider's p90 over its reads.
+    // A method never seen: the provider's p90 over its reads (50 × 400 ms, 52 × 900 ms), read
+    // again once a second has passed.
+    await h.rpc(call(1, "eth_blobBaseFee"));
+    expect(h.timer.waits.at(-1)?.ms).toBe(431);
+    h.tick(1000);
     await h.rpc(call(1, "eth_blobBaseFee"));
     expect(h.timer.waits.at(-1)?.ms).toBe(940);
     await h.rpc(call(1, "eth_gasPrice"));
@@ -329,7 +342,7 @@ describe("never hedged", () => {
     const pending = h.rpc(body);
     await until(() => slow.waiting === 1);
     // No wait was asked for, or none that may start a hedge.
-    if (h.timer.waits.length > 0) h.timer.waits.forEach((wait) => wait.fire());
+    for (const wait of h.timer.waits) wait.fire();
     await new Promise(setImmediate);
     const batchSize = body.startsWith("[") ? (JSON.parse(body) as unknown[]).length : 0;
     slow.release(

@@ -49,7 +49,13 @@ export async function attemptHedged(
     .send(group, firstController.signal)
     .then((sent) => ({ group, controller: firstController, sent }));
   const timer = new AbortController();
-  const early = await Promise.race([first, hedging.wait(delay, timer.signal).then(() => null)]);
+  const fired = hedging
+    .wait(delay, timer.signal)
+    // One more turn of the event loop, through its I/O: after a CPU stall the timers run before
+    // the answers that arrived meanwhile are read, and an answer already there is not hedged.
+    .then(() => (timer.signal.aborted ? undefined : hedging.wait(0, timer.signal)))
+    .then(() => null);
+  const early = await Promise.race([first, fired]);
   if (early !== null) {
     timer.abort();
     race.settle(group, early.sent);

@@ -11,31 +11,26 @@ import { LatencyWindows } from "./latency-window.ts";
 import type { AttemptGroup } from "./plan.ts";
 
 /**
- * Waits `ms`, then resolves true; resolves false at once when `signal` aborts first. The
- * real one (`afterDelay`) is a timer; tests pass one they fire themselves.
+ * Waits `ms`, or less when `signal` aborts (then resolves all the same). The real one
+ * (`afterDelay`) is a timer; tests pass one they fire themselves.
  */
-export type HedgeTimer = (ms: number, signal: AbortSignal) => Promise<boolean>;
+export type HedgeTimer = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-/**
- * A timer followed by one turn of the event loop's I/O: after a CPU stall the timer phase runs
- * before the answers that arrived meanwhile are read, and an answer already in the socket must
- * not be hedged.
- */
 export const afterDelay: HedgeTimer = (ms, signal) =>
   new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve(false);
+    if (signal?.aborted) {
+      resolve();
       return;
     }
     const onAbort = () => {
       clearTimeout(timer);
-      resolve(false);
+      resolve();
     };
     const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      setImmediate(() => resolve(!signal.aborted));
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
     }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 
 export type HedgeOutcome = "started" | "won" | "aborted";
@@ -65,6 +60,8 @@ export interface HedgingDeps {
 const ANY_READ = "*";
 /** Small batches are learned apart from single calls: they take longer. */
 const BATCH = "[batch]";
+/** A p90 read this recently stands: a second's new answers barely move a minute's p90. */
+const P90_REFRESH_MS = 1000;
 
 /**
  * Hedged reads in one container (docs/behaviour.md §13): per network, the budget and each
@@ -76,19 +73,43 @@ const BATCH = "[batch]";
 export class Hedging {
   readonly #deps: HedgingDeps;
   readonly #networks = new Map<string, { budget: HedgeBudget; latency: LatencyWindows }>();
+  /** One view per network as configured: a config change builds new networks, and new views. */
+  readonly #views = new WeakMap<Network, RequestHedging>();
+  /** p90s as last read, by key: read again at most once a second (a read walks the histogram). */
+  readonly #p90s = new Map<string, { readonly at: number; readonly value: number }>();
 
   constructor(deps: HedgingDeps) {
     this.#deps = deps;
   }
 
   forRequest(network: Network): RequestHedging {
+    let view = this.#views.get(network);
+    if (view === undefined) {
+      view = this.#view(network);
+      this.#views.set(network, view);
+    }
+    return view;
+  }
+
+  #view(network: Network): RequestHedging {
     const { clock, telemetry } = this.#deps;
     const settings = network.settings.hedge;
     const { budget, latency } = this.#of(network.name);
-    const key = (group: AttemptGroup, what: string) => `${group.slot.provider.name}\u0000${what}`;
+    const key = (group: AttemptGroup, what: string) =>
+      `${network.name}\u0000${group.slot.provider.name}\u0000${what}`;
     const methods = (group: AttemptGroup) => group.calls.map((entry) => entry.info.method);
     const own = (group: AttemptGroup) =>
       group.calls.length === 1 ? (group.calls[0]?.info.method ?? BATCH) : BATCH;
+    const p90 = (of: string, now: number): number | null => {
+      const known = this.#p90s.get(of);
+      if (known !== undefined && now - known.at < P90_REFRESH_MS && now >= known.at) {
+        return known.value;
+      }
+      // Too few answers yet is cheap to find out, and is not kept: the 50th answer counts at once.
+      const value = latency.quantile(of, 0.9, now, HEDGE_MIN_SAMPLES);
+      if (value !== null) this.#p90s.set(of, { at: now, value });
+      return value;
+    };
     return {
       requestStarted: () => {
         if (settings.max_ratio > 0) budget.request(clock());
@@ -97,12 +118,9 @@ export class Hedging {
         if (group.slot.emergency || whyNotHedged(methods(group), settings) !== null) return null;
         const now = clock();
         const what = own(group);
-        const p90 =
-          latency.quantile(key(group, what), 0.9, now, HEDGE_MIN_SAMPLES) ??
-          (what === BATCH
-            ? null
-            : latency.quantile(key(group, ANY_READ), 0.9, now, HEDGE_MIN_SAMPLES));
-        return hedgeDelayMs(p90, settings);
+        const known =
+          p90(key(group, what), now) ?? (what === BATCH ? null : p90(key(group, ANY_READ), now));
+        return hedgeDelayMs(known, settings);
       },
       takeBudget: () => budget.take(clock(), settings.max_ratio),
       answered: (group, elapsedMs) => {
