@@ -34,22 +34,30 @@ const three: Providers = [
  * the event loop a hedge takes after its delay (a wait of 0) passes at once.
  */
 function manualTimer() {
-  const waits: Array<{ ms: number; fire: () => void; cancelled: () => boolean }> = [];
-  const timer: HedgeTimer = (ms, signal) =>
-    ms === 0
-      ? Promise.resolve()
-      : new Promise((resolve) => {
-          waits.push({ ms, fire: () => resolve(), cancelled: () => signal?.aborted === true });
-          signal?.addEventListener("abort", () => resolve(), { once: true });
-        });
+  const waits: Array<{ ms: number; fire: () => void; cancelled: boolean }> = [];
+  const timer: HedgeTimer = (ms) => {
+    if (ms === 0) return { done: Promise.resolve(), cancel: () => undefined };
+    let fire = () => undefined as void;
+    const done = new Promise<void>((resolve) => {
+      fire = resolve;
+    });
+    const wait = { ms, fire: () => fire(), cancelled: false };
+    waits.push(wait);
+    return {
+      done,
+      cancel: () => {
+        wait.cancelled = true;
+      },
+    };
+  };
   return {
     timer,
     waits,
     /** Fires the latest wait once the request has reached it. */
     async fire() {
-      await until(() => waits.some((wait) => !wait.cancelled()));
+      await until(() => waits.some((wait) => !wait.cancelled));
       waits
-        .filter((wait) => !wait.cancelled())
+        .filter((wait) => !wait.cancelled)
         .at(-1)
         ?.fire();
     },
@@ -192,7 +200,7 @@ describe("a read whose first attempt is slow goes to the next provider too", () 
     const response = await h.rpc(call(1));
     expect(response.body).toBe(result(1, "0x1"));
     expect(h.upstream.callsTo(P2)).toBe(0);
-    expect(h.timer.waits.map((wait) => wait.cancelled())).toEqual([true]);
+    expect(h.timer.waits.map((wait) => wait.cancelled)).toEqual([true]);
     expect(h.counts.filter((c) => c.name === "hedges")).toEqual([]);
   });
 

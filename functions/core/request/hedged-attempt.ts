@@ -1,6 +1,6 @@
 import type { Provider } from "../network-model.ts";
 import type { UpstreamResult } from "../ports.ts";
-import type { RequestHedging } from "./hedging.ts";
+import type { HedgeTimer, HedgeWait, RequestHedging } from "./hedging.ts";
 import type { AttemptGroup } from "./plan.ts";
 
 /** One attempt's result, and whether its timeout was cut to the time left before the deadline. */
@@ -48,16 +48,10 @@ export async function attemptHedged(
   const first = race
     .send(group, firstController.signal)
     .then((sent) => ({ group, controller: firstController, sent }));
-  const timer = new AbortController();
-  const fired = hedging
-    .wait(delay, timer.signal)
-    // One more turn of the event loop, through its I/O: after a CPU stall the timers run before
-    // the answers that arrived meanwhile are read, and an answer already there is not hedged.
-    .then(() => (timer.signal.aborted ? undefined : hedging.wait(0, timer.signal)))
-    .then(() => null);
-  const early = await Promise.race([first, fired]);
+  const delayed = delayThenTurn(hedging.timer, delay);
+  const early = await Promise.race([first, delayed.done.then(() => null)]);
   if (early !== null) {
-    timer.abort();
+    delayed.cancel();
     race.settle(group, early.sent);
     return;
   }
@@ -87,6 +81,20 @@ export async function attemptHedged(
       return;
     }
   }
+}
+
+/**
+ * The delay, then one more turn of the event loop through its I/O: after a CPU stall the
+ * timers run before the answers that arrived meanwhile are read, and an answer already there
+ * must not be hedged.
+ */
+function delayThenTurn(timer: HedgeTimer, ms: number): HedgeWait {
+  let current = timer(ms);
+  const done = current.done.then(() => {
+    current = timer(0);
+    return current.done;
+  });
+  return { done, cancel: () => current.cancel() };
 }
 
 /**

@@ -10,28 +10,26 @@ import { hedgeDelayMs, whyNotHedged } from "./hedge-policy.ts";
 import { LatencyWindows } from "./latency-window.ts";
 import type { AttemptGroup } from "./plan.ts";
 
-/**
- * Waits `ms`, or less when `signal` aborts (then resolves all the same). The real one
- * (`afterDelay`) is a timer; tests pass one they fire themselves.
- */
-export type HedgeTimer = (ms: number, signal?: AbortSignal) => Promise<void>;
+/** A wait that may be called off: `done` then never resolves. */
+export interface HedgeWait {
+  readonly done: Promise<void>;
+  cancel(): void;
+}
 
-export const afterDelay: HedgeTimer = (ms, signal) =>
-  new Promise((resolve) => {
-    if (signal?.aborted) {
-      resolve();
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
+/**
+ * Starts a wait of `ms`. The real one (`afterDelay`) is a plain timer, not an AbortSignal: one
+ * is started for every hedgeable read, and an AbortController with its abort event costs
+ * several times a timer's set and clear. Tests pass a timer they fire themselves.
+ */
+export type HedgeTimer = (ms: number) => HedgeWait;
+
+export const afterDelay: HedgeTimer = (ms) => {
+  let timer: NodeJS.Timeout | undefined;
+  const done = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
   });
+  return { done, cancel: () => clearTimeout(timer) };
+};
 
 export type HedgeOutcome = "started" | "won" | "aborted";
 
@@ -45,7 +43,7 @@ export interface RequestHedging {
   takeBudget(): boolean;
   /** An attempt answered every call of its group: its latency teaches the p90. */
   answered(group: AttemptGroup, elapsedMs: number): void;
-  readonly wait: HedgeTimer;
+  readonly timer: HedgeTimer;
   /** Counts a hedge of an attempt on `provider` (the first attempt's, the one that was slow). */
   count(outcome: HedgeOutcome, provider: string): void;
 }
@@ -63,6 +61,27 @@ const BATCH = "[batch]";
 /** A p90 read this recently stands: a second's new answers barely move a minute's p90. */
 const P90_REFRESH_MS = 1000;
 
+/** One provider's latencies by method (or `ANY_READ`, `BATCH`), and their p90s as last read. */
+class ProviderLatency {
+  readonly #windows = new LatencyWindows(HEDGE_LATENCY_WINDOW_SECONDS);
+  readonly #p90s = new Map<string, { readonly at: number; readonly value: number }>();
+
+  record(what: string, latencyMs: number, now: number): void {
+    this.#windows.record(what, latencyMs, now);
+  }
+
+  /** Too few answers yet is cheap to find out and is not kept: the 50th answer counts at once. */
+  p90(what: string, now: number): number | null {
+    const known = this.#p90s.get(what);
+    if (known !== undefined && now - known.at < P90_REFRESH_MS && now >= known.at) {
+      return known.value;
+    }
+    const value = this.#windows.quantile(what, 0.9, now, HEDGE_MIN_SAMPLES);
+    if (value !== null) this.#p90s.set(what, { at: now, value });
+    return value;
+  }
+}
+
 /**
  * Hedged reads in one container (docs/behaviour.md §13): per network, the budget and each
  * provider's latency per method, learned from this container's own answers. No DynamoDB read
@@ -72,11 +91,11 @@ const P90_REFRESH_MS = 1000;
  */
 export class Hedging {
   readonly #deps: HedgingDeps;
-  readonly #networks = new Map<string, { budget: HedgeBudget; latency: LatencyWindows }>();
+  readonly #budgets = new Map<string, HedgeBudget>();
+  /** network → provider → latencies. */
+  readonly #latency = new Map<string, Map<string, ProviderLatency>>();
   /** One view per network as configured: a config change builds new networks, and new views. */
   readonly #views = new WeakMap<Network, RequestHedging>();
-  /** p90s as last read, by key: read again at most once a second (a read walks the histogram). */
-  readonly #p90s = new Map<string, { readonly at: number; readonly value: number }>();
 
   constructor(deps: HedgingDeps) {
     this.#deps = deps;
@@ -94,57 +113,60 @@ export class Hedging {
   #view(network: Network): RequestHedging {
     const { clock, telemetry } = this.#deps;
     const settings = network.settings.hedge;
-    const { budget, latency } = this.#of(network.name);
-    const key = (group: AttemptGroup, what: string) =>
-      `${network.name}\u0000${group.slot.provider.name}\u0000${what}`;
-    const methods = (group: AttemptGroup) => group.calls.map((entry) => entry.info.method);
-    const own = (group: AttemptGroup) =>
-      group.calls.length === 1 ? (group.calls[0]?.info.method ?? BATCH) : BATCH;
-    const p90 = (of: string, now: number): number | null => {
-      const known = this.#p90s.get(of);
-      if (known !== undefined && now - known.at < P90_REFRESH_MS && now >= known.at) {
-        return known.value;
+    let budget = this.#budgets.get(network.name);
+    if (budget === undefined) {
+      budget = new HedgeBudget(HEDGE_BUDGET_WINDOW_SECONDS);
+      this.#budgets.set(network.name, budget);
+    }
+    const spent = budget;
+    let byProvider = this.#latency.get(network.name);
+    if (byProvider === undefined) {
+      byProvider = new Map();
+      this.#latency.set(network.name, byProvider);
+    }
+    const providers = byProvider;
+    const latencyOf = (group: AttemptGroup): ProviderLatency => {
+      const name = group.slot.provider.name;
+      let latency = providers.get(name);
+      if (latency === undefined) {
+        latency = new ProviderLatency();
+        providers.set(name, latency);
       }
-      // Too few answers yet is cheap to find out, and is not kept: the 50th answer counts at once.
-      const value = latency.quantile(of, 0.9, now, HEDGE_MIN_SAMPLES);
-      if (value !== null) this.#p90s.set(of, { at: now, value });
-      return value;
+      return latency;
+    };
+    /** The method a single call is learned by, or `BATCH`; null: never hedged. */
+    const hedgeable = (group: AttemptGroup): string | null => {
+      const [only] = group.calls;
+      if (group.calls.length === 1 && only !== undefined) {
+        return whyNotHedged([only.info.method], settings) === null ? only.info.method : null;
+      }
+      const methods = group.calls.map((entry) => entry.info.method);
+      return whyNotHedged(methods, settings) === null ? BATCH : null;
     };
     return {
       requestStarted: () => {
-        if (settings.max_ratio > 0) budget.request(clock());
+        if (settings.max_ratio > 0) spent.request(clock());
       },
       delayFor: (group) => {
-        if (group.slot.emergency || whyNotHedged(methods(group), settings) !== null) return null;
+        const what = group.slot.emergency ? null : hedgeable(group);
+        if (what === null) return null;
         const now = clock();
-        const what = own(group);
-        const known =
-          p90(key(group, what), now) ?? (what === BATCH ? null : p90(key(group, ANY_READ), now));
-        return hedgeDelayMs(known, settings);
+        const latency = latencyOf(group);
+        const p90 = latency.p90(what, now) ?? (what === BATCH ? null : latency.p90(ANY_READ, now));
+        return hedgeDelayMs(p90, settings);
       },
-      takeBudget: () => budget.take(clock(), settings.max_ratio),
+      takeBudget: () => spent.take(clock(), settings.max_ratio),
       answered: (group, elapsedMs) => {
-        if (whyNotHedged(methods(group), settings) !== null) return;
+        const what = hedgeable(group);
+        if (what === null) return;
         const now = clock();
-        const what = own(group);
-        latency.record(key(group, what), elapsedMs, now);
-        if (what !== BATCH) latency.record(key(group, ANY_READ), elapsedMs, now);
+        const latency = latencyOf(group);
+        latency.record(what, elapsedMs, now);
+        if (what !== BATCH) latency.record(ANY_READ, elapsedMs, now);
       },
-      wait: this.#deps.timer ?? afterDelay,
+      timer: this.#deps.timer ?? afterDelay,
       count: (outcome, provider) =>
         telemetry.count("hedges", { network: network.name, provider, outcome }),
     };
-  }
-
-  #of(network: string) {
-    let entry = this.#networks.get(network);
-    if (entry === undefined) {
-      entry = {
-        budget: new HedgeBudget(HEDGE_BUDGET_WINDOW_SECONDS),
-        latency: new LatencyWindows(HEDGE_LATENCY_WINDOW_SECONDS),
-      };
-      this.#networks.set(network, entry);
-    }
-    return entry;
   }
 }
