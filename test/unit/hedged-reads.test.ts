@@ -37,7 +37,7 @@ function manualTimer() {
   const waits: Array<{ ms: number; fire: () => void; cancelled: boolean }> = [];
   const timer: HedgeTimer = (ms) => {
     if (ms === 0) return { done: Promise.resolve(), cancel: () => undefined };
-    let fire = () => undefined as void;
+    let fire: () => void = () => undefined;
     const done = new Promise<void>((resolve) => {
       fire = resolve;
     });
