@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { buildModel, parseConfig } from "../../functions/core/network-model.ts";
 import { HedgeBudget } from "../../functions/core/request/hedge-budget.ts";
 import {
   type HedgeSettings,
@@ -169,5 +170,66 @@ describe("the hedge budget: hedges ≤ ratio × requests over the last minute", 
     expect(budget.take(T + 80_000, 0.1)).toBe(false);
     for (let i = 0; i < 9; i++) budget.request(T + 80_000);
     expect(budget.take(T + 80_000, 0.1)).toBe(true);
+  });
+});
+
+describe("the hedge keys in the config", () => {
+  const network = (overrides: Record<string, unknown> = {}) => ({
+    chain_id: 1,
+    providers: [{ url: "https://a.example/rpc" }],
+    ...overrides,
+  });
+  const problems = (config: Record<string, unknown>) => {
+    const result = parseConfig({ networks: { eth: network() }, ...config });
+    return result.ok ? [] : result.problems.map((problem) => `${problem.path}: ${problem.message}`);
+  };
+
+  it("defaults, and a network overrides them key by key", () => {
+    const result = parseConfig({
+      hedge: { max_ms: 1500 },
+      networks: { eth: network({ hedge: { max_ratio: 0 } }), base: network() },
+    });
+    if (!result.ok) throw new Error(JSON.stringify(result.problems));
+    const model = buildModel(result.config, (url) => url);
+    expect(model.networks.get("eth")?.settings.hedge).toEqual({
+      max_ratio: 0,
+      min_ms: 150,
+      max_ms: 1500,
+      max_batch: 10,
+    });
+    expect(model.networks.get("base")?.settings.hedge.max_ratio).toBe(0.1);
+  });
+
+  it.each([
+    {
+      config: { hedge: { min_ms: 500, max_ms: 400 } },
+      problem:
+        "hedge.min_ms: hedge.min_ms 500 is over hedge.max_ms 400: the delay before a hedge is clamped between them",
+    },
+    {
+      config: { hedge: { max_ms: 100 } },
+      problem:
+        "hedge.min_ms: hedge.min_ms 150 is over hedge.max_ms 100: the delay before a hedge is clamped between them",
+    },
+    {
+      config: { networks: { eth: network({ hedge: { min_ms: 3000 } }) } },
+      problem:
+        "networks.eth.hedge.min_ms: hedge.min_ms 3000 in network eth is over hedge.max_ms 2000: the delay before a hedge is clamped between them",
+    },
+    {
+      config: { hedge: { max_ratio: 1.5 } },
+      problem: "hedge.max_ratio: Too big: expected number to be <=1",
+    },
+    {
+      config: { hedge: { max_batch: 0 } },
+      problem: "hedge.max_batch: Too small: expected number to be >0",
+    },
+    {
+      config: { hedge: { hedge_all: true } },
+      problem:
+        'hedge: unknown key(s) "hedge_all": check the spelling against the README\'s config reference',
+    },
+  ])("refuses $config", ({ config, problem }) => {
+    expect(problems(config)).toEqual([problem]);
   });
 });
