@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dollarsPerMillionPerMs, PRICES } from "./cost.ts";
+import { renderHedge } from "./hedge.ts";
 import { formatLoad } from "./machine.ts";
 import type {
   ColdPart,
@@ -45,6 +46,7 @@ export function renderReport(results: Results): string {
     ["cold start", results.cold],
     ["cost per million requests", results.cost],
     ["answer cache: indexer replay", results.replay],
+    ["hedged reads", results.hedge],
   ] as const;
   const machine = [results.throughput, results.handler, results.cold, results.cost, results.ab]
     .map((part) => part?.machine)
@@ -76,6 +78,7 @@ export function renderReport(results: Results): string {
   if (results.replay) lines.push(...renderReplay(results.replay));
   lines.push(...renderAb(results));
   if (results.profile) lines.push(...renderProfile(results.profile));
+  if (results.hedge) lines.push(...renderHedge(results.hedge));
   return lines.join("\n").trimEnd();
 }
 

@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { HedgePart } from "./hedge.ts";
 import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./lambda.ts";
 import type { MachineInfo } from "./machine.ts";
 import type { ProfileFindings } from "./profiling.ts";
@@ -16,7 +17,15 @@ import type { ThroughputRecord } from "./throughput.ts";
 const ROOT = resolve(import.meta.dirname, "..");
 export const RESULTS_JSON = join(ROOT, "bench", "results.json");
 
-export type PartName = "throughput" | "ab" | "handler" | "cold" | "cost" | "profile" | "replay";
+export type PartName =
+  | "throughput"
+  | "ab"
+  | "handler"
+  | "cold"
+  | "cost"
+  | "profile"
+  | "replay"
+  | "hedge";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
   "ab",
@@ -25,6 +34,7 @@ export const PART_NAMES: readonly PartName[] = [
   "cost",
   "profile",
   "replay",
+  "hedge",
 ];
 
 export interface Verdict {
@@ -91,6 +101,7 @@ export interface Results {
   cost?: CostPart;
   profile?: ProfilePart;
   replay?: ReplayPart;
+  hedge?: HedgePart;
 }
 
 export function readResults(): Results {

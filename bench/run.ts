@@ -3,11 +3,12 @@
  * a baseline in the same run, with a verdict per target. Writes bench/results.json (the latest
  * result of every part) and the generated section of bench/RESULTS.md.
  *
- *   npm run bench -- [--only throughput,ab,handler,cold,cost,profile,replay] [--dry-run]
+ *   npm run bench -- [--only throughput,ab,handler,cold,cost,profile,replay,hedge] [--dry-run]
  *     [--rounds 2] [--seconds 5] [--warmup 2]          local server (throughput, ab)
  *     [--handler-rounds 3] [--handler-count 5000]      handler CPU
  *     [--starts 9]                                      cold starts per handler
  *     [--cost-rates 20,2] [--cost-seconds 15]           cost
+ *     [--hedge-rate 50] [--hedge-seconds 10] [--hedge-rounds 3] [--hedge-warmup 3]   hedge
  *
  *   throughput  local server: anvil, the undici pass-through and the gateway (`npm start`),
  *               wrk (or the autocannon CLI) from outside, c=1 and c=32
@@ -22,6 +23,8 @@
  *   replay      the answer cache: an indexer's three passes over finalized blocks across 4
  *               containers, upstream calls with the cache off and on, shared-tier reads, and
  *               what a memory hit adds over a request that needs no upstream
+ *   hedge       hedged reads on and off side by side: p99 and upstream calls with a slow tail
+ *               on one provider, and with every provider healthy
  *
  * Exits 1 when a measurement had errors (its figures are not a valid result).
  */
@@ -30,6 +33,7 @@ import { ENVIRONMENTS } from "../infra/environments.ts";
 import { type AnvilNode, startAnvil } from "../local/anvil.ts";
 import { rpcEvent } from "../test/support/api-gateway-event.ts";
 import type { UpstreamClientName } from "./bundles.ts";
+import { hedgeVerdicts, measureHedging } from "./hedge.ts";
 import {
   buildVariants,
   type LambdaVariant,
@@ -85,6 +89,10 @@ const args = (() => {
         starts: { type: "string", default: "9" },
         "cost-rates": { type: "string", default: "20,2" },
         "cost-seconds": { type: "string", default: "15" },
+        "hedge-rate": { type: "string", default: "50" },
+        "hedge-seconds": { type: "string", default: "10" },
+        "hedge-rounds": { type: "string", default: "3" },
+        "hedge-warmup": { type: "string", default: "3" },
         "dry-run": { type: "boolean", default: false },
       },
     }).values;
@@ -219,6 +227,12 @@ async function main(): Promise<number> {
     starts: whole("starts", args.starts),
     costSeconds: whole("cost-seconds", args["cost-seconds"]),
     rates: (args["cost-rates"] ?? "").split(",").map((rate) => whole("cost-rates", rate)),
+    hedge: {
+      rate: whole("hedge-rate", args["hedge-rate"]),
+      seconds: whole("hedge-seconds", args["hedge-seconds"]),
+      rounds: whole("hedge-rounds", args["hedge-rounds"]),
+      warmupSeconds: whole("hedge-warmup", args["hedge-warmup"]),
+    },
   };
   const { seconds, rounds, warmupSeconds } = settings;
   const loadAtStart = loadAverage();
@@ -399,6 +413,18 @@ async function main(): Promise<number> {
         const server = await profileLocalServer(anvil, load, { connections: 32, seconds: 10 }, log);
         results.profile = { ...meta(started), findings: [handler, paced, server] };
       }
+    }
+
+    if (parts.has("hedge")) {
+      const started = loadAverage();
+      const records = await measureHedging(settings.hedge, log);
+      invalid ||= records.some((r) => r.problems.length > 0);
+      results.hedge = {
+        ...meta(started),
+        options: settings.hedge,
+        records,
+        verdicts: hedgeVerdicts(records),
+      };
     }
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);

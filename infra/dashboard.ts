@@ -155,6 +155,9 @@ function addNetworkRows(dashboard: Dashboard, metrics: GatewayMetrics, network: 
       metrics.search("blacklist_events", network, "Sum"),
     ]),
     graph(`${network}: probe results`, [metrics.search("probe_results", network, "Sum")]),
+    graph(`${network}: hedged reads by provider and outcome`, [
+      metrics.search("hedges", network, "Sum"),
+    ]),
     graph(`${network}: monitor errors`, [
       metrics.metric("monitor_errors", { network }, "Sum", MINUTE),
     ]),

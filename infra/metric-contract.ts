@@ -31,6 +31,11 @@ export const METRIC_DIMENSIONS = {
   /** Answers from the cache and past it, per method class. */
   cache_hits: ["network", "class"],
   cache_misses: ["network", "class"],
+  /**
+   * Hedged reads, by the provider whose first attempt was slow; `outcome`: `started`, `won`
+   * (the second attempt answered first) or `aborted` (the attempt that lost was cut off).
+   */
+  hedges: ["network", "provider", "outcome"],
 } as const satisfies Record<string, readonly string[]>;
 
 export type MetricName = keyof typeof METRIC_DIMENSIONS;

@@ -20,6 +20,8 @@ export type Fault =
   | { kind: "hang" }
   /** Wait, then forward. */
   | { kind: "slow"; ms: number }
+  /** Wait, then forward, for every `every`-th request from the fault on (a tail: 10 → 10 %). */
+  | { kind: "slow_some"; ms: number; every: number }
   /** Answer with this HTTP response instead of forwarding (429, 503, 520–524 pages, …). */
   | { kind: "http"; status: number; body?: string; headers?: Record<string, string> }
   /** Answer every call (single or batch member) with this JSON-RPC error and the caller's id. */
@@ -106,6 +108,8 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
   let frozenHead: { number: unknown } | undefined;
   let requests = 0;
   const received: ReceivedRequest[] = [];
+  /** Requests since the fault was set, for `slow_some`. */
+  let sinceFault = 0;
   let listening = false;
 
   const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
@@ -155,6 +159,7 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const active = fault;
+    sinceFault++;
     if (active?.kind === "refuse") {
       req.socket.resetAndDestroy();
       return;
@@ -180,6 +185,11 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
         return;
       case "slow":
         await sleep(active.ms, undefined, { signal: shutdown.signal });
+        return relay(res, await forward(method, req.headers, body));
+      case "slow_some":
+        if (sinceFault % active.every === 0) {
+          await sleep(active.ms, undefined, { signal: shutdown.signal });
+        }
         return relay(res, await forward(method, req.headers, body));
       case "http":
         res.writeHead(active.status, active.headers ?? {});
@@ -327,6 +337,7 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
       const inner = next?.kind === "for_method" ? next.fault : next;
       if (inner?.kind === "stuck_head") frozenHead = await captureHead();
       fault = next;
+      sinceFault = 0;
       if (next?.kind === "down") await stopListening();
       else if (!listening) await listen(port);
     },

@@ -1,4 +1,5 @@
 import type { Wait } from "../core/ports.ts";
+import type { HedgeTimer } from "../core/request/hedging.ts";
 
 /** The real timer behind the core's `Wait` port: resolves after `ms`, or at once on abort. */
 export const wait: Wait = (ms, signal) =>
@@ -15,3 +16,12 @@ export const wait: Wait = (ms, signal) =>
     const timer = setTimeout(done, ms);
     signal?.addEventListener("abort", done, { once: true });
   });
+
+/** The real timer behind hedged reads: a plain timer, cheaper than an abortable `wait`. */
+export const hedgeTimer: HedgeTimer = (ms) => {
+  let timer: NodeJS.Timeout | undefined;
+  const done = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return { done, cancel: () => clearTimeout(timer) };
+};

@@ -114,6 +114,14 @@ export function boundIssues(config: {
         message: `quorum.failing_often.window_seconds ${window.value}${window.where} is over ${limits.statsRetentionSeconds}: request stats are kept one hour`,
       });
     }
+    const hedgeMin = setting((s) => s.hedge?.min_ms, ["hedge", "min_ms"]);
+    const hedgeMax = setting((s) => s.hedge?.max_ms, ["hedge", "max_ms"]);
+    if (hedgeMin.value > hedgeMax.value) {
+      issues.push({
+        path: hedgeMin.path,
+        message: `hedge.min_ms ${hedgeMin.value}${hedgeMin.where || hedgeMax.where} is over hedge.max_ms ${hedgeMax.value}: the delay before a hedge is clamped between them`,
+      });
+    }
   }
   // One problem per path: a top-level value over a bound would be reported once per network.
   const seen = new Set<string>();

@@ -129,6 +129,22 @@ const events = withDefaults(
   { retention_days: 7, max_kept: 1000, head_stall_block_times: 5 },
 );
 
+/**
+ * Hedged reads: when a read's first attempt has not answered after its provider's p90 latency
+ * for the method (clamped to `min_ms`..`max_ms`), one second attempt goes to the next
+ * provider; at most `max_ratio` of a container's requests a minute are hedged (0: never), and
+ * never a batch of more than `max_batch` calls.
+ */
+const hedge = withDefaults(
+  {
+    max_ratio: z.number().check(z.gte(0), z.lte(1)),
+    min_ms: positiveInt,
+    max_ms: positiveInt,
+    max_batch: positiveInt,
+  },
+  { max_ratio: 0.1, min_ms: 150, max_ms: 2000, max_batch: 10 },
+);
+
 const failingOften = withDefaults(
   {
     window_seconds: seconds,
@@ -207,6 +223,7 @@ const tunableShape = {
   probe: probe.full,
   quorum: quorum.full,
   events: events.full,
+  hedge: hedge.full,
   methods_deny: z._default(methodPatterns, [...DEFAULT_METHODS_DENY]),
   methods_allow: z.optional(methodPatterns),
 };
@@ -242,6 +259,7 @@ const networkOverrideShape = {
   probe: z.optional(probe.override),
   quorum: z.optional(quorum.override),
   events: z.optional(events.override),
+  hedge: z.optional(hedge.override),
   methods_deny: z.optional(methodPatterns),
   methods_allow: z.optional(methodPatterns),
 };

@@ -24,6 +24,7 @@ import {
   type HealthRecorderDeps,
   settleWrites,
 } from "./request/health-recorder.ts";
+import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
@@ -59,6 +60,8 @@ export interface GatewayDeps extends HealthRecorderDeps {
   /** Where sent transactions' outcomes are shared; without it, no ledger. */
   readonly ledger?: TransactionLedger;
   readonly wait: Wait;
+  /** The wait before a hedged read's second attempt (tests fire it themselves). */
+  readonly hedgeTimer: HedgeTimer;
   /** The answer cache's shared tier (immutable answers); without it, memory only. */
   readonly sharedAnswers?: SharedAnswerStore;
 }
@@ -103,6 +106,7 @@ export class Gateway {
   readonly #servable = new ServableMethods();
   readonly #observed = new ObservedHeads();
   readonly #answers: AnswerCache;
+  readonly #hedging: Hedging;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -112,6 +116,11 @@ export class Gateway {
       telemetry: deps.telemetry,
       scrubAnswer: deps.scrubAnswer,
       ...(deps.sharedAnswers ? { shared: deps.sharedAnswers } : {}),
+    });
+    this.#hedging = new Hedging({
+      clock: deps.clock,
+      telemetry: deps.telemetry,
+      timer: deps.hedgeTimer,
     });
   }
 
@@ -199,6 +208,7 @@ export class Gateway {
       batchLimit: (provider) => batchLimitOf(provider, scope.batchLimits, clock()),
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
       callsMade: sends.copies,
+      hedging: this.#hedging.forRequest(network),
     });
     await settleSentTransactions(open, (call, hash) =>
       providerKnowsTransaction(this.#deps.upstream, call, hash, {
@@ -347,7 +357,8 @@ export class Gateway {
     }
     judgement.outcomes.forEach((outcome, index) => {
       const entry = calls[index];
-      if (entry === undefined) return;
+      // A hedged read's other attempt may have answered the call already: that answer stands.
+      if (entry === undefined || entry.answer !== null) return;
       if (outcome.kind === "answer") entry.answer = outcome.text;
       else if (outcome.kind === "inner_error") {
         entry.fallback = { text: outcome.text, provider };

@@ -154,6 +154,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
       failing_often: { ...config.quorum.failing_often, ...network.quorum?.failing_often },
     },
     events: { ...config.events, ...network.events },
+    hedge: { ...config.hedge, ...network.hedge },
     methods_deny: network.methods_deny ?? config.methods_deny,
     methods_allow: network.methods_allow ?? config.methods_allow,
   });

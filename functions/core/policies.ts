@@ -90,3 +90,19 @@ export const SAME_INCIDENT_MS = 1000;
  */
 export const STATE_MAX_STALE_FACTOR = 10;
 export const STATE_MAX_STALE_FLOOR_MS = 10_000;
+
+/**
+ * Hedged reads learn each provider's latency per method from this container's own answers
+ * over this window: long enough to hold a steady sample at a few requests a second, short
+ * enough to follow a provider that slows down or recovers within a minute.
+ */
+export const HEDGE_LATENCY_WINDOW_SECONDS = 60;
+
+/**
+ * A p90 from fewer answers than this is noise (five answers above it would move it): below
+ * it, the provider's p90 over all its hedgeable reads stands in, and below that `hedge.max_ms`.
+ */
+export const HEDGE_MIN_SAMPLES = 50;
+
+/** `hedge.max_ratio` counts a container's requests and hedges over this sliding window. */
+export const HEDGE_BUDGET_WINDOW_SECONDS = 60;

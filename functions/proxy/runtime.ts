@@ -8,7 +8,7 @@ import type { SecretResolver } from "../adapters/secrets.ts";
 import { createStatsFlusher, type DynamoStatsStore } from "../adapters/stats-store.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
 import { createUsageFlusher, type DynamoUsageStore } from "../adapters/usage-store.ts";
-import { wait } from "../adapters/wait.ts";
+import { hedgeTimer, wait } from "../adapters/wait.ts";
 import { DEFAULT_CORS_ORIGINS } from "../core/cors.ts";
 import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/events.ts";
 import { Gateway } from "../core/gateway.ts";
@@ -134,6 +134,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     clock,
     random: options.random ?? Math.random,
     wait,
+    hedgeTimer,
     telemetry,
     scrub: config.scrub,
     scrubAnswer: config.scrubAnswer,

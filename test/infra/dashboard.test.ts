@@ -74,6 +74,7 @@ describe("the dashboard", () => {
           `${network}: retried errors by provider and kind`,
           `${network}: blacklists by provider and reason`,
           `${network}: probe results`,
+          `${network}: hedged reads by provider and outcome`,
         ]),
       );
     },

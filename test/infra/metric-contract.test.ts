@@ -37,11 +37,11 @@ let shim: FaultShim;
 let stack: LocalStack;
 let clockNow = Date.now() + 3_600_000;
 
-async function rpc(method = "eth_blockNumber") {
+async function rpc(method = "eth_blockNumber", params: unknown[] = []) {
   const response = await fetch(`${stack.url}/devnet`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
   return { status: response.status, provider: response.headers.get("x-gateway-provider") };
 }
@@ -81,6 +81,8 @@ beforeAll(async () => {
       // The timer ticks once at start; the test ticks the monitor itself after that.
       check_interval_seconds: 3600,
       config_refresh_seconds: 30,
+      // A hedge fires after 100 ms, so the run can show one without waiting 2 s.
+      hedge: { min_ms: 100, max_ms: 100 },
       networks: {
         devnet: {
           chain_id: 31337,
@@ -106,6 +108,11 @@ beforeAll(async () => {
   // The answer cache: a miss, then a hit from memory.
   await rpc("eth_chainId");
   expect((await rpc("eth_chainId")).provider).toBe("");
+  // A slow read is hedged: ten reads earn one hedge (max_ratio 0.1), then the primary stalls.
+  const balanceOf = (n: number) => rpc("eth_getBalance", [`0x${n.toString(16).padStart(40, "0")}`]);
+  for (let n = 0; n < 10; n++) await balanceOf(n);
+  await shim.setFault({ kind: "slow", ms: 2_000 });
+  expect((await balanceOf(10)).provider).toBe("secondary");
   await shim.setFault({ kind: "http", status: 503 });
   expect((await rpc()).provider).toBe("secondary");
   await shim.setFault(null);

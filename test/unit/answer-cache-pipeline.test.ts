@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { wait } from "../../functions/adapters/wait.ts";
+import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
 import type { ChainHead } from "../../functions/core/chain-head.ts";
 import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
 import { Gateway } from "../../functions/core/gateway.ts";
@@ -119,6 +119,7 @@ function harness(
     clock,
     random: () => 0.5,
     wait,
+    hedgeTimer,
     telemetry,
     scrub: (text) => text,
     scrubAnswer: (text) => text,

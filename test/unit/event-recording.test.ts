@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { EventRecorder } from "../../functions/adapters/event-recorder.ts";
 import type { EventStore } from "../../functions/adapters/event-store.ts";
-import { wait } from "../../functions/adapters/wait.ts";
+import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
 import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
 import type { GatewayEvent } from "../../functions/core/events.ts";
 import { Gateway } from "../../functions/core/gateway.ts";
@@ -47,6 +47,7 @@ function harness(providers: Providers, events = new RecordingSink()) {
     clock,
     random: () => 0.5,
     wait,
+    hedgeTimer,
     telemetry: quiet,
     scrub: makeScrubber([{ resolved: P1, redacted: "http://p1.test/v3/***" }], [KEY]),
     scrubAnswer: (text) => text,

@@ -1,7 +1,7 @@
 import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { wait } from "../../functions/adapters/wait.ts";
+import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
 import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
 import { Gateway } from "../../functions/core/gateway.ts";
 import { HEALTHY } from "../../functions/core/health.ts";
@@ -74,6 +74,7 @@ function harness(providers: Providers, overrides: Partial<ConfigInput["networks"
     clock,
     random: () => 0.5,
     wait,
+    hedgeTimer,
     telemetry,
     scrub: (text) => text,
     scrubAnswer: (text) => text,

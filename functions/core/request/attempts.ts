@@ -4,6 +4,8 @@ import { errorResponse } from "../jsonrpc.ts";
 import { methodSpec } from "../methods/catalogue.ts";
 import type { Provider } from "../network-model.ts";
 import type { Upstream, UpstreamResult } from "../ports.ts";
+import { attemptHedged, type SentAttempt } from "./hedged-attempt.ts";
+import type { RequestHedging } from "./hedging.ts";
 import type { OpenCall } from "./open-call.ts";
 import { type AttemptGroup, nextRound, upstreamBody } from "./plan.ts";
 import { SEND_RAW_TRANSACTION } from "./sent-transactions.ts";
@@ -30,6 +32,8 @@ export interface AttemptLoop {
   readonly onResult: (group: AttemptGroup, result: UpstreamResult, cutShort: boolean) => void;
   /** Upstream calls of the request already made or spoken for (transaction copies). */
   readonly callsMade: number;
+  /** Hedged reads (the first round's attempts); absent: never hedged. */
+  readonly hedging?: RequestHedging;
 }
 
 /**
@@ -39,34 +43,67 @@ export interface AttemptLoop {
  * upstream calls made.
  */
 export async function runAttempts(loop: AttemptLoop): Promise<number> {
-  const { upstream, clock, deadline, settings } = loop;
+  const { upstream, clock, deadline, settings, hedging } = loop;
   let attempts = 0;
-  for (;;) {
+  /** `remaining`: the time left before the deadline when the attempt's round (or hedge) began. */
+  const send = async (
+    group: AttemptGroup,
+    remaining: number,
+    signal?: AbortSignal,
+  ): Promise<SentAttempt> => {
+    const result = await upstream.send({
+      url: group.slot.provider.url,
+      body: upstreamBody(group, loop.single, loop.body),
+      timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
+      maxResponseBytes: settings.max_response_bytes,
+      idempotent: group.calls.every((entry) => safeToResend(entry.info.method)),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    return { result, cutShort: remaining < settings.request_timeout_ms };
+  };
+  const settle = (group: AttemptGroup, { result, cutShort }: SentAttempt) => {
+    loop.onResult(group, result, cutShort);
+    if (result.ok && group.calls.every((entry) => entry.answer !== null)) {
+      hedging?.answered(group, result.elapsedMs);
+    }
+  };
+  for (let round = 0; ; round++) {
     const remaining = deadline - clock();
     if (remaining <= 0) return attempts;
-    const round = nextRound(loop.open, settings.max_attempts, loop.single, loop.batchLimit);
-    if (round.length === 0) return attempts;
+    const groups = nextRound(loop.open, settings.max_attempts, loop.single, loop.batchLimit);
+    if (groups.length === 0) return attempts;
     // A batch retried across providers must not multiply into unbounded paid calls.
-    const { send, refused } = withinCallBudget(settings, loop.callsMade + attempts, round);
+    const { send: sent, refused } = withinCallBudget(settings, loop.callsMade + attempts, groups);
     const over = callBudgetError(settings);
     for (const group of refused) {
       for (const entry of group.calls) {
         entry.answer = errorResponse(entry.call.rawId ?? "null", over.code, over.message);
       }
     }
-    if (send.length === 0) return attempts;
-    attempts += send.length;
+    if (sent.length === 0) return attempts;
+    attempts += sent.length;
+    if (round === 0) hedging?.requestStarted();
     await Promise.all(
-      send.map(async (group) => {
-        const cutShort = remaining < settings.request_timeout_ms;
-        const result = await upstream.send({
-          url: group.slot.provider.url,
-          body: upstreamBody(group, loop.single, loop.body),
-          timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
-          maxResponseBytes: settings.max_response_bytes,
-          idempotent: group.calls.every((entry) => safeToResend(entry.info.method)),
+      sent.map(async (group) => {
+        // Only a call's first attempt is hedged: a retry already moved on to the next provider.
+        if (round > 0 || hedging === undefined) {
+          settle(group, await send(group, remaining));
+          return;
+        }
+        await attemptHedged(group, hedging, {
+          send: (attempt, signal) =>
+            send(attempt, attempt === group ? remaining : deadline - clock(), signal),
+          settle,
+          callsLeft: () => loop.callsMade + attempts < settings.max_upstream_calls,
+          spendCall: () => {
+            attempts++;
+          },
+          single: loop.single,
+          maxAttempts: settings.max_attempts,
+          batchLimit: loop.batchLimit,
+          deadline,
+          clock,
         });
-        loop.onResult(group, result, cutShort);
       }),
     );
   }
