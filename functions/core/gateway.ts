@@ -1,9 +1,8 @@
 import { mayPublish, publicationDelayMs } from "./chain-head.ts";
 import { ErrorCode, errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
-import type { GatewayModel, Network, Provider } from "./network-model.ts";
-import type { LearnedLimit, NetworkState } from "./network-state.ts";
-import { DEADLINE_MARGIN_MS, QUORUM_STALE_INTERVALS } from "./policies.ts";
+import type { GatewayModel, Network } from "./network-model.ts";
+import { DEADLINE_MARGIN_MS } from "./policies.ts";
 import type {
   SharedAnswerStore,
   StateStore,
@@ -13,7 +12,7 @@ import type {
   UpstreamResult,
   Wait,
 } from "./ports.ts";
-import { type AcceptedRequest, admitCalls, callsOf } from "./request/admit.ts";
+import { admitCalls, callsOf } from "./request/admit.ts";
 import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
 import { runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
@@ -28,22 +27,19 @@ import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
-import { failureSignature, type HeldPenalty, settlePenalties } from "./request/penalties.ts";
-import type { PinnedTags } from "./request/pin-tags.ts";
+import { failureSignature, settlePenalties } from "./request/penalties.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { reportRequest } from "./request/report.ts";
 import { assembleResponse, type GatewayResponse, JSON_HEADERS } from "./request/respond.ts";
+import { type RequestScope, requestScope } from "./request/scope.ts";
 import { providerKnowsTransaction, settleSentTransactions } from "./request/sent-transactions.ts";
 import { ServableMethods } from "./request/servable.ts";
 import {
   answerFromServedHead,
   reachableBlocks,
-  type ServedHeadView,
-  servedHeadView,
   settleBlockNumbers,
-  tagsToPin,
 } from "./request/served-head.ts";
-import { PLAIN_READ, rankProviders, type SelectionContext, whyNotCandidate } from "./selection.ts";
+import type { SelectionContext } from "./selection.ts";
 import type { StateCache } from "./state-cache.ts";
 
 export type { GatewayResponse } from "./request/respond.ts";
@@ -71,28 +67,6 @@ export interface RpcOptions {
   readonly startedAt?: number;
   /** Time left at `startedAt` before the platform cuts the request (Lambda remaining time). */
   readonly remainingMs?: number;
-}
-
-/** What one request's attempts share. */
-interface RequestScope {
-  readonly network: Network;
-  readonly model: GatewayModel;
-  readonly request: AcceptedRequest;
-  readonly single: boolean;
-  /** The providers in preference order for this request (drawn once, so a batch agrees). */
-  readonly ranked: readonly Provider[];
-  readonly context: SelectionContext;
-  readonly quorumHead: number | null;
-  /** Providers that answered, in order of use (x-gateway-provider). */
-  readonly used: string[];
-  /** State writes started by this request: they run beside the retries, not before them. */
-  readonly writes: Promise<unknown>[];
-  readonly held: HeldPenalty[];
-  /** Batch sizes providers take, as learned so far (this request may learn more). */
-  readonly batchLimits: Map<string, LearnedLimit>;
-  readonly servedHead: ServedHeadView;
-  /** What block tags are pinned to, or null when they go upstream as written. */
-  readonly pin: PinnedTags | null;
 }
 
 /**
@@ -186,7 +160,11 @@ export class Gateway {
       network.name,
       wantsHead ? settings.state_cache_ms : undefined,
     );
-    const scope = this.#scope(model, network, request, body, state, started);
+    const scope = requestScope(model, network, request, body, state, started, {
+      random: this.#deps.random,
+      demoted: (target, now) => this.#health.demoted(target, now),
+      observed: this.#observed,
+    });
     const { open, immediate } = admitCalls(
       request,
       network,
@@ -246,69 +224,6 @@ export class Gateway {
       elapsedMs: clock() - started,
     });
     return response;
-  }
-
-  #scope(
-    model: GatewayModel,
-    network: Network,
-    request: AcceptedRequest,
-    body: string,
-    state: NetworkState,
-    now: number,
-  ): RequestScope {
-    const blockTimeMs = network.settings.block_time_seconds * 1000;
-    const base = {
-      network,
-      state,
-      now,
-      checkIntervalSeconds: model.checkIntervalSeconds,
-      demoted: this.#health.demoted(network, now),
-    };
-    const reachable = reachableBlocks(
-      state.quorum,
-      this.#observed.inForce(network, base),
-      now,
-      blockTimeMs,
-    );
-    const context: SelectionContext = { ...base, reachable };
-    const servedHead = servedHeadView(
-      state.head,
-      now,
-      publicationDelayMs(network.settings.state_cache_ms),
-      blockTimeMs,
-    );
-    const candidates = network.providers
-      .filter((provider) => whyNotCandidate(provider, PLAIN_READ, context) === null)
-      .map((provider) => provider.name);
-    return {
-      network,
-      model,
-      request,
-      single: request.kind === "single",
-      ranked: rankProviders(network.providers, body, this.#deps.random),
-      context,
-      // Answers between monitor ticks may show a newer head than the snapshot, and the served
-      // head may be newer still: a block at or below either exists.
-      quorumHead: maxOrNull(
-        maxOrNull(state.quorum?.head ?? null, this.#observed.highest(network, context)),
-        servedHead.newest > 0 ? servedHead.newest : null,
-      ),
-      servedHead,
-      pin: network.settings.pin_block_tags
-        ? tagsToPin(
-            state.head,
-            servedHead,
-            candidates,
-            reachable,
-            now,
-            QUORUM_STALE_INTERVALS * model.checkIntervalSeconds * 1000,
-          )
-        : null,
-      used: [],
-      writes: [],
-      held: [],
-      batchLimits: new Map(state.batchLimits),
-    };
   }
 
   /**
@@ -412,9 +327,4 @@ function unknownNetwork(name: string, model: GatewayModel): GatewayResponse {
       `unknown network "${name.slice(0, 64)}"; configured: ${[...model.networks.keys()].join(", ")}`,
     ),
   };
-}
-
-function maxOrNull(a: number | null, b: number | null): number | null {
-  if (a === null) return b;
-  return b === null ? a : Math.max(a, b);
 }

@@ -1,0 +1,114 @@
+import { publicationDelayMs } from "../chain-head.ts";
+import type { GatewayModel, Network, Provider } from "../network-model.ts";
+import type { LearnedLimit, NetworkState } from "../network-state.ts";
+import { QUORUM_STALE_INTERVALS } from "../policies.ts";
+import { PLAIN_READ, rankProviders, type SelectionContext, whyNotCandidate } from "../selection.ts";
+import type { AcceptedRequest } from "./admit.ts";
+import type { ObservedHeads } from "./observed-head.ts";
+import type { HeldPenalty } from "./penalties.ts";
+import type { PinnedTags } from "./pin-tags.ts";
+import { reachableBlocks, type ServedHeadView, servedHeadView, tagsToPin } from "./served-head.ts";
+
+/** What one request's attempts share. */
+export interface RequestScope {
+  readonly network: Network;
+  readonly model: GatewayModel;
+  readonly request: AcceptedRequest;
+  readonly single: boolean;
+  /** The providers in preference order for this request (drawn once, so a batch agrees). */
+  readonly ranked: readonly Provider[];
+  readonly context: SelectionContext;
+  readonly quorumHead: number | null;
+  /** Providers that answered, in order of use (x-gateway-provider). */
+  readonly used: string[];
+  /** State writes started by this request: they run beside the retries, not before them. */
+  readonly writes: Promise<unknown>[];
+  readonly held: HeldPenalty[];
+  /** Batch sizes providers take, as learned so far (this request may learn more). */
+  readonly batchLimits: Map<string, LearnedLimit>;
+  readonly servedHead: ServedHeadView;
+  /** What block tags are pinned to, or null when they go upstream as written. */
+  readonly pin: PinnedTags | null;
+}
+
+/** What a request's scope is drawn from beside the request and the state. */
+export interface ScopeDeps {
+  readonly random: () => number;
+  /** Providers this container has rotated away from (force-rotate). */
+  readonly demoted: (network: Network, now: number) => ReadonlySet<string>;
+  readonly observed: ObservedHeads;
+}
+
+/**
+ * What one request knows before its first attempt: the providers in its order, what routing
+ * sees (state, demotions, the blocks each provider can have reached), the known head, the
+ * served head and the tags it pins. Drawn once, so every call of a batch agrees.
+ */
+export function requestScope(
+  model: GatewayModel,
+  network: Network,
+  request: AcceptedRequest,
+  body: string,
+  state: NetworkState,
+  now: number,
+  deps: ScopeDeps,
+): RequestScope {
+  const blockTimeMs = network.settings.block_time_seconds * 1000;
+  const base = {
+    network,
+    state,
+    now,
+    checkIntervalSeconds: model.checkIntervalSeconds,
+    demoted: deps.demoted(network, now),
+  };
+  const reachable = reachableBlocks(
+    state.quorum,
+    deps.observed.inForce(network, base),
+    now,
+    blockTimeMs,
+  );
+  const context: SelectionContext = { ...base, reachable };
+  const servedHead = servedHeadView(
+    state.head,
+    now,
+    publicationDelayMs(network.settings.state_cache_ms),
+    blockTimeMs,
+  );
+  const candidates = network.providers
+    .filter((provider) => whyNotCandidate(provider, PLAIN_READ, context) === null)
+    .map((provider) => provider.name);
+  return {
+    network,
+    model,
+    request,
+    single: request.kind === "single",
+    ranked: rankProviders(network.providers, body, deps.random),
+    context,
+    // Answers between monitor ticks may show a newer head than the snapshot, and the served
+    // head may be newer still: a block at or below either exists.
+    quorumHead: maxOrNull(
+      maxOrNull(state.quorum?.head ?? null, deps.observed.highest(network, context)),
+      servedHead.newest > 0 ? servedHead.newest : null,
+    ),
+    servedHead,
+    pin: network.settings.pin_block_tags
+      ? tagsToPin(
+          state.head,
+          servedHead,
+          candidates,
+          reachable,
+          now,
+          QUORUM_STALE_INTERVALS * model.checkIntervalSeconds * 1000,
+        )
+      : null,
+    used: [],
+    writes: [],
+    held: [],
+    batchLimits: new Map(state.batchLimits),
+  };
+}
+
+function maxOrNull(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  return b === null ? a : Math.max(a, b);
+}
