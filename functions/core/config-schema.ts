@@ -16,6 +16,8 @@ z.config(en());
 const positiveInt = z.int().check(z.positive());
 const nonNegativeInt = z.int().check(z.nonnegative());
 const seconds = z.number().check(z.positive());
+/** Chunks of one log query in flight at once: each is an upstream call a provider may rate-limit. */
+const logsConcurrency = z.int().check(z.gte(1), z.lte(32));
 
 /** A `${NAME}` secret placeholder; the name is group 1. */
 export const PLACEHOLDER = /\$\{([^}]*)\}/g;
@@ -198,6 +200,7 @@ const tunableShape = {
   max_capability_blacklists: z._default(nonNegativeInt, 64),
   learned_limit_ttl_seconds: z._default(seconds, 86_400),
   max_upstream_calls: z._default(positiveInt, 50),
+  logs_concurrency: z._default(logsConcurrency, 4),
   cooldown_seconds: cooldown.full,
   probe: probe.full,
   quorum: quorum.full,
@@ -230,6 +233,7 @@ const networkOverrideShape = {
   max_capability_blacklists: z.optional(nonNegativeInt),
   learned_limit_ttl_seconds: z.optional(seconds),
   max_upstream_calls: z.optional(positiveInt),
+  logs_concurrency: z.optional(logsConcurrency),
   cooldown_seconds: z.optional(cooldown.override),
   probe: z.optional(probe.override),
   quorum: z.optional(quorum.override),
@@ -254,6 +258,11 @@ export const providerSchema = z.strictObject({
   backup: z._default(z.boolean(), false),
   /** The largest batch this provider takes; absent: whatever it takes (learned from errors). */
   max_batch: z.optional(positiveInt),
+  /**
+   * The most blocks one eth_getLogs may span on this provider (to - from + 1); absent: whatever
+   * it takes (learned from its range errors).
+   */
+  max_logs_range: z.optional(positiveInt),
   methods_deny: z.optional(methodPatterns),
   methods_allow: z.optional(methodPatterns),
 });

@@ -4,6 +4,7 @@ import { healthState } from "./health.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
 import { batchLimitOf } from "./request/batch-limits.ts";
+import { logsRangeOf } from "./request/logs-limits.ts";
 import {
   activeProvider,
   configuredOrder,
@@ -81,7 +82,7 @@ export interface ProviderStatus {
   /** Where a plain read would put this provider now, and why (the routing explanation). */
   readonly routing: { readonly slot: RoutingSlot; readonly reason: string };
   /** What the provider takes, configured or learned from its errors (null: no known limit). */
-  readonly limits: { readonly max_batch: number | null };
+  readonly limits: { readonly max_batch: number | null; readonly max_logs_range: number | null };
 }
 
 export interface NetworkStatus {
@@ -191,7 +192,10 @@ export function networkStatus(input: StatusInput): NetworkStatus {
         : null,
       stats: input.stats(provider.name),
       routing: routing.get(provider.name) ?? { slot: "skipped", reason: "not routed" },
-      limits: { max_batch: finiteOrNull(batchLimitOf(provider, state.batchLimits, now)) },
+      limits: {
+        max_batch: finiteOrNull(batchLimitOf(provider, state.batchLimits, now)),
+        max_logs_range: finiteOrNull(logsRangeOf(provider, state.logsRanges, now)),
+      },
     };
   });
   return {

@@ -66,6 +66,7 @@ function status(events: readonly GatewayEvent[] = []): NetworkStatus {
       },
       monitorTickAt: NOW - 5_000,
       batchLimits: new Map(),
+      logsRanges: new Map(),
     },
     stats: () => ({
       window_seconds: 300,
