@@ -5,6 +5,7 @@ import type {
   ColdPart,
   CostPart,
   HandlerPart,
+  LogsPart,
   PartMeta,
   ProfilePart,
   Results,
@@ -43,6 +44,7 @@ export function renderReport(results: Results): string {
     ["handler CPU per request", results.handler],
     ["cold start", results.cold],
     ["cost per million requests", results.cost],
+    ["eth_getLogs over any range", results.logs],
   ] as const;
   const machine = [results.throughput, results.handler, results.cold, results.cost, results.ab]
     .map((part) => part?.machine)
@@ -73,6 +75,7 @@ export function renderReport(results: Results): string {
   if (results.cost) lines.push(...renderCost(results.cost));
   lines.push(...renderAb(results));
   if (results.profile) lines.push(...renderProfile(results.profile));
+  if (results.logs) lines.push(...renderLogs(results.logs));
   return lines.join("\n").trimEnd();
 }
 
@@ -199,6 +202,23 @@ function renderCost(part: CostPart): string[] {
             .map(([op, n]) => `${op} ${n.toFixed(3)}`)
             .join(", ") || "none"
         } | ${r.readUnitsPerRequest.toFixed(4)} | ${r.writeUnitsPerRequest.toFixed(4)} | ${dollars(r.httpApi)} | ${dollars(r.lambdaRequests)} | ${dollars(r.lambdaDuration)} | ${dollars(r.dynamo)} | **${dollars(r.total)}** |`,
+    ),
+    "",
+  ];
+}
+
+function renderLogs(part: LogsPart): string[] {
+  return [
+    "## eth_getLogs over any range",
+    "",
+    `- Measured: ${when(part)}`,
+    `- anvil (mining on demand) holding logs spread over ${part.blocks} blocks (built in ${(part.chainBuildMs / 1000).toFixed(1)} s: anvil 1.7 mines in time that grows with the chain's length, so 100,000 blocks take hours here), behind two providers (\`local/logs-range-cap.ts\`) that refuse spans over ${part.cap} blocks in geth's words. One query over the whole chain through the gateway (\`npm start\`'s stack, \`logs_concurrency\` ${part.concurrency}), against the node asked directly one ${part.cap}-block piece after another. Upstream calls: eth_getLogs calls the providers received, refusals included.`,
+    "",
+    "| scenario | upstream calls | refused | ms | logs | same logs as the node's |",
+    "|---|---:|---:|---:|---:|---|",
+    ...part.records.map(
+      (r) =>
+        `| ${r.scenario} | ${r.upstreamCalls} | ${r.refused} | ${ms(r.ms)} | ${r.logs} | ${r.identical ? "yes" : "**no**"} |`,
     ),
     "",
   ];

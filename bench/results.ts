@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./lambda.ts";
+import type { LogsMeasurement } from "./logs.ts";
 import type { MachineInfo } from "./machine.ts";
 import type { ProfileFindings } from "./profiling.ts";
 import type { ThroughputRecord } from "./throughput.ts";
@@ -15,7 +16,7 @@ import type { ThroughputRecord } from "./throughput.ts";
 const ROOT = resolve(import.meta.dirname, "..");
 export const RESULTS_JSON = join(ROOT, "bench", "results.json");
 
-export type PartName = "throughput" | "ab" | "handler" | "cold" | "cost" | "profile";
+export type PartName = "throughput" | "ab" | "handler" | "cold" | "cost" | "profile" | "logs";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
   "ab",
@@ -23,6 +24,7 @@ export const PART_NAMES: readonly PartName[] = [
   "cold",
   "cost",
   "profile",
+  "logs",
 ];
 
 export interface Verdict {
@@ -68,6 +70,10 @@ export interface CostPart extends PartMeta {
   readonly verdicts: readonly Verdict[];
 }
 
+export interface LogsPart extends PartMeta, LogsMeasurement {
+  readonly verdicts: readonly Verdict[];
+}
+
 export interface ProfilePart extends PartMeta {
   readonly findings: readonly ProfileFindings[];
 }
@@ -83,6 +89,7 @@ export interface Results {
   cold?: ColdPart;
   cost?: CostPart;
   profile?: ProfilePart;
+  logs?: LogsPart;
 }
 
 export function readResults(): Results {

@@ -19,6 +19,9 @@
  *   cost        dollars per million requests at list prices, from the measured billed
  *               duration and DynamoDB calls
  *   profile     --cpu-prof of the handler and of the local server; the biggest costs
+ *   logs        one eth_getLogs over a chain of anvil blocks with logs, through the gateway in
+ *               front of providers capped at --logs-cap blocks, vs the node asked piece by piece
+ *               [--logs-blocks 2000] [--logs-cap 200] [--logs-concurrency 4]
  *
  * Exits 1 when a measurement had errors (its figures are not a valid result).
  */
@@ -36,6 +39,7 @@ import {
 } from "./lambda.ts";
 import { LAMBDA_NETWORK, type LambdaEnvironment, startLambdaEnvironment } from "./lambda-env.ts";
 import { loadGenerator } from "./load.ts";
+import { measureLogs } from "./logs.ts";
 import { formatLoad, loadAverage, machineInfo } from "./machine.ts";
 import { profileHandler, profileLocalServer, profilePacedHandler } from "./profiling.ts";
 import { addedLatency, renderReport, verdict, writeReport } from "./report.ts";
@@ -79,6 +83,9 @@ const args = (() => {
         starts: { type: "string", default: "9" },
         "cost-rates": { type: "string", default: "20,2" },
         "cost-seconds": { type: "string", default: "15" },
+        "logs-blocks": { type: "string", default: "2000" },
+        "logs-cap": { type: "string", default: "200" },
+        "logs-concurrency": { type: "string", default: "4" },
         "dry-run": { type: "boolean", default: false },
       },
     }).values;
@@ -174,6 +181,11 @@ async function main(): Promise<number> {
     starts: whole("starts", args.starts),
     costSeconds: whole("cost-seconds", args["cost-seconds"]),
     rates: (args["cost-rates"] ?? "").split(",").map((rate) => whole("cost-rates", rate)),
+    logs: {
+      blocks: whole("logs-blocks", args["logs-blocks"]),
+      cap: whole("logs-cap", args["logs-cap"]),
+      concurrency: whole("logs-concurrency", args["logs-concurrency"]),
+    },
   };
   const { seconds, rounds, warmupSeconds } = settings;
   const loadAtStart = loadAverage();
@@ -347,6 +359,27 @@ async function main(): Promise<number> {
         const server = await profileLocalServer(anvil, load, { connections: 32, seconds: 10 }, log);
         results.profile = { ...meta(started), findings: [handler, paced, server] };
       }
+    }
+    if (parts.has("logs")) {
+      const started = loadAverage();
+      const measured = await measureLogs(settings.logs, log);
+      const gateway = measured.records.filter((r) => r.scenario.startsWith("gateway"));
+      results.logs = {
+        ...meta(started),
+        ...measured,
+        verdicts: [
+          {
+            target: `a ${measured.blocks}-block eth_getLogs on providers capped at ${measured.cap} blocks returns exactly the node's logs`,
+            measured: gateway
+              .map(
+                (r) =>
+                  `${r.scenario}: ${r.logs} logs, ${r.upstreamCalls} calls, ${Math.round(r.ms)} ms`,
+              )
+              .join("; "),
+            verdict: verdict(gateway.length > 0 && gateway.every((r) => r.identical)),
+          },
+        ],
+      };
     }
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);
