@@ -322,22 +322,56 @@ describe("limits learned from refusals", () => {
 });
 
 describe("what the caller gets when the query cannot be served", () => {
-  it("a piece no provider serves fails the whole call with the gateway's error naming the range", async () => {
+  it("a piece answered with an error fails the whole call: the provider's code, the range named", async () => {
     const h = harness([
       { name: "p1", url: P1, max_logs_range: 10_000 },
       { name: "p2", url: P2, max_logs_range: 10_000 },
     ]);
     h.upstream.node(P1, { failAt: 45_000 }).node(P2, { failAt: 45_000 });
     const response = await h.rpc(getLogs(9, 0, 99_999));
-    expect(response.status).toBe(502);
+    expect(response.status).toBe(200);
     const error = JSON.parse(response.body) as {
       id: number;
       error: { code: number; message: string };
     };
     expect(error.id).toBe(9);
-    expect(error.error.code).toBe(-32603);
+    expect(error.error.code).toBe(-32000);
     expect(error.error.message).toContain("blocks 0x9c40-0xc34f of 0x0-0x1869f were not served");
     expect(error.error.message).toContain("missing trie node");
+  });
+
+  it("a piece no provider answers fails the whole call with 502, naming the range", async () => {
+    const down = harness([{ name: "p1", url: "http://down.test/", max_logs_range: 10_000 }]);
+    const failed = await down.rpc(getLogs(5, 0, 15_000));
+    expect(failed.status).toBe(502);
+    const error = JSON.parse(failed.body) as {
+      id: number;
+      error: { code: number; message: string };
+    };
+    expect(error.id).toBe(5);
+    expect(error.error.code).toBe(-32603);
+    expect(error.error.message).toMatch(
+      /^all providers failed for eth_getLogs; last error: blocks 0x0-0x270f of 0x0-0x3a98 were not served/,
+    );
+  });
+
+  it("a query a provider takes whole keeps the provider's error answer as it is", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.node(P1, { failAt: 5 });
+    const response = await h.rpc(getLogs(6, 0, 10));
+    expect(response.status).toBe(200);
+    expect(response.body).toBe(
+      '{"jsonrpc":"2.0","id":6,"error":{"code":-32000,"message":"missing trie node"}}',
+    );
+  });
+
+  it("regression: a range of 2^53 blocks is refused without making its pieces", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 10_000 }]);
+    h.upstream.node(P1, {});
+    const response = await h.rpc(getLogs(1, 0, "0x1fffffffffffff"));
+    const error = (JSON.parse(response.body) as { error: { code: number; message: string } }).error;
+    expect(error.code).toBe(-32005);
+    expect(h.upstream.calls).toHaveLength(0);
   });
 
   it("toBlock above the chain head the gateway knows is refused, not cut", async () => {

@@ -61,7 +61,10 @@ export interface LogQueryRequest {
   readonly used: string[];
   /** State writes the request waits for before it answers. */
   readonly writes: Promise<unknown>[];
-  readonly deps: LogsRangeDeps;
+  readonly deps: LogsRangeDeps & {
+    /** Removes secrets from text that may leave the process (a provider's error message). */
+    readonly scrub: (text: string) => string;
+  };
   /** Serves one call text through the gateway's pipeline as an internal call. */
   readonly handle: (text: string, internal: InternalCall) => Promise<unknown>;
 }
@@ -161,7 +164,7 @@ async function serveLogQuery(
     clock: scope.deps.clock,
     deadline: scope.deadline,
   });
-  settle(entry, query, outcome, settings.max_upstream_calls);
+  settle(entry, query, outcome, settings.max_upstream_calls, scope.deps.scrub);
   if (outcome.pieces > 1 || outcome.kind !== "logs") {
     scope.deps.telemetry.count("logs_queries_split", { network: scope.network.name });
     scope.deps.telemetry.log("info", "eth_getLogs served in pieces", {
@@ -180,9 +183,11 @@ function settle(
   query: LogQuery,
   outcome: SplitOutcome,
   maxUpstreamCalls: number,
+  scrub: (text: string) => string,
 ): void {
   switch (outcome.kind) {
     case "logs":
+    case "error_answer":
       entry.answer = outcome.text;
       return;
     case "too_large": {
@@ -204,12 +209,19 @@ function settle(
         `blocks ${rangeText(query)} need ${outcome.needed} upstream calls of at most ${outcome.size} blocks, over max_upstream_calls (${maxUpstreamCalls}): narrow your range`,
       );
       return;
-    case "failed":
-      // No answer: the caller gets the gateway's "all providers failed" error naming the part.
-      entry.answer = null;
+    case "failed": {
+      const why = `blocks ${rangeText(outcome.piece)} of ${rangeText(query)} were not served (${outcome.detail}); no logs of the range are returned`;
       entry.fallback = null;
-      entry.lastError = `blocks ${rangeText(outcome.piece)} of ${rangeText(query)} were not served (${outcome.detail}); no logs of the range are returned`;
+      if (outcome.code !== null) {
+        // A provider answered with an error: the caller gets its code, the range named.
+        entry.answer = errorResponse("null", outcome.code, scrub(why));
+        return;
+      }
+      // No provider answered: the gateway's "all providers failed" error, naming the part.
+      entry.answer = null;
+      entry.lastError = why;
       return;
+    }
   }
 }
 

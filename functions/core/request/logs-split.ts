@@ -50,8 +50,18 @@ export type SplitOutcome = {
   | { readonly kind: "too_large"; readonly fits: BlockRange | null }
   /** More pieces than upstream calls allowed, before any is sent. */
   | { readonly kind: "too_many_pieces"; readonly needed: number; readonly size: number }
-  /** A piece no provider served: the range and why. */
-  | { readonly kind: "failed"; readonly piece: BlockRange; readonly detail: string }
+  /**
+   * A piece no provider served: the range and why; `code` is the provider's when one answered
+   * with an error (else none answered).
+   */
+  | {
+      readonly kind: "failed";
+      readonly piece: BlockRange;
+      readonly detail: string;
+      readonly code: number | null;
+    }
+  /** The whole query in one piece, answered with an error: the provider's answer, as it is. */
+  | { readonly kind: "error_answer"; readonly text: string }
 );
 
 interface Piece extends BlockRange {
@@ -63,14 +73,17 @@ interface Piece extends BlockRange {
 const MAX_WHOLE_RETRIES = 3;
 
 export async function serveInPieces(query: BlockRange, deps: SplitDeps): Promise<SplitOutcome> {
-  const size = deps.pieceSize(query);
-  const first = (size >= spanOf(query) ? [query] : alignedPieces(query, size)).map((range) => ({
+  const size = Math.max(1, Math.floor(deps.pieceSize(query)));
+  // Counted before the pieces are made: a range of 2^53 blocks must not become a list.
+  const needed =
+    size >= spanOf(query) ? 1 : Math.floor(query.to / size) - Math.floor(query.from / size) + 1;
+  if (needed > deps.maxUpstreamCalls) {
+    return { kind: "too_many_pieces", needed, size, upstreamCalls: 0, pieces: 0 };
+  }
+  const first = (needed === 1 ? [query] : alignedPieces(query, size)).map((range) => ({
     ...range,
     retriedWhole: 0,
   }));
-  if (first.length > deps.maxUpstreamCalls) {
-    return { kind: "too_many_pieces", needed: first.length, size, upstreamCalls: 0, pieces: 0 };
-  }
   const run = new PieceRun(query, deps, first);
   await run.finish();
   return run.outcome();
@@ -89,7 +102,8 @@ class PieceRun {
   #bytes = 0;
   #escapedBytes = 0;
   #wholeText: string | null = null;
-  #failure: { piece: BlockRange; detail: string } | null = null;
+  #failure: { piece: BlockRange; detail: string; code: number | null } | null = null;
+  #wholeError: string | null = null;
   #tooLarge = false;
 
   constructor(query: BlockRange, deps: SplitDeps, first: Piece[]) {
@@ -117,7 +131,7 @@ class PieceRun {
   #start(piece: Piece): void {
     const deps = this.#deps;
     if (deps.clock() >= deps.deadline) {
-      this.#failure = { piece, detail: "the request's deadline passed" };
+      this.#failure = { piece, detail: "the request's deadline passed", code: null };
       return;
     }
     const budget = Math.min(
@@ -128,6 +142,7 @@ class PieceRun {
       this.#failure = {
         piece,
         detail: `max_upstream_calls (${deps.maxUpstreamCalls}) reached before this part was served`,
+        code: null,
       };
       return;
     }
@@ -154,7 +169,7 @@ class PieceRun {
 
   #settle(piece: Piece, answer: PieceAnswer): void {
     if (answer.text === null) {
-      this.#failure ??= { piece, detail: answer.error };
+      this.#failure ??= { piece, detail: answer.error, code: null };
       return;
     }
     const logs = pieceLogsOf(answer.text, piece);
@@ -171,13 +186,17 @@ class PieceRun {
       return;
     }
     const refusal = logsRefusalOf(answer.text);
+    const error = errorOf(answer.text);
     if (refusal === null) {
-      this.#failure ??= { piece, detail: errorDetail(answer) };
+      // Asked whole, the query's error answer is the caller's to see as the provider gave it.
+      if (spanOf(piece) === spanOf(this.#query) && error !== null) this.#wholeError = answer.text;
+      this.#failure ??= { piece, detail: errorDetail(answer, error), code: error?.code ?? null };
       return;
     }
     const again = this.#cutAgain(piece, refusal, answer.provider);
     if (again === null) {
-      this.#failure ??= { piece, detail: `${answer.provider ?? "a provider"}: ${refusal.detail}` };
+      const detail = `${answer.provider ?? "a provider"}: ${refusal.detail}`;
+      this.#failure ??= { piece, detail, code: error?.code ?? null };
       return;
     }
     this.#pending.push(...again);
@@ -207,6 +226,8 @@ class PieceRun {
 
   outcome(): SplitOutcome {
     const counts = { upstreamCalls: this.#upstreamCalls, pieces: this.#served };
+    if (this.#wholeError !== null)
+      return { kind: "error_answer", text: this.#wholeError, ...counts };
     if (this.#failure !== null) return { kind: "failed", ...this.#failure, ...counts };
     if (this.#tooLarge) return { kind: "too_large", fits: this.#fittingStart(), ...counts };
     if (this.#wholeText !== null)
@@ -233,18 +254,27 @@ class PieceRun {
   }
 }
 
-/** An answer that is neither logs nor a refusal: its error, as the provider worded it. */
-function errorDetail(answer: PieceAnswer): string {
-  const who = answer.provider ?? "the gateway";
+/** The JSON-RPC error an answer carries, or null. */
+function errorOf(text: string): { code: number | null; message: string } | null {
   try {
-    const error = (
-      JSON.parse(answer.text ?? "") as { error?: { code?: unknown; message?: unknown } }
-    ).error;
-    if (error !== undefined) {
-      return `${who}: ${String(error.code ?? "no code")}: ${String(error.message ?? "").slice(0, 200)}`;
-    }
+    const error = (JSON.parse(text) as { error?: unknown }).error;
+    if (typeof error !== "object" || error === null) return null;
+    const { code, message } = error as { code?: unknown; message?: unknown };
+    return {
+      code: typeof code === "number" && Number.isInteger(code) ? code : null,
+      message: typeof message === "string" ? message : "",
+    };
   } catch {
-    // Not JSON: said below.
+    return null;
   }
-  return `${who}: the answer is not a list of logs`;
+}
+
+/** An answer that is neither logs nor a refusal: its error, as the provider worded it. */
+function errorDetail(
+  answer: PieceAnswer,
+  error: { code: number | null; message: string } | null,
+): string {
+  const who = answer.provider ?? "the gateway";
+  if (error === null) return `${who}: the answer is not a list of logs`;
+  return `${who}: ${error.code ?? "no code"}: ${error.message.replace(/\s+/g, " ").slice(0, 200)}`;
 }
