@@ -45,16 +45,20 @@ describe("logQueryOf: the range of a log query the gateway can cut", () => {
     expect(query === null ? null : { from: query.from, to: query.to }).toEqual(expected);
   });
 
-  it("a piece keeps the caller's filter and gets its own ends", () => {
+  it("a piece keeps the caller's filter and params and gets its own ends", () => {
     const query = logQueryOf("eth_getLogs", [
       { address: "0xabc", topics: [null, "0x1"], fromBlock: "0x0", toBlock: "0x2710" },
+      "extra",
     ]);
     if (query === null) throw new Error("not a query");
     expect(JSON.parse(pieceCall(query, { from: 16, to: 31 }, 4))).toEqual({
       jsonrpc: "2.0",
       id: 4,
       method: "eth_getLogs",
-      params: [{ address: "0xabc", topics: [null, "0x1"], fromBlock: "0x10", toBlock: "0x1f" }],
+      params: [
+        { address: "0xabc", topics: [null, "0x1"], fromBlock: "0x10", toBlock: "0x1f" },
+        "extra",
+      ],
     });
   });
 });

@@ -18,6 +18,8 @@ export interface BlockRange {
 export interface LogQuery extends BlockRange {
   /** The caller's filter object, as parsed: its other members go into every piece. */
   readonly filter: Readonly<Record<string, unknown>>;
+  /** The caller's params, the filter first: any after it go into every piece too. */
+  readonly params: readonly unknown[];
 }
 
 /** The blocks a range covers. */
@@ -38,7 +40,7 @@ export function logQueryOf(method: string, params: unknown): LogQuery | null {
   const to = pointNumber(ref.to);
   const filter: unknown = params[0];
   if (from === null || to === null || from > to || !isRecord(filter)) return null;
-  return { from, to, filter };
+  return { from, to, filter, params };
 }
 
 function pointNumber(
@@ -89,8 +91,9 @@ export function rangeText(range: BlockRange): string {
   return `${quantity(range.from)}-${quantity(range.to)}`;
 }
 
-/** The JSON-RPC text of one piece: the caller's filter with the piece's ends. */
+/** The JSON-RPC text of one piece: the caller's params, the filter with the piece's ends. */
 export function pieceCall(query: LogQuery, piece: BlockRange, id: number): string {
   const filter = { ...query.filter, fromBlock: quantity(piece.from), toBlock: quantity(piece.to) };
-  return JSON.stringify({ jsonrpc: "2.0", id, method: GET_LOGS, params: [filter] });
+  const params = query.params.map((param, index) => (index === 0 ? filter : param));
+  return JSON.stringify({ jsonrpc: "2.0", id, method: GET_LOGS, params });
 }
