@@ -8,6 +8,7 @@ import {
   pieceCall,
 } from "../../functions/core/request/logs-range.ts";
 import { type LogsRefusal, logsRefusalOf } from "../../functions/core/request/logs-refusal.ts";
+import { type SplitDeps, serveInPieces } from "../../functions/core/request/logs-split.ts";
 
 /** The pure parts of eth_getLogs over any range (docs/behaviour.md §12). */
 
@@ -298,5 +299,90 @@ describe("merging pieces", () => {
     const text = log(1, 0);
     expect(piece?.bytes).toBe(text.length + 1);
     expect(piece?.escapedBytes).toBe(text.length + (text.match(/"/g)?.length ?? 0) + 1);
+  });
+});
+
+describe("serveInPieces: the run of one query's pieces", () => {
+  const logsText = (range: BlockRange) =>
+    `{"jsonrpc":"2.0","id":1,"result":[{"blockNumber":"0x${range.from.toString(16)}","logIndex":"0x0"}]}`;
+  const deps = (overrides: Partial<SplitDeps> = {}): SplitDeps => ({
+    pieceSize: () => 10,
+    serve: async (piece) => ({ text: logsText(piece), provider: "p", error: "", upstreamCalls: 1 }),
+    learn: () => undefined,
+    concurrency: 2,
+    maxUpstreamCalls: 50,
+    attemptsPerPiece: 3,
+    maxBytes: 1_000_000,
+    maxEscapedBytes: 1_000_000,
+    clock: () => 0,
+    deadline: 1,
+    ...overrides,
+  });
+
+  it("keeps at most `concurrency` pieces in flight", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const outcome = await serveInPieces(
+      { from: 0, to: 99 },
+      deps({
+        concurrency: 3,
+        serve: async (piece) => {
+          most = Math.max(most, ++inFlight);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          inFlight--;
+          return { text: logsText(piece), provider: "p", error: "", upstreamCalls: 1 };
+        },
+      }),
+    );
+    expect(outcome).toMatchObject({ kind: "logs", pieces: 10, upstreamCalls: 10 });
+    expect(most).toBe(3);
+  });
+
+  it("starts no piece once the deadline has passed", async () => {
+    let served = 0;
+    const outcome = await serveInPieces(
+      { from: 0, to: 99 },
+      deps({
+        clock: () => 5,
+        serve: async () => {
+          served++;
+          return { text: null, provider: null, error: "", upstreamCalls: 1 };
+        },
+      }),
+    );
+    expect(outcome).toMatchObject({ kind: "failed", detail: "the request's deadline passed" });
+    expect(served).toBe(0);
+  });
+
+  it("a piece whose serving throws fails the query, with no unhandled rejection", async () => {
+    const outcome = await serveInPieces(
+      { from: 0, to: 29 },
+      deps({
+        serve: async (piece) => {
+          if (piece.from === 10) throw new Error("boom");
+          return { text: logsText(piece), provider: "p", error: "", upstreamCalls: 1 };
+        },
+      }),
+    );
+    expect(outcome).toMatchObject({ kind: "failed", piece: { from: 10, to: 19 }, detail: "boom" });
+  });
+
+  it("stops at max_upstream_calls and names the first part left unserved", async () => {
+    const outcome = await serveInPieces(
+      { from: 0, to: 99 },
+      deps({
+        maxUpstreamCalls: 12,
+        concurrency: 1,
+        // Each piece costs two calls (a retry on another provider).
+        serve: async (piece) => ({
+          text: logsText(piece),
+          provider: "p",
+          error: "",
+          upstreamCalls: 2,
+        }),
+      }),
+    );
+    expect(outcome).toMatchObject({ kind: "failed", piece: { from: 60, to: 69 } });
+    expect(outcome.upstreamCalls).toBe(12);
   });
 });
