@@ -2,6 +2,7 @@ import type { Network, Provider } from "../network-model.ts";
 import type { LearnedLimit } from "../network-state.ts";
 import type { StateStore, Telemetry } from "../ports.ts";
 import type { StateCache } from "../state-cache.ts";
+import { keepLearnedLimit, limitInForce } from "./learned-limits.ts";
 
 /**
  * How many blocks one eth_getLogs may span on each provider (docs/behaviour.md §12): the
@@ -15,9 +16,7 @@ export function logsRangeOf(
   learned: ReadonlyMap<string, LearnedLimit>,
   now: number,
 ): number {
-  const limit = learned.get(provider.name);
-  const learnedValue = limit !== undefined && limit.until > now ? limit.value : Infinity;
-  return Math.min(provider.maxLogsRange ?? Infinity, learnedValue);
+  return limitInForce(provider.maxLogsRange, learned.get(provider.name), now);
 }
 
 export interface LogsRangeDeps {
@@ -28,9 +27,10 @@ export interface LogsRangeDeps {
 }
 
 /**
- * Remembers that `provider` refused a log query over `blocks` or more: in `learned` (this
- * request), this container's state and the shared store (every container). A span is only
- * ever lowered while it is in force. Returns the store write, which never rejects.
+ * Remembers that `provider` takes log queries of at most `blocks` blocks (it refused a wider
+ * one): in `learned` (this request), this container's state and the shared store (every
+ * container). A span is only ever lowered while it is in force. Returns the store write, which
+ * never rejects.
  */
 export function learnLogsRange(
   network: Network,
@@ -49,24 +49,18 @@ export function learnLogsRange(
     until: now + network.settings.learned_limit_ttl_seconds * 1000,
   };
   learned.set(provider, limit);
-  deps.cache.update(network.name, (state) => {
-    const logsRanges = new Map(state.logsRanges);
-    logsRanges.set(provider, limit);
-    return { ...state, logsRanges };
-  });
   deps.telemetry.count("logs_ranges_learned", { network: network.name, provider });
   deps.telemetry.log("info", "provider refused a log range: span learned", {
     network: network.name,
     provider,
     max_logs_range: limit.value,
   });
-  return deps.store
-    .recordLogsRange(network.name, provider, limit.value, limit.until)
-    .catch((error: unknown) => {
-      deps.telemetry.log("warn", "state store write failed: kept locally", {
-        network: network.name,
-        error: error instanceof Error ? error.message : String(error),
-      });
-      deps.telemetry.count("state_store_errors", { network: network.name });
-    });
+  return keepLearnedLimit(
+    network,
+    provider,
+    limit,
+    "logsRanges",
+    () => deps.store.recordLogsRange(network.name, provider, limit.value, limit.until),
+    deps,
+  );
 }
