@@ -6,6 +6,7 @@ import type {
   ColdPart,
   CostPart,
   HandlerPart,
+  LogsPart,
   PartMeta,
   ProfilePart,
   ReplayPart,
@@ -47,6 +48,7 @@ export function renderReport(results: Results): string {
     ["cost per million requests", results.cost],
     ["answer cache: indexer replay", results.replay],
     ["hedged reads", results.hedge],
+    ["eth_getLogs over any range", results.logs],
   ] as const;
   const machine = [results.throughput, results.handler, results.cold, results.cost, results.ab]
     .map((part) => part?.machine)
@@ -79,6 +81,7 @@ export function renderReport(results: Results): string {
   lines.push(...renderAb(results));
   if (results.profile) lines.push(...renderProfile(results.profile));
   if (results.hedge) lines.push(...renderHedge(results.hedge));
+  if (results.logs) lines.push(...renderLogs(results.logs));
   return lines.join("\n").trimEnd();
 }
 
@@ -230,6 +233,23 @@ function renderReplay(part: ReplayPart): string[] {
     ),
     "",
     `Answers compared between the two runs: ${record.answersCompared}, differing: ${record.answersDiffering}. Memory hit (eth_chainId) vs a request the gateway answers alone (a denied method), one at a time over HTTP, ${record.latency.samples} each: p50 ${ms(record.latency.hitP50Ms)} vs ${ms(record.latency.noUpstreamP50Ms)} ms.${record.problems.length > 0 ? ` Problems: ${record.problems.join("; ")}` : ""}`,
+    "",
+  ];
+}
+
+function renderLogs(part: LogsPart): string[] {
+  return [
+    "## eth_getLogs over any range",
+    "",
+    `- Measured: ${when(part)}`,
+    `- anvil (mining on demand) holding logs spread over ${part.blocks} blocks (built in ${(part.chainBuildMs / 1000).toFixed(1)} s: anvil 1.7 mines in time that grows with the chain's length, so 100,000 blocks take hours here), behind two providers (\`local/logs-range-cap.ts\`) that refuse spans over ${part.cap} blocks in geth's words. One query over the whole chain through the gateway (\`npm start\`'s stack, \`logs_concurrency\` ${part.concurrency}), against the node asked directly one ${part.cap}-block piece after another. Upstream calls: eth_getLogs calls the providers received, refusals included.`,
+    "",
+    "| scenario | upstream calls | refused | ms | logs | same logs as the node's |",
+    "|---|---:|---:|---:|---:|---|",
+    ...part.records.map(
+      (r) =>
+        `| ${r.scenario} | ${r.upstreamCalls} | ${r.refused} | ${ms(r.ms)} | ${r.logs} | ${r.identical ? "yes" : "**no**"} |`,
+    ),
     "",
   ];
 }

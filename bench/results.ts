@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { HedgePart } from "./hedge.ts";
 import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./lambda.ts";
+import type { LogsMeasurement } from "./logs.ts";
 import type { MachineInfo } from "./machine.ts";
 import type { ProfileFindings } from "./profiling.ts";
 import type { ReplayRecord } from "./replay.ts";
@@ -25,7 +26,8 @@ export type PartName =
   | "cost"
   | "profile"
   | "replay"
-  | "hedge";
+  | "hedge"
+  | "logs";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
   "ab",
@@ -35,6 +37,7 @@ export const PART_NAMES: readonly PartName[] = [
   "profile",
   "replay",
   "hedge",
+  "logs",
 ];
 
 export interface Verdict {
@@ -85,6 +88,10 @@ export interface ReplayPart extends PartMeta {
   readonly verdicts: readonly Verdict[];
 }
 
+export interface LogsPart extends PartMeta, LogsMeasurement {
+  readonly verdicts: readonly Verdict[];
+}
+
 export interface ProfilePart extends PartMeta {
   readonly findings: readonly ProfileFindings[];
 }
@@ -102,6 +109,7 @@ export interface Results {
   profile?: ProfilePart;
   replay?: ReplayPart;
   hedge?: HedgePart;
+  logs?: LogsPart;
 }
 
 export function readResults(): Results {

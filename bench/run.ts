@@ -25,6 +25,9 @@
  *               what a memory hit adds over a request that needs no upstream
  *   hedge       hedged reads on and off side by side: p99 and upstream calls with a slow tail
  *               on one provider, and with every provider healthy
+ *   logs        one eth_getLogs over a chain of anvil blocks with logs, through the gateway in
+ *               front of providers capped at --logs-cap blocks, vs the node asked piece by piece
+ *               [--logs-blocks 2000] [--logs-cap 200] [--logs-concurrency 4]
  *
  * Exits 1 when a measurement had errors (its figures are not a valid result).
  */
@@ -43,6 +46,7 @@ import {
 } from "./lambda.ts";
 import { LAMBDA_NETWORK, type LambdaEnvironment, startLambdaEnvironment } from "./lambda-env.ts";
 import { loadGenerator } from "./load.ts";
+import { measureLogs } from "./logs.ts";
 import { formatLoad, loadAverage, machineInfo } from "./machine.ts";
 import { profileHandler, profileLocalServer, profilePacedHandler } from "./profiling.ts";
 import { measureReplay, type ReplayRecord } from "./replay.ts";
@@ -93,6 +97,9 @@ const args = (() => {
         "hedge-seconds": { type: "string", default: "10" },
         "hedge-rounds": { type: "string", default: "3" },
         "hedge-warmup": { type: "string", default: "3" },
+        "logs-blocks": { type: "string", default: "2000" },
+        "logs-cap": { type: "string", default: "200" },
+        "logs-concurrency": { type: "string", default: "4" },
         "dry-run": { type: "boolean", default: false },
       },
     }).values;
@@ -232,6 +239,11 @@ async function main(): Promise<number> {
       seconds: whole("hedge-seconds", args["hedge-seconds"]),
       rounds: whole("hedge-rounds", args["hedge-rounds"]),
       warmupSeconds: whole("hedge-warmup", args["hedge-warmup"]),
+    },
+    logs: {
+      blocks: whole("logs-blocks", args["logs-blocks"]),
+      cap: whole("logs-cap", args["logs-cap"]),
+      concurrency: whole("logs-concurrency", args["logs-concurrency"]),
     },
   };
   const { seconds, rounds, warmupSeconds } = settings;
@@ -424,6 +436,28 @@ async function main(): Promise<number> {
         options: settings.hedge,
         records,
         verdicts: hedgeVerdicts(records),
+      };
+    }
+
+    if (parts.has("logs")) {
+      const started = loadAverage();
+      const measured = await measureLogs(settings.logs, log);
+      const gateway = measured.records.filter((r) => r.scenario.startsWith("gateway"));
+      results.logs = {
+        ...meta(started),
+        ...measured,
+        verdicts: [
+          {
+            target: `a ${measured.blocks}-block eth_getLogs on providers capped at ${measured.cap} blocks returns exactly the node's logs`,
+            measured: gateway
+              .map(
+                (r) =>
+                  `${r.scenario}: ${r.logs} logs, ${r.upstreamCalls} calls, ${Math.round(r.ms)} ms`,
+              )
+              .join("; "),
+            verdict: verdict(gateway.length > 0 && gateway.every((r) => r.identical)),
+          },
+        ],
       };
     }
   } finally {

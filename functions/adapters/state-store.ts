@@ -15,7 +15,8 @@ import type { CooldownReason } from "../core/verdict.ts";
 /**
  * Shared state in one DynamoDB table (docs/architecture.md): `pk = NET#<network>` holds a
  * network's providers (`PROVIDER#<name>`), per-method blacklists (`CAPABILITY#<name>#<method>`),
- * the quorum (`QUORUM`) and the monitor's heartbeat (`MONITOR`), so one Query reads it all.
+ * learned limits (`BATCHLIMIT#<name>`, `LOGSRANGE#<name>`), the quorum (`QUORUM`) and the
+ * monitor's heartbeat (`MONITOR`), so one Query reads it all.
  */
 
 type Item = Record<string, AttributeValue>;
@@ -25,6 +26,7 @@ export const providerKey = (provider: string) => `PROVIDER#${provider}`;
 export const capabilityKey = (provider: string, method: string) =>
   `CAPABILITY#${provider}#${method}`;
 export const batchLimitKey = (provider: string) => `BATCHLIMIT#${provider}`;
+export const logsRangeKey = (provider: string) => `LOGSRANGE#${provider}`;
 export const QUORUM_KEY = "QUORUM";
 /** The chain position item: the monitor's latest/safe/finalized and the containers' served head. */
 export const HEAD_KEY = "HEAD";
@@ -160,6 +162,7 @@ export class DynamoStateStore implements StateStore {
     let quorum: QuorumSnapshot | null = null;
     let monitorTickAt = 0;
     const batchLimits = new Map<string, LearnedLimit>();
+    const logsRanges = new Map<string, LearnedLimit>();
     let head: ChainHead | null = null;
     let startKey: Item | undefined;
     do {
@@ -195,6 +198,11 @@ export class DynamoStateStore implements StateStore {
           if (until > now) {
             batchLimits.set(sk.slice("BATCHLIMIT#".length), { value: num(item, "size"), until });
           }
+        } else if (sk.startsWith("LOGSRANGE#")) {
+          const until = num(item, "until");
+          if (until > now) {
+            logsRanges.set(sk.slice("LOGSRANGE#".length), { value: num(item, "size"), until });
+          }
         } else if (sk === HEAD_KEY) {
           head = headFromItem(item);
         } else if (sk === MONITOR_KEY) {
@@ -203,7 +211,7 @@ export class DynamoStateStore implements StateStore {
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey);
-    return { providers, capabilities, quorum, monitorTickAt, batchLimits, head };
+    return { providers, capabilities, quorum, monitorTickAt, batchLimits, logsRanges, head };
   }
 
   async readHealth(network: string, provider: string): Promise<ProviderHealth> {
@@ -308,9 +316,18 @@ export class DynamoStateStore implements StateStore {
     }
   }
 
-  async recordBatchLimit(
+  recordBatchLimit(network: string, provider: string, size: number, until: number): Promise<void> {
+    return this.#recordLearnedLimit(network, batchLimitKey(provider), size, until);
+  }
+
+  recordLogsRange(network: string, provider: string, blocks: number, until: number): Promise<void> {
+    return this.#recordLearnedLimit(network, logsRangeKey(provider), blocks, until);
+  }
+
+  /** A learned limit (`size`, in force until `until`): only ever smaller, unless it expired. */
+  async #recordLearnedLimit(
     network: string,
-    provider: string,
+    sk: string,
     size: number,
     until: number,
   ): Promise<void> {
@@ -318,7 +335,7 @@ export class DynamoStateStore implements StateStore {
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#table,
-          Key: { pk: { S: networkKey(network) }, sk: { S: batchLimitKey(provider) } },
+          Key: { pk: { S: networkKey(network) }, sk: { S: sk } },
           UpdateExpression: "SET #size = :size, #until = :until, #ttl = :ttl",
           ConditionExpression: "attribute_not_exists(#size) OR #size > :size OR #until < :now",
           ExpressionAttributeNames: { "#size": "size", "#until": "until", "#ttl": "ttl" },

@@ -10,6 +10,9 @@ import {
   BATCH_LIMIT,
   CHAIN_UNAVAILABLE,
   LAGGING_BACKEND,
+  LOGS_RANGE_TOO_WIDE,
+  LOGS_TOO_LARGE,
+  LOGS_TOO_MANY,
   QUOTA,
   RATE_LIMIT,
 } from "./classify-patterns.ts";
@@ -55,8 +58,9 @@ const PRE_CHECK_FAILURE =
 const CALLERS_FAULT = new RegExp(
   [
     /\breverted\b|\bout of gas\b|\binvalid opcode\b|\bstack (underflow|overflow)\b/,
-    /\bsmaller block range\b|\bblock range\b[^.]{0,20}\btoo (large|wide|big)\b|\bexceeds? (the )?(max(imum)? )?(allowed )?block range\b/,
-    /\bquery exceeds limit\b|\breturned more than \d+ results\b|\blog response size exceeded\b|\btoo many (results|logs)\b/,
+    LOGS_RANGE_TOO_WIDE,
+    LOGS_TOO_MANY,
+    LOGS_TOO_LARGE,
     /\binsufficient funds\b|\bnonce too (low|high)\b|\bintrinsic gas too low\b|\btransaction underpriced\b/,
     /\bmax fee per gas less than block base fee\b|\bgas required exceeds allowance\b|\bexceeds block gas limit\b/,
     ALREADY_KNOWN,

@@ -53,3 +53,27 @@ export const LAGGING_BACKEND = new RegExp(
     .join("|"),
   "i",
 );
+
+/**
+ * A provider refusing a log query as too big (docs/behaviour.md §12), in three kinds: the
+ * answer's size, the number of logs, and the block span. Each is the caller's to narrow, never
+ * the provider's failure; the gateway narrows eth_getLogs itself.
+ */
+export const LOGS_TOO_LARGE =
+  /\bresponse size (exceeded|should not)|\bresponse (is )?too (large|big)\b|\b(result|response|answer) is too big\b|\bover the limit of \d+ bytes \(max_response_bytes\)/i;
+
+export const LOGS_TOO_MANY =
+  /\breturned more than \d[\d,]* (results|logs)\b|\bexceeds? max(imum)? results\b|\btoo many (results|logs)\b|\bmore than \d[\d,]* logs\b|\blogs? (count|limit) exceeded\b/i;
+
+export const LOGS_RANGE_TOO_WIDE = new RegExp(
+  [
+    /\b(block )?range\b[^.]{0,30}\btoo (large|wide|big)\b|\bexceeds? (the )?(max(imum)? )?(allowed )?block range\b/,
+    /\bmax(imum)? block range\b|\b(block )?range limit\b[^.]{0,20}\bexceeded\b|\bsmaller block range\b/,
+    /\b(is|are) limited to an? [\d,]+k? (blocks? )?range\b|\branges? over [\d,]+ blocks\b/,
+    /\bblock range (greater|larger|bigger) than\b|\brequested too many blocks\b/,
+    /\bup to an? [\d,]+k? block range\b|\bblocks distance\b|\bquery exceeds limit\b/,
+  ]
+    .map((part) => part.source)
+    .join("|"),
+  "i",
+);

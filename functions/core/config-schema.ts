@@ -18,6 +18,8 @@ const nonNegativeInt = z.int().check(z.nonnegative());
 /** Copies of a transaction beyond the first send: more buys no reach worth its calls. */
 const broadcastCopies = z.int().check(z.nonnegative(), z.maximum(10));
 const seconds = z.number().check(z.positive());
+/** Chunks of one log query in flight at once: each is an upstream call a provider may rate-limit. */
+const logsConcurrency = z.int().check(z.gte(1), z.lte(32));
 
 /** A `${NAME}` secret placeholder; the name is group 1. */
 export const PLACEHOLDER = /\$\{([^}]*)\}/g;
@@ -219,6 +221,7 @@ const tunableShape = {
   max_upstream_calls: z._default(positiveInt, 50),
   cache: z._default(z.boolean(), true),
   cache_shared_ttl_seconds: z._default(seconds, 604_800),
+  logs_concurrency: z._default(logsConcurrency, 4),
   cooldown_seconds: cooldown.full,
   probe: probe.full,
   quorum: quorum.full,
@@ -255,6 +258,7 @@ const networkOverrideShape = {
   max_upstream_calls: z.optional(positiveInt),
   cache: z.optional(z.boolean()),
   cache_shared_ttl_seconds: z.optional(seconds),
+  logs_concurrency: z.optional(logsConcurrency),
   cooldown_seconds: z.optional(cooldown.override),
   probe: z.optional(probe.override),
   quorum: z.optional(quorum.override),
@@ -280,6 +284,11 @@ export const providerSchema = z.strictObject({
   backup: z._default(z.boolean(), false),
   /** The largest batch this provider takes; absent: whatever it takes (learned from errors). */
   max_batch: z.optional(positiveInt),
+  /**
+   * The most blocks one eth_getLogs may span on this provider (to - from + 1); absent: whatever
+   * it takes (learned from its range errors).
+   */
+  max_logs_range: z.optional(positiveInt),
   methods_deny: z.optional(methodPatterns),
   methods_allow: z.optional(methodPatterns),
 });

@@ -1,3 +1,4 @@
+import { upstreamCallBudget } from "./call-budget.ts";
 import { mayPublish, publicationDelayMs } from "./chain-head.ts";
 import { ErrorCode, errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
@@ -25,6 +26,7 @@ import {
 } from "./request/health-recorder.ts";
 import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
+import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, settlePenalties } from "./request/penalties.ts";
@@ -67,6 +69,8 @@ export interface RpcOptions {
   readonly startedAt?: number;
   /** Time left at `startedAt` before the platform cuts the request (Lambda remaining time). */
   readonly remainingMs?: number;
+  /** Set when the gateway serves a piece of a log query to itself. */
+  readonly internal?: InternalCall;
 }
 
 /**
@@ -175,19 +179,35 @@ export class Gateway {
     const fromHead = answerFromServedHead(open, scope.servedHead);
     const cached = await this.#answers.lookup(model, network, request, open, state.head);
     const sends = await startSends(open, network.name, { ...this.#deps, settings });
-    const attempts = await runAttempts({
+    // Log queries are served apart, as internal calls through this same pipeline.
+    const logQueries = options.internal ? [] : logQueriesOf(open);
+    const routedAttempts = await runAttempts({
       upstream: this.#deps.upstream,
       clock,
       deadline,
-      settings,
+      settings: {
+        ...settings,
+        max_upstream_calls: options.internal?.budget ?? settings.max_upstream_calls,
+      },
       single: scope.single,
       body,
-      open,
+      open: open.filter((entry) => !logQueries.includes(entry)),
       batchLimit: (provider) => batchLimitOf(provider, scope.batchLimits, clock()),
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
       callsMade: sends.copies,
       hedging: this.#hedging.forRequest(network),
     });
+    const attempts =
+      routedAttempts +
+      (await serveLogQueries(logQueries, {
+        ...scope,
+        knownHead: scope.quorumHead,
+        budget: upstreamCallBudget(settings, sends.copies + routedAttempts),
+        deadline,
+        deps: this.#deps,
+        handle: (text, internal) =>
+          this.handleRpc(network.name, text, { ...options, startedAt: started, internal }),
+      }));
     await settleSentTransactions(open, (call, hash) =>
       providerKnowsTransaction(this.#deps.upstream, call, hash, {
         timeoutMs: Math.min(settings.request_timeout_ms, deadline - clock()),
@@ -212,6 +232,10 @@ export class Gateway {
       cached,
       request,
     );
+    if (options.internal) {
+      options.internal.served = { entry: open[0], upstreamCalls: attempts, used: scope.used };
+      return response;
+    }
     reportRequest(this.#deps.telemetry, {
       network,
       calls: callsOf(request).length,

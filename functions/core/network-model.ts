@@ -21,6 +21,8 @@ export interface Provider {
   readonly backup: boolean;
   /** The configured largest batch, if any (learned limits live in the shared state). */
   readonly maxBatch: number | undefined;
+  /** The configured most blocks one eth_getLogs may span, if any (learned ones live in the shared state). */
+  readonly maxLogsRange: number | undefined;
   readonly methodsDeny: readonly string[] | undefined;
   readonly methodsAllow: readonly string[] | undefined;
 }
@@ -146,6 +148,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     max_upstream_calls: network.max_upstream_calls ?? config.max_upstream_calls,
     cache: network.cache ?? config.cache,
     cache_shared_ttl_seconds: network.cache_shared_ttl_seconds ?? config.cache_shared_ttl_seconds,
+    logs_concurrency: network.logs_concurrency ?? config.logs_concurrency,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },
     probe: { ...config.probe, ...network.probe },
     quorum: {
@@ -250,6 +253,7 @@ export function buildModel(
         priorityMatch: Object.entries(provider.priority_match),
         backup: provider.backup,
         maxBatch: provider.max_batch,
+        maxLogsRange: provider.max_logs_range,
         methodsDeny: provider.methods_deny,
         methodsAllow: provider.methods_allow,
       });

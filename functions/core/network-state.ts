@@ -35,6 +35,8 @@ export interface NetworkState {
   readonly monitorTickAt: number;
   /** Batch sizes providers were found to accept, by provider (learned, with an expiry). */
   readonly batchLimits: ReadonlyMap<string, LearnedLimit>;
+  /** The most blocks one eth_getLogs may span, by provider (learned from its range errors, with an expiry). */
+  readonly logsRanges: ReadonlyMap<string, LearnedLimit>;
   /** The chain position (latest, safe, finalized, served); null before the monitor's first. */
   readonly head: ChainHead | null;
 }
@@ -51,6 +53,7 @@ export const EMPTY_NETWORK_STATE: NetworkState = {
   quorum: null,
   monitorTickAt: 0,
   batchLimits: new Map(),
+  logsRanges: new Map(),
   head: null,
 };
 

@@ -70,6 +70,11 @@ export interface StateStore {
    * size replaces a larger one, and any size replaces an expired one.
    */
   recordBatchLimit(network: string, provider: string, size: number, until: number): Promise<void>;
+  /**
+   * Records that one eth_getLogs on `provider` may span at most `blocks` blocks until `until`
+   * (ms); a smaller span replaces a larger one, and any span replaces an expired one.
+   */
+  recordLogsRange(network: string, provider: string, blocks: number, until: number): Promise<void>;
   /** Blacklists one method of one provider until `until` (ms); extends only. */
   blacklistCapability(
     network: string,

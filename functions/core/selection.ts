@@ -7,6 +7,7 @@ import {
   type NetworkState,
   quorumInForce,
 } from "./network-state.ts";
+import { logsRangeOf } from "./request/logs-limits.ts";
 
 /** Effective priority: the highest matching `priority_match` value, else `priority`. */
 export function effectivePriority(provider: Provider, body: string): number {
@@ -93,13 +94,23 @@ export function whyNotCandidate(
  * - `demoted`: a candidate this container rotated away from, tried after every other
  *   candidate of its kind (primaries, or backups in use) and before the backups;
  * - `backup`: a backup while a primary is a candidate, tried after the primaries;
+ * - `limited`: a candidate whose known log range (`max_logs_range`, or learned) is smaller
+ *   than the blocks an eth_getLogs spans, tried after every candidate that can take it
+ *   (docs/behaviour.md §12);
  * - `behind`: a candidate that cannot have reached the block the call is about yet, tried
  *   after every candidate that can (docs/behaviour.md §10);
  * - `emergency`: not a candidate, tried last (earliest expiry first) so no call is refused
  *   while a provider exists; failures there add no strikes;
  * - `skipped`: configured not to serve the method, never tried.
  */
-export type RoutingSlot = "candidate" | "demoted" | "backup" | "behind" | "emergency" | "skipped";
+export type RoutingSlot =
+  | "candidate"
+  | "demoted"
+  | "backup"
+  | "limited"
+  | "behind"
+  | "emergency"
+  | "skipped";
 
 export interface RoutingEntry {
   readonly provider: Provider;
@@ -153,7 +164,8 @@ function emergencyRank(provider: Provider, method: string, context: SelectionCon
  * The routing explanation: every provider of `ranked` in the order one call walks them, each
  * with its slot and the reason. The attempt order, the active provider, the status route's
  * `routing` and the per-request debug line all derive from this one function, so the answer
- * to "why did this provider get no traffic" lives here. `body` only words the priority reason.
+ * to "why did this provider get no traffic" lives here. `body` only words the priority reason;
+ * `span` is the blocks a log query covers (null for any other call).
  */
 export function explainRouting(
   ranked: readonly Provider[],
@@ -161,17 +173,22 @@ export function explainRouting(
   context: SelectionContext,
   body = "",
   block: number | null = null,
+  span: number | null = null,
 ): RoutingEntry[] {
   const candidates: Provider[] = [];
+  const limited: Array<{ provider: Provider; range: number }> = [];
   const behind: Array<{ provider: Provider; reached: number }> = [];
   const others: Array<{ provider: Provider; why: NotCandidateReason }> = [];
   for (const provider of ranked) {
     const why = whyNotCandidate(provider, method, context);
     const reached = block === null ? null : (context.reachable?.(provider.name) ?? null);
+    const range =
+      span === null ? Infinity : logsRangeOf(provider, context.state.logsRanges, context.now);
     if (why !== null) others.push({ provider, why });
     else if (reached !== null && block !== null && reached < block) {
       behind.push({ provider, reached });
-    } else candidates.push(provider);
+    } else if (span !== null && range < span) limited.push({ provider, range });
+    else candidates.push(provider);
   }
   const primaries = candidates.filter((provider) => !provider.backup);
   const backupsInUse = primaries.length === 0;
@@ -221,6 +238,13 @@ export function explainRouting(
     ...preferred.filter((provider) => !context.demoted.has(provider.name)).map(inUse),
     ...preferred.filter((provider) => context.demoted.has(provider.name)).map(demoted),
     ...(backupsInUse ? [] : candidates.filter((provider) => provider.backup).map(standby)),
+    ...limited.map(
+      ({ provider, range }): RoutingEntry => ({
+        provider,
+        slot: "limited",
+        reason: `takes log queries of at most ${range} blocks (max_logs_range), this one spans ${span}; tried after those that can`,
+      }),
+    ),
     ...behind.map(
       ({ provider, reached }): RoutingEntry => ({
         provider,
@@ -245,8 +269,9 @@ export function attemptOrder(
   method: string,
   context: SelectionContext,
   block: number | null = null,
+  span: number | null = null,
 ): AttemptSlot[] {
-  return explainRouting(ranked, method, context, "", block)
+  return explainRouting(ranked, method, context, "", block, span)
     .filter((entry) => entry.slot !== "skipped")
     .map((entry) => ({ provider: entry.provider, emergency: entry.slot === "emergency" }));
 }

@@ -1,4 +1,4 @@
-import { EMPTY_NETWORK_STATE, type NetworkState } from "./network-state.ts";
+import { EMPTY_NETWORK_STATE, type LearnedLimit, type NetworkState } from "./network-state.ts";
 import { STATE_MAX_STALE_FACTOR, STATE_MAX_STALE_FLOOR_MS } from "./policies.ts";
 import type { StateStore, Telemetry } from "./ports.ts";
 
@@ -12,7 +12,8 @@ interface Entry {
 
 /**
  * A read that started before this container's own update may land after it: it must not undo
- * it. Per provider the higher `version` wins, per method blacklist the later expiry.
+ * it. Per provider the higher `version` wins, per method blacklist the later expiry, per learned
+ * limit the smaller value.
  */
 function keepNewer(local: NetworkState, fresh: NetworkState): NetworkState {
   const providers = new Map(fresh.providers);
@@ -28,12 +29,26 @@ function keepNewer(local: NetworkState, fresh: NetworkState): NetworkState {
     }
     capabilities.set(name, merged);
   }
-  const batchLimits = new Map(fresh.batchLimits);
-  for (const [name, limit] of local.batchLimits) {
-    const stored = batchLimits.get(name);
-    if (stored === undefined || stored.value > limit.value) batchLimits.set(name, limit);
+  return {
+    ...fresh,
+    providers,
+    capabilities,
+    batchLimits: smallerLimits(local.batchLimits, fresh.batchLimits),
+    logsRanges: smallerLimits(local.logsRanges, fresh.logsRanges),
+  };
+}
+
+/** Learned limits only ever shrink until they expire: per provider the smaller one wins. */
+function smallerLimits(
+  local: ReadonlyMap<string, LearnedLimit>,
+  fresh: ReadonlyMap<string, LearnedLimit>,
+): Map<string, LearnedLimit> {
+  const merged = new Map(fresh);
+  for (const [name, limit] of local) {
+    const stored = merged.get(name);
+    if (stored === undefined || stored.value > limit.value) merged.set(name, limit);
   }
-  return { ...fresh, providers, capabilities, batchLimits };
+  return merged;
 }
 
 export interface StateCacheOptions {

@@ -6,6 +6,7 @@ import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from ".
 import type { ClassCounts } from "./request/answer-cache.ts";
 import { batchLimitOf } from "./request/batch-limits.ts";
 import type { AnswerClass } from "./request/cache-class.ts";
+import { logsRangeOf } from "./request/logs-limits.ts";
 import {
   activeProvider,
   configuredOrder,
@@ -85,7 +86,7 @@ export interface ProviderStatus {
   /** Where a plain read would put this provider now, and why (the routing explanation). */
   readonly routing: { readonly slot: RoutingSlot; readonly reason: string };
   /** What the provider takes, configured or learned from its errors (null: no known limit). */
-  readonly limits: { readonly max_batch: number | null };
+  readonly limits: { readonly max_batch: number | null; readonly max_logs_range: number | null };
 }
 
 export interface NetworkStatus {
@@ -200,7 +201,10 @@ export function networkStatus(input: StatusInput): NetworkStatus {
         : null,
       stats: input.stats(provider.name),
       routing: routing.get(provider.name) ?? { slot: "skipped", reason: "not routed" },
-      limits: { max_batch: finiteOrNull(batchLimitOf(provider, state.batchLimits, now)) },
+      limits: {
+        max_batch: finiteOrNull(batchLimitOf(provider, state.batchLimits, now)),
+        max_logs_range: finiteOrNull(logsRangeOf(provider, state.logsRanges, now)),
+      },
     };
   });
   return {

@@ -361,8 +361,8 @@ describe("provider batch limits: batches cut to fit, the provider kept (docs/beh
 
     const status = await providers("batches");
     expect(unpenalised(status.get("upto10"))).toEqual(clean("upto10"));
-    expect(status.get("upto10")?.limits).toEqual({ max_batch: 7 });
-    expect(status.get("spare")?.limits).toEqual({ max_batch: null });
+    expect(status.get("upto10")?.limits).toEqual({ max_batch: 7, max_logs_range: null });
+    expect(status.get("spare")?.limits).toEqual({ max_batch: null, max_logs_range: null });
 
     const single = await post("batches", rpcCall("eth_chainId", [], 1));
     expect(single.headers["x-gateway-provider"]).toBe("upto10");
@@ -389,6 +389,7 @@ describe("provider batch limits: batches cut to fit, the provider kept (docs/beh
       expect(batchesSinceStart("upto10").slice(seen)).toEqual([7, 7, 7, 7, 2]);
       expect((await providers("batches", second.url)).get("upto10")?.limits).toEqual({
         max_batch: 7,
+        max_logs_range: null,
       });
     } finally {
       await second.close();

@@ -121,6 +121,21 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
     expect([...state.batchLimits]).toEqual([["p", { value: 5, until: NOW + 30_000 }]]);
   });
 
+  it.skipIf(skip)(
+    "a learned log range only shrinks until it expires, apart from batch limits",
+    async () => {
+      const net = fresh();
+      await store.recordLogsRange(net, "p", 10_000, NOW + 60_000);
+      await store.recordLogsRange(net, "p", 50_000, NOW + 90_000);
+      await store.recordLogsRange(net, "p", 2_000, NOW + 30_000);
+      await store.recordLogsRange(net, "q", 500, NOW - 1);
+      await store.recordBatchLimit(net, "p", 7, NOW + 60_000);
+      const state = await store.readNetwork(net);
+      expect([...state.logsRanges]).toEqual([["p", { value: 2_000, until: NOW + 30_000 }]]);
+      expect([...state.batchLimits]).toEqual([["p", { value: 7, until: NOW + 60_000 }]]);
+    },
+  );
+
   it.skipIf(skip)("networks do not see each other's state", async () => {
     const [a, b] = [fresh(), fresh()];
     await store.writeHealth(a, "p", 0, blacklisted(1));

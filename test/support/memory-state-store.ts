@@ -19,6 +19,7 @@ export class MemoryStateStore implements StateStore {
   readonly #capabilities = new Map<string, Map<string, Map<string, number>>>();
   readonly #quorum = new Map<string, QuorumSnapshot>();
   readonly #batchLimits = new Map<string, Map<string, LearnedLimit>>();
+  readonly #logsRanges = new Map<string, Map<string, LearnedLimit>>();
   readonly #heads = new Map<string, ChainHead>();
   readonly #clock: () => number;
   /** Writes that reached the store, in order, for tests to count. */
@@ -63,6 +64,9 @@ export class MemoryStateStore implements StateStore {
       monitorTickAt: this.#quorum.get(network)?.computedAt ?? 0,
       batchLimits: new Map(
         [...(this.#batchLimits.get(network) ?? [])].filter(([, limit]) => limit.until > now),
+      ),
+      logsRanges: new Map(
+        [...(this.#logsRanges.get(network) ?? [])].filter(([, limit]) => limit.until > now),
       ),
       head: this.#heads.get(network) ?? null,
     };
@@ -112,14 +116,33 @@ export class MemoryStateStore implements StateStore {
     size: number,
     until: number,
   ): Promise<void> {
-    let limits = this.#batchLimits.get(network);
+    this.#recordLearned(this.#batchLimits, network, provider, size, until);
+  }
+
+  async recordLogsRange(
+    network: string,
+    provider: string,
+    blocks: number,
+    until: number,
+  ): Promise<void> {
+    this.#recordLearned(this.#logsRanges, network, provider, blocks, until);
+  }
+
+  #recordLearned(
+    all: Map<string, Map<string, LearnedLimit>>,
+    network: string,
+    provider: string,
+    value: number,
+    until: number,
+  ): void {
+    let limits = all.get(network);
     if (!limits) {
       limits = new Map();
-      this.#batchLimits.set(network, limits);
+      all.set(network, limits);
     }
     const current = limits.get(provider);
-    if (current === undefined || current.value > size || current.until < this.#clock()) {
-      limits.set(provider, { value: size, until });
+    if (current === undefined || current.value > value || current.until < this.#clock()) {
+      limits.set(provider, { value, until });
     }
   }
 

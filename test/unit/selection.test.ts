@@ -7,6 +7,7 @@ import {
   activeProvider,
   attemptOrder,
   effectivePriority,
+  explainRouting,
   rankProviders,
   type SelectionContext,
 } from "../../functions/core/selection.ts";
@@ -269,5 +270,74 @@ describe("force-rotate: a provider this container demoted", () => {
       p1: { reason: "connection", blacklistedUntil: NOW + 60_000, probeGated: true, strikes: 1 },
     });
     expect(demotedOrder(tiers, ["p1", "p2"], state)).toEqual(["p3", "p2", "p1!"]);
+  });
+});
+
+describe("log queries and providers' log ranges (docs/behaviour.md §12)", () => {
+  const net = network([
+    { name: "narrow", url: "http://narrow.test", priority: 3, max_logs_range: 1_000 },
+    { name: "learned", url: "http://learned.test", priority: 2 },
+    { name: "wide", url: "http://wide.test", priority: 1 },
+  ]);
+  const learned = stateWith(
+    {},
+    { logsRanges: new Map([["learned", { value: 5_000, until: NOW + 60_000 }]]) },
+  );
+  const expired = stateWith(
+    {},
+    { logsRanges: new Map([["learned", { value: 5_000, until: NOW - 1 }]]) },
+  );
+  const orderFor = (state: NetworkState, span: number | null) =>
+    explainRouting(
+      rankProviders(net.providers, "", sequence(0.5)),
+      "eth_getLogs",
+      context(net, state),
+      "",
+      null,
+      span,
+    ).map((entry) => `${entry.provider.name}:${entry.slot}`);
+
+  it.each<[string, NetworkState, number | null, string[]]>([
+    [
+      "a span every range covers",
+      learned,
+      1_000,
+      ["narrow:candidate", "learned:candidate", "wide:candidate"],
+    ],
+    [
+      "over the configured range",
+      learned,
+      1_001,
+      ["learned:candidate", "wide:candidate", "narrow:limited"],
+    ],
+    [
+      "over the learned range too",
+      learned,
+      5_001,
+      ["wide:candidate", "narrow:limited", "learned:limited"],
+    ],
+    [
+      "an expired learned range is unknown",
+      expired,
+      5_001,
+      ["learned:candidate", "wide:candidate", "narrow:limited"],
+    ],
+    ["not a log query", learned, null, ["narrow:candidate", "learned:candidate", "wide:candidate"]],
+  ])("%s", (_, state, span, expected) => {
+    expect(orderFor(state, span)).toEqual(expected);
+  });
+
+  it("says why a provider is limited", () => {
+    const entry = explainRouting(
+      net.providers,
+      "eth_getLogs",
+      context(net, learned),
+      "",
+      null,
+      2_000,
+    ).find((e) => e.slot === "limited");
+    expect(entry?.reason).toBe(
+      "takes log queries of at most 1000 blocks (max_logs_range), this one spans 2000; tried after those that can",
+    );
   });
 });

@@ -31,6 +31,7 @@ function harness() {
     writeHealth: async () => ({ written: true }),
     blacklistCapability: async () => undefined,
     recordBatchLimit: async () => undefined,
+    recordLogsRange: async () => undefined,
     publishServed: async () => false,
   };
   const cache = new StateCache({ store, clock: () => now, telemetry: silent, ttlMs: () => 1000 });

@@ -31,7 +31,7 @@ const provider = (name: string, fields: Partial<ProviderStatus> = {}): ProviderS
   last_probe: null,
   stats: { window_seconds: 300, requests: 10, errors: 0, latency_ms: { p50: 4, p95: 9 } },
   routing: { slot: "candidate", reason: "priority 1" },
-  limits: { max_batch: null },
+  limits: { max_batch: null, max_logs_range: null },
   ...fields,
 });
 

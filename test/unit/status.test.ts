@@ -73,6 +73,7 @@ function statusInput(): StatusInput {
       },
       monitorTickAt: NOW - 5_000,
       batchLimits: new Map(),
+      logsRanges: new Map(),
     },
     stats: () => ({
       window_seconds: 300,

@@ -10,6 +10,7 @@ import {
 import { blockRefOf } from "../methods/block-ref.ts";
 import type { Network, Provider } from "../network-model.ts";
 import { attemptOrder, type SelectionContext } from "../selection.ts";
+import { logQueryOf, spanOf } from "./logs-range.ts";
 import { type OpenCall, openCall } from "./open-call.ts";
 import { type PinnedTags, pinBlockTags } from "./pin-tags.ts";
 import { wrongChainAnswer } from "./sent-transactions.ts";
@@ -69,7 +70,7 @@ export function admitCalls(
       continue;
     }
     const call = pin === null ? member : pinBlockTags(member, pin);
-    const order = attemptOrder(ranked, call.method, context, blockAbout(call));
+    const order = attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
     if (order.length === 0) {
       immediate.set(
         member.position,
@@ -90,6 +91,12 @@ export function admitCalls(
     open.push(openCall(call, order));
   }
   return { open, immediate };
+}
+
+/** The blocks a log query spans, for routing it to a provider that takes them; else null. */
+function logSpanOf(call: Call): number | null {
+  const query = logQueryOf(call.method, call.params);
+  return query === null ? null : spanOf(query);
 }
 
 /** The highest block number a call is about, for block-aware routing; null for none or a tag. */

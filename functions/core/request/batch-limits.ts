@@ -3,6 +3,7 @@ import type { LearnedLimit } from "../network-state.ts";
 import type { StateStore, Telemetry } from "../ports.ts";
 import type { StateCache } from "../state-cache.ts";
 import type { AttemptJudgement } from "./judge.ts";
+import { keepLearnedLimit, limitInForce } from "./learned-limits.ts";
 import { type AttemptGroup, resendToSameProvider } from "./plan.ts";
 
 /**
@@ -17,9 +18,7 @@ export function batchLimitOf(
   learned: ReadonlyMap<string, LearnedLimit>,
   now: number,
 ): number {
-  const limit = learned.get(provider.name);
-  const learnedValue = limit !== undefined && limit.until > now ? limit.value : Infinity;
-  return Math.min(provider.maxBatch ?? Infinity, learnedValue);
+  return limitInForce(provider.maxBatch, learned.get(provider.name), now);
 }
 
 /** Whether a batch-sized attempt failed because the batch was too large for the provider. */
@@ -66,11 +65,6 @@ export function learnBatchLimit(
     until: deps.clock() + network.settings.learned_limit_ttl_seconds * 1000,
   };
   learned.set(provider, limit);
-  deps.cache.update(network.name, (state) => {
-    const batchLimits = new Map(state.batchLimits);
-    batchLimits.set(provider, limit);
-    return { ...state, batchLimits };
-  });
   deps.telemetry.count("batch_limits_learned", { network: network.name, provider });
   deps.telemetry.log("info", "provider refused a batch as too large: sending halves", {
     network: network.name,
@@ -78,13 +72,12 @@ export function learnBatchLimit(
     refused: group.calls.length,
     next_size: limit.value,
   });
-  return deps.store
-    .recordBatchLimit(network.name, provider, limit.value, limit.until)
-    .catch((error: unknown) => {
-      deps.telemetry.log("warn", "state store write failed: kept locally", {
-        network: network.name,
-        error: error instanceof Error ? error.message : String(error),
-      });
-      deps.telemetry.count("state_store_errors", { network: network.name });
-    });
+  return keepLearnedLimit(
+    network,
+    provider,
+    limit,
+    "batchLimits",
+    () => deps.store.recordBatchLimit(network.name, provider, limit.value, limit.until),
+    deps,
+  );
 }

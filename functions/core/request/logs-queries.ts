@@ -1,0 +1,256 @@
+import { ErrorCode, errorResponse, methodPermitted } from "../jsonrpc.ts";
+import type { Network, Provider } from "../network-model.ts";
+import type { LearnedLimit } from "../network-state.ts";
+import { LAMBDA_RESPONSE_LIMIT_BYTES } from "../payload-limit.ts";
+import { type SelectionContext, whyNotCandidate } from "../selection.ts";
+import { type LogsRangeDeps, learnLogsRange, logsRangeOf } from "./logs-limits.ts";
+import {
+  type BlockRange,
+  GET_LOGS,
+  type LogQuery,
+  logQueryOf,
+  pieceCall,
+  quantity,
+  rangeText,
+  spanOf,
+} from "./logs-range.ts";
+import { type PieceAnswer, type SplitOutcome, serveInPieces } from "./logs-split.ts";
+import type { OpenCall } from "./open-call.ts";
+
+/**
+ * eth_getLogs over any range (docs/behaviour.md §12): each log query of a request is served as
+ * internal calls through the gateway's own pipeline (routing, retries, penalties, the served
+ * head), whole when a provider in use takes its span, else in pieces, and answered with the
+ * provider's text, the merged logs, or the gateway's own error naming the range.
+ */
+
+/** The calls of a request this step serves: eth_getLogs with both ends numbers, not notifications. */
+export function logQueriesOf(open: readonly OpenCall[]): OpenCall[] {
+  return open.filter(
+    (entry) =>
+      entry.call.rawId !== null &&
+      entry.answer === null &&
+      logQueryOf(entry.info.method, entry.info.params) !== null,
+  );
+}
+
+/**
+ * A call the gateway serves to itself (a piece of a log query): served like any call but not
+ * cut again, with at most `budget` upstream calls, not reported as a request of its own; what
+ * it made is written back into `served`.
+ */
+export interface InternalCall {
+  readonly budget: number;
+  served?: {
+    readonly entry: OpenCall | undefined;
+    readonly upstreamCalls: number;
+    readonly used: readonly string[];
+  };
+}
+
+/** What the request lends its log queries. */
+export interface LogQueryRequest {
+  readonly network: Network;
+  readonly context: SelectionContext;
+  /** The highest block known to exist, or null when unknown. */
+  readonly knownHead: number | null;
+  /** Upstream calls the log queries of this request may make in all. */
+  readonly budget: number;
+  readonly deadline: number;
+  /** Providers whose answers the caller gets, in order of use: the pieces' join them. */
+  readonly used: string[];
+  /** State writes the request waits for before it answers. */
+  readonly writes: Promise<unknown>[];
+  readonly deps: LogsRangeDeps & {
+    /** Removes secrets from text that may leave the process (a provider's error message). */
+    readonly scrub: (text: string) => string;
+  };
+  /** Serves one call text through the gateway's pipeline as an internal call. */
+  readonly handle: (text: string, internal: InternalCall) => Promise<unknown>;
+}
+
+interface LogQueryScope extends LogQueryRequest {
+  /** Spans providers take, as learned so far (this request may learn more). */
+  readonly learned: Map<string, LearnedLimit>;
+  readonly serve: (text: string, budget: number) => Promise<PieceAnswer>;
+  readonly learn: (provider: string, blocks: number) => void;
+}
+
+/** Room in Lambda's response for the envelope and headers around the logs. */
+const RESPONSE_ENVELOPE_BYTES = 16_384;
+
+/** Serves each log query in turn, sharing the budget; returns the upstream calls made. */
+export async function serveLogQueries(
+  entries: readonly OpenCall[],
+  request: LogQueryRequest,
+): Promise<number> {
+  if (entries.length === 0) return 0;
+  const learned = new Map(request.context.state.logsRanges);
+  const scope: LogQueryScope = {
+    ...request,
+    learned,
+    serve: (text, budget) => serveInternally(text, budget, request),
+    learn: (provider, blocks) =>
+      request.writes.push(learnLogsRange(request.network, provider, blocks, learned, request.deps)),
+  };
+  let upstreamCalls = 0;
+  for (const entry of entries) {
+    const query = logQueryOf(entry.info.method, entry.info.params);
+    if (query === null) continue;
+    upstreamCalls += await serveLogQuery(entry, query, {
+      ...scope,
+      budget: scope.budget - upstreamCalls,
+    });
+  }
+  return upstreamCalls;
+}
+
+/** One piece as an internal call: its answer, whose it is, and what it cost. */
+async function serveInternally(
+  text: string,
+  budget: number,
+  request: LogQueryRequest,
+): Promise<PieceAnswer> {
+  const internal: InternalCall = { budget };
+  await request.handle(text, internal);
+  const served = internal.served;
+  for (const provider of served?.used ?? []) {
+    if (!request.used.includes(provider)) request.used.push(provider);
+  }
+  const entry = served?.entry;
+  const answer = entry?.answer ?? null;
+  return {
+    text: answer ?? entry?.fallback?.text ?? null,
+    provider: answer !== null ? (served?.used.at(-1) ?? null) : (entry?.fallback?.provider ?? null),
+    error: entry?.lastError ?? "no answer",
+    upstreamCalls: served?.upstreamCalls ?? 0,
+  };
+}
+
+async function serveLogQuery(
+  entry: OpenCall,
+  query: LogQuery,
+  scope: LogQueryScope,
+): Promise<number> {
+  const { settings } = scope.network;
+  const pieceSize = (range: BlockRange) => sizeFor(range, scope);
+  const cut = pieceSize(query) < spanOf(query);
+  if (cut && scope.knownHead !== null && query.to > scope.knownHead) {
+    entry.answer = errorResponse(
+      "null",
+      ErrorCode.invalidParams,
+      `toBlock ${quantity(query.to)} is above the chain head this gateway knows (${quantity(scope.knownHead)}): ask for blocks up to it`,
+    );
+    return 0;
+  }
+  let pieceId = 0;
+  const outcome = await serveInPieces(query, {
+    pieceSize,
+    // The whole query goes as the caller wrote it (tags pinned); a piece as the caller's
+    // filter with its own ends.
+    serve: (piece, budget) =>
+      scope.serve(
+        piece.from === query.from && piece.to === query.to
+          ? entry.call.raw
+          : pieceCall(query, piece, ++pieceId),
+        budget,
+      ),
+    learn: scope.learn,
+    concurrency: settings.logs_concurrency,
+    maxUpstreamCalls: scope.budget,
+    attemptsPerPiece: settings.max_attempts,
+    maxBytes: settings.max_response_bytes,
+    maxEscapedBytes: LAMBDA_RESPONSE_LIMIT_BYTES - RESPONSE_ENVELOPE_BYTES,
+    clock: scope.deps.clock,
+    deadline: scope.deadline,
+  });
+  settle(entry, query, outcome, settings.max_upstream_calls, scope.deps.scrub);
+  if (outcome.pieces > 1 || outcome.kind !== "logs") {
+    scope.deps.telemetry.count("logs_queries_split", { network: scope.network.name });
+    scope.deps.telemetry.log("info", "eth_getLogs served in pieces", {
+      network: scope.network.name,
+      range: rangeText(query),
+      outcome: outcome.kind,
+      pieces: outcome.pieces,
+      upstream_calls: outcome.upstreamCalls,
+    });
+  }
+  return outcome.upstreamCalls;
+}
+
+function settle(
+  entry: OpenCall,
+  query: LogQuery,
+  outcome: SplitOutcome,
+  maxUpstreamCalls: number,
+  scrub: (text: string) => string,
+): void {
+  switch (outcome.kind) {
+    case "logs":
+    case "error_answer":
+      entry.answer = outcome.text;
+      return;
+    case "too_large": {
+      const hint =
+        outcome.fits === null
+          ? ""
+          : ` Try with this block range [${quantity(outcome.fits.from)}, ${quantity(outcome.fits.to)}].`;
+      entry.answer = errorResponse(
+        "null",
+        ErrorCode.limitExceeded,
+        `the logs of blocks ${rangeText(query)} are more than this gateway can return in one answer: narrow your range.${hint}`,
+      );
+      return;
+    }
+    case "too_many_pieces":
+      entry.answer = errorResponse(
+        "null",
+        ErrorCode.limitExceeded,
+        `blocks ${rangeText(query)} need ${outcome.needed} upstream calls of at most ${outcome.size} blocks, over max_upstream_calls (${maxUpstreamCalls}): narrow your range`,
+      );
+      return;
+    case "failed": {
+      const why = `blocks ${rangeText(outcome.piece)} of ${rangeText(query)} were not served (${outcome.detail}); no logs of the range are returned`;
+      entry.fallback = null;
+      if (outcome.code !== null) {
+        // A provider answered with an error: the caller gets its code, the range named.
+        entry.answer = errorResponse("null", outcome.code, scrub(why));
+        return;
+      }
+      // No provider answered: the gateway's "all providers failed" error, naming the part.
+      entry.answer = null;
+      entry.lastError = why;
+      return;
+    }
+  }
+}
+
+/**
+ * The size to cut `range` to: its own span when a provider in use takes it whole (an unknown
+ * limit takes anything until the provider says otherwise), else the largest span one takes.
+ */
+function sizeFor(range: BlockRange, scope: LogQueryScope): number {
+  const span = spanOf(range);
+  const now = scope.deps.clock();
+  const ranges = providersInUse(scope.network, scope.context).map((provider) =>
+    logsRangeOf(provider, scope.learned, now),
+  );
+  if (ranges.length === 0 || ranges.some((blocks) => blocks >= span)) return span;
+  return Math.max(1, ...ranges);
+}
+
+/**
+ * The providers a log query's pieces go to first: the candidate primaries, else the candidate
+ * backups, else (every one blacklisted) every provider that serves the method.
+ */
+function providersInUse(network: Network, context: SelectionContext): Provider[] {
+  const candidates = network.providers.filter(
+    (provider) => whyNotCandidate(provider, GET_LOGS, context) === null,
+  );
+  const primaries = candidates.filter((provider) => !provider.backup);
+  if (primaries.length > 0) return primaries;
+  if (candidates.length > 0) return candidates;
+  return network.providers.filter((provider) =>
+    methodPermitted(GET_LOGS, provider.methodsDeny ?? [], provider.methodsAllow),
+  );
+}

@@ -1,0 +1,422 @@
+import { describe, expect, it } from "vitest";
+import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
+import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
+import { Gateway } from "../../functions/core/gateway.ts";
+import { buildModel } from "../../functions/core/network-model.ts";
+import type { LogLevel, Telemetry, Upstream, UpstreamRequest } from "../../functions/core/ports.ts";
+import { StateCache } from "../../functions/core/state-cache.ts";
+import { networkStatus } from "../../functions/core/status.ts";
+import { MemoryStateStore } from "../support/memory-state-store.ts";
+
+/**
+ * eth_getLogs over any range (docs/behaviour.md §12) through the whole request pipeline: fake
+ * log nodes that hold logs at known blocks and refuse spans over their cap the way real
+ * providers word it, the in-memory state store, and a test clock.
+ */
+
+const NOW = 1_800_000_000_000;
+const P1 = "http://p1.test/";
+const P2 = "http://p2.test/";
+
+type Providers = ConfigInput["networks"][string]["providers"];
+
+const hex = (n: number) => `0x${n.toString(16)}`;
+
+/** The logs a node holds: two in every block that is a multiple of 997, one in every 1009th. */
+function logsIn(from: number, to: number): string[] {
+  const texts: string[] = [];
+  for (let block = from; block <= to; block++) {
+    const count = (block % 997 === 0 ? 2 : 0) + (block % 1009 === 0 ? 1 : 0);
+    for (let index = 0; index < count; index++) {
+      texts.push(
+        `{"address":"0x5fbdb2315678afecb367f032d93f642f64180aa3","topics":["0x${"ab".repeat(32)}"],"data":"0x","blockNumber":"${hex(block)}","transactionHash":"0x${block.toString(16).padStart(64, "0")}","transactionIndex":"0x0","blockHash":"0x${(block + 1).toString(16).padStart(64, "0")}","logIndex":"${hex(index)}","removed":false}`,
+      );
+    }
+  }
+  return texts;
+}
+
+const logsAnswer = (id: unknown, texts: string[]) =>
+  `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":[${texts.join(",")}]}`;
+
+interface LogNode {
+  /** Spans over this are refused with `refusal`. */
+  readonly cap?: number;
+  readonly refusal?: (
+    from: number,
+    to: number,
+  ) => { code: number; message: string; data?: unknown };
+  /** Answers this instead, for pieces that overlap `block`. */
+  readonly failAt?: number;
+  /** Answers with more than the range: logs of the block before and a duplicate. */
+  readonly sloppy?: boolean;
+}
+
+/** A fake upstream of log nodes by URL; counts calls and the most in flight at once. */
+class LogNodes implements Upstream {
+  readonly #nodes = new Map<string, LogNode>();
+  readonly calls: Array<{ url: string; from: number; to: number }> = [];
+  inFlight = 0;
+  mostInFlight = 0;
+
+  constructor(readonly advance: (ms: number) => void) {}
+
+  node(url: string, node: LogNode): this {
+    this.#nodes.set(url, node);
+    return this;
+  }
+
+  async send(request: UpstreamRequest) {
+    const node = this.#nodes.get(request.url);
+    const call = JSON.parse(request.body) as {
+      id: unknown;
+      params: [{ fromBlock: string; toBlock: string }];
+    };
+    const from = Number.parseInt(call.params[0].fromBlock, 16);
+    const to = Number.parseInt(call.params[0].toBlock, 16);
+    this.calls.push({ url: request.url, from, to });
+    this.inFlight++;
+    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    this.inFlight--;
+    this.advance(5);
+    const respond = (body: string) => ({ ok: true as const, status: 200, body, elapsedMs: 5 });
+    if (node === undefined) {
+      return {
+        ok: false as const,
+        failure: { kind: "connection" as const, message: "ECONNREFUSED" },
+        elapsedMs: 1,
+      };
+    }
+    if (node.failAt !== undefined && from <= node.failAt && node.failAt <= to) {
+      return respond(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: call.id,
+          error: { code: -32000, message: "missing trie node" },
+        }),
+      );
+    }
+    if (node.cap !== undefined && to - from + 1 > node.cap && node.refusal) {
+      return respond(
+        JSON.stringify({ jsonrpc: "2.0", id: call.id, error: node.refusal(from, to) }),
+      );
+    }
+    const texts = logsIn(from, to);
+    if (node.sloppy && from > 0)
+      texts.unshift(...logsIn(from - 1000, from - 1), ...texts.slice(0, 1));
+    return respond(logsAnswer(call.id, texts));
+  }
+}
+
+function recordingTelemetry(): Telemetry & { logs: Array<{ level: LogLevel; message: string }> } {
+  const logs: Array<{ level: LogLevel; message: string }> = [];
+  return {
+    logs,
+    log: (level, message) => logs.push({ level, message }),
+    count: () => undefined,
+    measure: () => undefined,
+  };
+}
+
+function harness(providers: Providers, overrides: Partial<ConfigInput["networks"][string]> = {}) {
+  let now = NOW;
+  const clock = () => now;
+  const advance = (ms: number) => {
+    now += ms;
+  };
+  const store = new MemoryStateStore(clock);
+  const upstream = new LogNodes(advance);
+  const telemetry = recordingTelemetry();
+  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
+  const config = configSchema.parse({
+    networks: { net: { chain_id: 1, providers, ...overrides } },
+  });
+  const model = buildModel(config, (url) => url);
+  const gateway = new Gateway({
+    model: () => model,
+    upstream,
+    store,
+    cache,
+    clock,
+    random: () => 0.5,
+    telemetry,
+    scrub: (text) => text,
+    scrubAnswer: (text) => text,
+    wait,
+    hedgeTimer,
+  });
+  const network = model.networks.get("net");
+  if (network === undefined) throw new Error("no network");
+  const rpc = (body: string) => gateway.handleRpc("net", body);
+  return { gateway, store, upstream, rpc, clock, network, model, cache, telemetry };
+}
+
+const getLogs = (id: number, from: number | string, to: number | string, extra = {}) =>
+  JSON.stringify({
+    jsonrpc: "2.0",
+    id,
+    method: "eth_getLogs",
+    params: [
+      {
+        address: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+        ...extra,
+        fromBlock: typeof from === "number" ? hex(from) : from,
+        toBlock: typeof to === "number" ? hex(to) : to,
+      },
+    ],
+  });
+
+/** geth-style cap refusal (BSC and many public nodes). */
+const GETH_CAP = (cap: number) => () => ({
+  code: -32000,
+  message: `exceed maximum block range: ${cap}`,
+});
+
+describe("a query a provider in use takes whole", () => {
+  it("goes upstream once and is answered with the provider's text, byte for byte, with the caller's id", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 10_000 }]);
+    h.upstream.node(P1, {});
+    const response = await h.rpc(getLogs(7, 100, 9_000));
+    expect(response.status).toBe(200);
+    expect(response.body).toBe(logsAnswer(7, logsIn(100, 9_000)));
+    expect(h.upstream.calls).toEqual([{ url: P1, from: 100, to: 9_000 }]);
+  });
+
+  it("goes to a provider whose range covers it before one whose range is smaller", async () => {
+    const h = harness([
+      { name: "p1", url: P1, priority: 3, max_logs_range: 1_000 },
+      { name: "p2", url: P2, priority: 1 },
+    ]);
+    h.upstream.node(P1, {}).node(P2, {});
+    const response = await h.rpc(getLogs(1, 0, 4_999));
+    expect(JSON.parse(response.body).result).toHaveLength(logsIn(0, 4_999).length);
+    expect(h.upstream.calls.map((c) => c.url)).toEqual([P2]);
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+  });
+});
+
+describe("a query no provider in use takes: cut into aligned pieces", () => {
+  it("a 100,000-block query on providers capped at 10,000 returns exactly the node's logs, from 10 aligned pieces", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, max_logs_range: 10_000 },
+        { name: "p2", url: P2, max_logs_range: 10_000 },
+      ],
+      { logs_concurrency: 3 },
+    );
+    h.upstream.node(P1, {}).node(P2, {});
+    const response = await h.rpc(getLogs(3, 0, 99_999));
+    expect(response.status).toBe(200);
+    expect(response.body).toBe(logsAnswer(3, logsIn(0, 99_999)));
+    const ranges = h.upstream.calls
+      .map((c) => [c.from, c.to])
+      .sort((a, b) => (a[0] ?? 0) - (b[0] ?? 0));
+    expect(ranges).toEqual(Array.from({ length: 10 }, (_, k) => [k * 10_000, k * 10_000 + 9_999]));
+    expect(h.upstream.mostInFlight).toBe(3);
+    expect(response.headers["x-gateway-attempts"]).toBe("10");
+  });
+
+  it("cuts at multiples of the piece size, so the ends are partial pieces", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 10_000 }]);
+    h.upstream.node(P1, {});
+    const response = await h.rpc(getLogs(1, 5, 30_004));
+    expect(response.body).toBe(logsAnswer(1, logsIn(5, 30_004)));
+    expect(h.upstream.calls.map((c) => [c.from, c.to])).toEqual([
+      [5, 9_999],
+      [10_000, 19_999],
+      [20_000, 29_999],
+      [30_000, 30_004],
+    ]);
+  });
+
+  it("keeps each log once, in block then log index order, dropping logs a provider sent from outside the piece", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 5_000 }]);
+    h.upstream.node(P1, { sloppy: true });
+    const response = await h.rpc(getLogs(1, 0, 19_999));
+    expect(response.body).toBe(logsAnswer(1, logsIn(0, 19_999)));
+  });
+
+  it("a batch: the log query is served in pieces, the other calls as usual, in the caller's order", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 10_000 }]);
+    h.upstream.node(P1, {});
+    const response = await h.rpc(`[${getLogs(1, 0, 1_000)},${getLogs(2, 0, 25_000)}]`);
+    const answers = JSON.parse(response.body) as Array<{ id: number; result: unknown[] }>;
+    expect(answers.map((a) => [a.id, a.result.length])).toEqual([
+      [1, logsIn(0, 1_000).length],
+      [2, logsIn(0, 25_000).length],
+    ]);
+  });
+});
+
+describe("limits learned from refusals", () => {
+  it("learns each provider's stated cap from its refusal, shares it, and cuts the next query at once", async () => {
+    const h = harness([
+      { name: "p1", url: P1, priority: 2 },
+      { name: "p2", url: P2, priority: 1 },
+    ]);
+    h.upstream.node(P1, { cap: 10_000, refusal: GETH_CAP(10_000) }).node(P2, {
+      cap: 10_000,
+      refusal: () => ({ code: -32602, message: "eth_getLogs is limited to a 10,000 range" }),
+    });
+    const first = await h.rpc(getLogs(1, 0, 99_999));
+    expect(first.body).toBe(logsAnswer(1, logsIn(0, 99_999)));
+    // Whole to p1 (refused), whole to p2 (refused), then ten pieces.
+    expect(h.upstream.calls.slice(0, 2)).toEqual([
+      { url: P1, from: 0, to: 99_999 },
+      { url: P2, from: 0, to: 99_999 },
+    ]);
+    expect(h.upstream.calls).toHaveLength(12);
+    const stored = await h.store.readNetwork("net");
+    expect([...stored.logsRanges].map(([name, limit]) => [name, limit.value])).toEqual([
+      ["p1", 10_000],
+      ["p2", 10_000],
+    ]);
+    h.upstream.calls.length = 0;
+    await h.rpc(getLogs(2, 0, 99_999));
+    expect(h.upstream.calls).toHaveLength(10);
+    const status = networkStatus({
+      network: h.network,
+      state: stored,
+      now: h.clock(),
+      model: h.model,
+      configSource: { kind: "file", loaded_at: "" },
+      stats: () => ({
+        window_seconds: 300,
+        requests: 0,
+        errors: 0,
+        latency_ms: { p50: null, p95: null },
+      }),
+    });
+    expect(status.providers.map((p) => p.limits.max_logs_range)).toEqual([10_000, 10_000]);
+  });
+
+  it("halves on a refusal that states no cap, learning half the refused span", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.node(P1, {
+      cap: 3_000,
+      refusal: () => ({ code: -32600, message: "block range is too wide" }),
+    });
+    const response = await h.rpc(getLogs(1, 0, 15_999));
+    expect(response.body).toBe(logsAnswer(1, logsIn(0, 15_999)));
+    // 16,000 refused → 8,000 refused → 4,000 refused → 2,000-block pieces.
+    expect((await h.store.readNetwork("net")).logsRanges.get("p1")?.value).toBe(2_000);
+  });
+
+  it("takes a provider's hinted range on a result-count refusal, and learns nothing from it", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.node(P1, {
+      cap: 4_000,
+      refusal: (from) => ({
+        code: -32005,
+        message: `query returned more than 10000 results. Try with this block range [${hex(from)}, ${hex(from + 3_999)}].`,
+        data: { from: hex(from), limit: 10_000, to: hex(from + 3_999) },
+      }),
+    });
+    const response = await h.rpc(getLogs(1, 0, 9_999));
+    expect(response.body).toBe(logsAnswer(1, logsIn(0, 9_999)));
+    expect(h.upstream.calls.map((c) => [c.from, c.to]).slice(0, 3)).toEqual([
+      [0, 9_999],
+      [0, 3_999],
+      [4_000, 9_999],
+    ]);
+    expect((await h.store.readNetwork("net")).logsRanges.size).toBe(0);
+  });
+});
+
+describe("what the caller gets when the query cannot be served", () => {
+  it("a piece answered with an error fails the whole call: the provider's code, the range named", async () => {
+    const h = harness([
+      { name: "p1", url: P1, max_logs_range: 10_000 },
+      { name: "p2", url: P2, max_logs_range: 10_000 },
+    ]);
+    h.upstream.node(P1, { failAt: 45_000 }).node(P2, { failAt: 45_000 });
+    const response = await h.rpc(getLogs(9, 0, 99_999));
+    expect(response.status).toBe(200);
+    const error = JSON.parse(response.body) as {
+      id: number;
+      error: { code: number; message: string };
+    };
+    expect(error.id).toBe(9);
+    expect(error.error.code).toBe(-32000);
+    expect(error.error.message).toContain("blocks 0x9c40-0xc34f of 0x0-0x1869f were not served");
+    expect(error.error.message).toContain("missing trie node");
+  });
+
+  it("a piece no provider answers fails the whole call with 502, naming the range", async () => {
+    const down = harness([{ name: "p1", url: "http://down.test/", max_logs_range: 10_000 }]);
+    const failed = await down.rpc(getLogs(5, 0, 15_000));
+    expect(failed.status).toBe(502);
+    const error = JSON.parse(failed.body) as {
+      id: number;
+      error: { code: number; message: string };
+    };
+    expect(error.id).toBe(5);
+    expect(error.error.code).toBe(-32603);
+    expect(error.error.message).toMatch(
+      /^all providers failed for eth_getLogs; last error: blocks 0x0-0x270f of 0x0-0x3a98 were not served/,
+    );
+  });
+
+  it("a query a provider takes whole keeps the provider's error answer as it is", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.node(P1, { failAt: 5 });
+    const response = await h.rpc(getLogs(6, 0, 10));
+    expect(response.status).toBe(200);
+    expect(response.body).toBe(
+      '{"jsonrpc":"2.0","id":6,"error":{"code":-32000,"message":"missing trie node"}}',
+    );
+  });
+
+  it("regression: a range of 2^53 blocks is refused without making its pieces", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 10_000 }]);
+    h.upstream.node(P1, {});
+    const response = await h.rpc(getLogs(1, 0, "0x1fffffffffffff"));
+    const error = (JSON.parse(response.body) as { error: { code: number; message: string } }).error;
+    expect(error.code).toBe(-32005);
+    expect(h.upstream.calls).toHaveLength(0);
+  });
+
+  it("toBlock above the chain head the gateway knows is refused, not cut", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 10_000 }]);
+    h.upstream.node(P1, {});
+    h.store.setQuorum("net", {
+      head: 50_000,
+      headTimestamp: NOW / 1000,
+      members: ["p1"],
+      excluded: {},
+      heads: { p1: { number: 50_000, timestamp: NOW / 1000 } },
+      computedAt: NOW,
+    });
+    const response = await h.rpc(getLogs(1, 0, 60_000));
+    const error = (JSON.parse(response.body) as { error: { code: number; message: string } }).error;
+    expect(error.code).toBe(-32602);
+    expect(error.message).toContain("above the chain head");
+    expect(h.upstream.calls).toHaveLength(0);
+  });
+
+  it("a query needing more pieces than max_upstream_calls is refused before any is sent", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 1_000 }], { max_upstream_calls: 20 });
+    h.upstream.node(P1, {});
+    const response = await h.rpc(getLogs(1, 0, 99_999));
+    const error = (JSON.parse(response.body) as { error: { code: number; message: string } }).error;
+    expect(error.code).toBe(-32005);
+    expect(error.message).toContain("need 100 upstream calls of at most 1000 blocks");
+    expect(h.upstream.calls).toHaveLength(0);
+  });
+
+  it("logs over the response limit get the gateway's 'narrow your range' error with a range that fits", async () => {
+    const perLog = logsIn(0, 0)[0]?.length ?? 0;
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 10_000 }], {
+      // About 45 logs fit; the first 10,000 blocks hold 31.
+      max_response_bytes: perLog * 45,
+      logs_concurrency: 1,
+    });
+    h.upstream.node(P1, {});
+    const response = await h.rpc(getLogs(1, 0, 99_999));
+    const error = (JSON.parse(response.body) as { error: { code: number; message: string } }).error;
+    expect(error.code).toBe(-32005);
+    expect(error.message).toContain("narrow your range");
+    expect(error.message).toContain("Try with this block range [0x0, 0x270f]");
+  });
+});
