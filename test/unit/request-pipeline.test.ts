@@ -918,6 +918,26 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     expect(h.store.healthWrites).toEqual([]);
   });
 
+  it("regression: every provider failed, one of them from behind the served head: the call failed with 502; now the served head is answered", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
+    h.upstream.script(P1, () => refused());
+    h.upstream.script(P2, blockNumber(50));
+    h.upstream.script(P3, () => refused());
+    const response = await h.rpc(call(1));
+    expect(response.status).toBe(200);
+    expect(JSON.parse(response.body).result).toBe("0x64");
+    expect(h.upstream.callsTo(P2)).toBe(1);
+  });
+
+  it("every provider failed with no answer at all: no served head stands in for them", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
+    for (const url of [P1, P2, P3]) h.upstream.script(url, () => refused());
+    const response = await h.rpc(call(1));
+    expect(response.status).toBe(502);
+  });
+
   it("before any publication, the provider's own number", async () => {
     const h = harness(three);
     h.upstream.script(P1, blockNumber(7));

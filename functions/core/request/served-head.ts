@@ -11,6 +11,8 @@ import type { PinnedTags } from "./pin-tags.ts";
  */
 
 const BLOCK_NUMBER = "eth_blockNumber";
+/** The failure signature of a provider that answered from behind the known head. */
+const BEHIND = "behind";
 const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
 
 export interface ServedHeadView {
@@ -61,7 +63,10 @@ export function answerFromServedHead(
 /**
  * The request's `eth_blockNumber` calls that went to providers: answered with the served head
  * when there is one (a provider's number is for publishing, not for this caller), else with the
- * provider's own. Returns the highest block a provider answered, to publish, or null.
+ * provider's own. A call every provider failed, one of them by answering a number behind the
+ * served head, gets the served head too: that provider is alive, and the served head is what
+ * the caller would have got from any answer. Returns the highest block a provider answered, to
+ * publish, or null.
  */
 export function settleBlockNumbers(
   open: readonly OpenCall[],
@@ -70,7 +75,11 @@ export function settleBlockNumbers(
 ): number | null {
   let highest: number | null = null;
   for (const entry of open) {
-    if (entry.info.method !== BLOCK_NUMBER || entry.answer === null || fromHead.has(entry)) {
+    if (entry.info.method !== BLOCK_NUMBER || fromHead.has(entry)) continue;
+    if (entry.answer === null) {
+      if (view.answer !== null && entry.failures.some((failure) => failure.signature === BEHIND)) {
+        entry.answer = blockNumberAnswer(view.answer);
+      }
       continue;
     }
     const answered = resultNumber(entry.answer);
