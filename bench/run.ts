@@ -3,7 +3,7 @@
  * a baseline in the same run, with a verdict per target. Writes bench/results.json (the latest
  * result of every part) and the generated section of bench/RESULTS.md.
  *
- *   npm run bench -- [--only throughput,ab,handler,cold,cost,profile,replay,hedge] [--dry-run]
+ *   npm run bench -- [--only throughput,ab,handler,cold,cost,profile,replay,hedge,logs] [--dry-run]
  *     [--rounds 2] [--seconds 5] [--warmup 2]          local server (throughput, ab)
  *     [--handler-rounds 3] [--handler-count 5000]      handler CPU
  *     [--starts 9]                                      cold starts per handler

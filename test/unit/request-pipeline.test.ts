@@ -50,7 +50,11 @@ function recordingTelemetry(): Telemetry & Recorded {
   };
 }
 
-function harness(providers: Providers, overrides: Partial<ConfigInput["networks"][string]> = {}) {
+function harness(
+  providers: Providers,
+  overrides: Partial<ConfigInput["networks"][string]> = {},
+  scrubAnswer: (text: string) => string = (text) => text,
+) {
   let now = NOW;
   const clock = () => now;
   const advance = (ms: number) => {
@@ -77,7 +81,7 @@ function harness(providers: Providers, overrides: Partial<ConfigInput["networks"
     hedgeTimer,
     telemetry,
     scrub: (text) => text,
-    scrubAnswer: (text) => text,
+    scrubAnswer,
     ledger,
   });
   const rpc = (body: string, remainingMs?: number) =>
@@ -831,6 +835,20 @@ describe("eth_sendRawTransaction never reports a sent transaction as failed", ()
     const accepted = await h.rpc(send(14, raw));
     expect(accepted.body).toBe(`{"jsonrpc":"2.0","id":14,"result":"${keccak256(raw)}"}`);
     expect(h.ledger.entries.get(`net/${keccak256(raw)}`)).toEqual({ status: "accepted" });
+  });
+
+  it("a refusal is kept in the ledger masked as the caller's copy is: a provider may echo its own URL", async () => {
+    const mask = (text: string) => text.replaceAll("s3cr3t", "***");
+    const h = harness(three, { broadcast_to: 0 }, mask);
+    const raw = await signed(1);
+    h.upstream.script(P1, (request) =>
+      answer(error(JSON.parse(request.body).id, -32000, "insufficient funds (https://rpc/s3cr3t)")),
+    );
+    const response = await h.rpc(send(15, raw));
+    expect(response.body).not.toContain("s3cr3t");
+    const kept = JSON.stringify(h.ledger.entries.get(`net/${keccak256(raw)}`));
+    expect(kept).toContain("insufficient funds (https://rpc/***)");
+    expect(kept).not.toContain("s3cr3t");
   });
 
   it("a transaction signed for another chain is the caller's error, sent nowhere", async () => {
