@@ -70,9 +70,18 @@ const CALLERS_FAULT = new RegExp(
   "i",
 );
 
+/**
+ * State the node has pruned (geth "missing trie node", "historical state is not available",
+ * "Unknown state. First available state is N"): the caller asked a full node for old state. Not
+ * retried (every full node says the same) and no fault of the provider's: counted as one more
+ * unclassified error, a caller's queries for old blocks would rotate healthy primaries out.
+ */
+const PRUNED_STATE =
+  /\bhistorical state\b[^.]{0,30}\bnot available\b|\bunknown state\b|\bmissing trie node\b/i;
+
 /** Errors from the permanent table that no later rule may turn into a retry. */
 const PERMANENT_UNCLASSIFIED =
-  /\bhistorical state\b[^.]{0,30}\bnot available\b|\bunknown state\b|\bnot currently canonical\b|\bauthenticated api key required\b|\bdoes not support chain ?id|\bunauthori[sz]ed\b/i;
+  /\bnot currently canonical\b|\bauthenticated api key required\b|\bdoes not support chain ?id|\bunauthori[sz]ed\b/i;
 
 const METHOD_UNSUPPORTED =
   /\bmethod\b[^.]{0,60}\b(not found|does not exist|not available|not supported|unsupported|not enabled|not allowed|disabled|not whitelisted)\b|\b(unsupported|unknown) method\b|\bmethod ignored\b|\bnot available on (this|your|the)?\s*(free |current )?(plan|tier)\b/i;
@@ -131,6 +140,7 @@ const ERROR_RULES: readonly ErrorRule[] = [
     judgement: TRANSIENT,
   },
   { applies: said(CALLERS_FAULT), judgement: OK },
+  { applies: said(PRUNED_STATE), judgement: OK },
   { applies: said(PERMANENT_UNCLASSIFIED), judgement: UNCLASSIFIED },
   { applies: said(CHAIN_UNAVAILABLE), judgement: CHAIN_NOT_SERVED },
   { applies: said(METHOD_UNSUPPORTED), judgement: CAPABILITY },

@@ -297,12 +297,11 @@ describe("penalties a caller can cause (docs/behaviour.md §6.5, §4.6)", () => 
     expect((await provider("slow-call", "slow1"))?.blacklist).toBeNull();
   });
 
-  // bug: "missing trie node" (a full node asked for state it pruned) is an unclassified error,
-  // returned as is and counted toward force-rotate (docs/behaviour.md §4.6): three such
-  // answers in a row blacklist a primary for 1 min when a backup exists. Six requests for old
-  // state rotate both primaries out and all traffic goes to the backup, though nothing is
-  // wrong with them.
-  it.fails("a caller's queries for pruned state rotate no primary out", async () => {
+  // "missing trie node" (a full node asked for state it pruned) was an unclassified error,
+  // counted toward force-rotate: six requests for old state rotated both primaries out and all
+  // traffic went to the backup, though nothing was wrong with them. Pruned state is the
+  // caller's answer now, like "historical state is not available" (docs/behaviour.md §4.4).
+  it("regression: a caller's queries for pruned state rotated both primaries out; now none", async () => {
     for (let i = 0; i < 6; i++) {
       await post("pruned", rpcCall("eth_getBalance", [ADDRESS, "0x0"], i));
     }

@@ -5,7 +5,7 @@ import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 
 /**
  * Rotation away from a provider that answers, but wrongly, end to end: force-rotate after
- * `force_rotate_errors` (3) unclassified errors in a row ("missing trie node" from a real HTTP
+ * `force_rotate_errors` (3) unclassified errors in a row ("leveldb: closed" from a real HTTP
  * upstream), with and without a backup, and the wrong-chain blacklist. Both recover on the
  * timer, without a probe. The clock is injected; anvil nodes with different heads tell which
  * provider answered.
@@ -17,7 +17,7 @@ const DEPLOYER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 const UNCLASSIFIED: Fault = {
   kind: "jsonrpc_error",
   code: -32000,
-  message: "missing trie node 9f3c",
+  message: "leveldb: closed 9f3c",
 };
 
 let now = Date.UTC(2026, 10, 29, 12);
@@ -120,7 +120,7 @@ describe("force-rotate", () => {
       const answer = await post(url, balance(id));
       expect(answer).toMatchObject({ status: 200, provider: "primary", attempts: "1" });
       expect(answer.text).toBe((await post(demoting.url, balance(id))).text);
-      expect(answer.text).toContain("missing trie node");
+      expect(answer.text).toContain("leveldb: closed");
     }
     // Traffic has moved: the next request is the secondary's, in one attempt.
     const moved = await post(url, balance(7));

@@ -461,8 +461,10 @@ describe("classifyMember: the permanent table, never retried (docs/behaviour.md 
       UNCLASSIFIED,
     ],
     [-32401, "authenticated API key required for method", "eth_getBlockByNumber", UNCLASSIFIED],
-    [27, "Unknown state. First available state is 14875359", "eth_getBalance", UNCLASSIFIED],
-    [-32000, "historical state is not available", "eth_getBalance", UNCLASSIFIED],
+    // Pruned state: the caller asked a full node for old state, no fault of the provider's.
+    [27, "Unknown state. First available state is 14875359", "eth_getBalance", OK],
+    [-32000, "historical state is not available", "eth_getBalance", OK],
+    [-32000, "missing trie node 9f3c7a (path )", "eth_getBalance", OK],
     [-32000, "hash 0xabc is not currently canonical", "eth_getBlockByHash", UNCLASSIFIED],
     [-32003, "tracing failed: insufficient funds for gas * price + value", "eth_call", OK],
     [
@@ -556,7 +558,7 @@ describe("classifyMember: proxy cause chains, judged by the leaves (docs/behavio
         code: "ErrEndpointServerSideException",
         message: "Unknown state. First available state is 14875359",
       }),
-      UNCLASSIFIED,
+      OK,
     ],
     [
       "exhausted upstreams with no recorded cause, under -32601",
@@ -927,7 +929,7 @@ describe("classifyMember: unclassified, and words rather than digits", () => {
     ],
     [
       "403 inside a block number is not forbidden",
-      { code: -32000, message: "missing trie node at 40340300" },
+      { code: -32000, message: "bad block 40340300" },
       UNCLASSIFIED,
     ],
     [

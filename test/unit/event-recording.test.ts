@@ -151,7 +151,7 @@ describe("events the proxy records", () => {
     { backup: true, detail: /^3 unclassified errors in a row; strike 1, until / },
   ])("force-rotation with a backup $backup is one event", async ({ backup, detail }) => {
     const h = harness([...two, ...(backup ? [{ name: "b", url: BACKUP, backup: true }] : [])]);
-    h.upstream.script(P1, (request) => error(idOf(request.body), -32000, "missing trie node 9f"));
+    h.upstream.script(P1, (request) => error(idOf(request.body), -32000, "leveldb: closed 9f"));
     for (let id = 0; id < 3; id++) await h.rpc(id);
     expect(h.events.events).toEqual([
       expect.objectContaining({

@@ -166,7 +166,7 @@ describe("a read whose first attempt is slow goes to the next provider too", () 
     expect(h.upstream.aborted.map((request) => request.url)).toEqual([P1]);
     // The loser's late answer, an unclassified error, is never judged: no force-rotate.
     slow.release(
-      answer(`{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"missing trie node"}}`),
+      answer(`{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"leveldb: closed"}}`),
     );
     expect(h.gateway.demoted(h.network).size).toBe(0);
     expect(h.store.healthWrites).toEqual([]);

@@ -93,7 +93,7 @@ class LogNodes implements Upstream {
         JSON.stringify({
           jsonrpc: "2.0",
           id: call.id,
-          error: { code: -32000, message: "missing trie node" },
+          error: { code: -32000, message: "leveldb: closed" },
         }),
       );
     }
@@ -340,7 +340,7 @@ describe("what the caller gets when the query cannot be served", () => {
     expect(error.id).toBe(9);
     expect(error.error.code).toBe(-32000);
     expect(error.error.message).toContain("blocks 0x9c40-0xc34f of 0x0-0x1869f were not served");
-    expect(error.error.message).toContain("missing trie node");
+    expect(error.error.message).toContain("leveldb: closed");
   });
 
   it("a piece no provider answers fails the whole call with 502, naming the range", async () => {
@@ -364,7 +364,7 @@ describe("what the caller gets when the query cannot be served", () => {
     const response = await h.rpc(getLogs(6, 0, 10));
     expect(response.status).toBe(200);
     expect(response.body).toBe(
-      '{"jsonrpc":"2.0","id":6,"error":{"code":-32000,"message":"missing trie node"}}',
+      '{"jsonrpc":"2.0","id":6,"error":{"code":-32000,"message":"leveldb: closed"}}',
     );
   });
 

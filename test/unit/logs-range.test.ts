@@ -251,7 +251,7 @@ describe("logsRefusalOf: refusals as providers word them", () => {
       { kind: "size", limit: null, hint: null },
     ],
     ["a rate limit is not a refusal", error(-32005, "limit exceeded"), null],
-    ["another error", error(-32000, "missing trie node"), null],
+    ["another error", error(-32000, "leveldb: closed"), null],
     ["logs", '{"jsonrpc":"2.0","id":1,"result":[]}', null],
     ["not JSON", "<html>", null],
     [

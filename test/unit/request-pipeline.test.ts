@@ -96,7 +96,7 @@ const call = (id: number, method = "eth_blockNumber", params: unknown[] = []) =>
 const batch = (...calls: string[]) => `[${calls.join(",")}]`;
 const error = (id: unknown, code: number, message: string) =>
   JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } });
-const UNCLASSIFIED = (id: unknown) => error(id, -32000, "missing trie node abc");
+const UNCLASSIFIED = (id: unknown) => error(id, -32000, "leveldb: closed abc");
 
 describe("batches: split across providers, answered in the caller's order", () => {
   it("retries only the failed member on the next provider and puts it back in its place", async () => {
