@@ -38,6 +38,7 @@ import { providerKnowsTransaction, settleSentTransactions } from "./request/sent
 import { ServableMethods } from "./request/servable.ts";
 import {
   answerFromServedHead,
+  PublicationPace,
   reachableBlocks,
   settleBlockNumbers,
 } from "./request/served-head.ts";
@@ -83,6 +84,7 @@ export class Gateway {
   readonly #health: HealthRecorder;
   readonly #servable = new ServableMethods();
   readonly #observed = new ObservedHeads();
+  readonly #publications = new PublicationPace();
   readonly #answers: AnswerCache;
   readonly #hedging: Hedging;
 
@@ -264,6 +266,7 @@ export class Gateway {
     const now = this.#deps.clock();
     const delay = publicationDelayMs(network.settings.state_cache_ms);
     if (highest === null || !mayPublish(context.state.head, highest, now, delay)) return;
+    if (!this.#publications.mayTry(network.name, now, delay)) return;
     this.#deps.store.publishServed(network.name, highest, now, delay).catch((error: unknown) =>
       this.#deps.telemetry.log("warn", "served head not published", {
         network: network.name,

@@ -956,6 +956,22 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     expect(response.status).toBe(502);
   });
 
+  it("regression: with no chain position yet, every eth_blockNumber a provider answered tried a publication (543 DynamoDB writes in 5 s locally); now one per delay per container", async () => {
+    const h = harness(three);
+    h.upstream.script(P1, blockNumber(7));
+    let tries = 0;
+    const publish = h.store.publishServed.bind(h.store);
+    h.store.publishServed = (...args) => {
+      tries++;
+      return publish(...args);
+    };
+    for (let id = 0; id < 20; id++) await h.rpc(call(id));
+    expect(tries).toBe(1);
+    h.advance(DELAY);
+    await h.rpc(call(20));
+    expect(tries).toBe(2);
+  });
+
   it("before any publication, the provider's own number", async () => {
     const h = harness(three);
     h.upstream.script(P1, blockNumber(7));

@@ -90,6 +90,24 @@ export function settleBlockNumbers(
   return highest;
 }
 
+/**
+ * At most one publication attempt per delay from this container, per network. `mayPublish`
+ * reads the container's copy of the shared state, which shows its own publication only after
+ * the next refresh, or never when the monitor has not written the chain position yet: without
+ * this pace, every eth_blockNumber a provider answered meanwhile sent one more conditional
+ * write (543 in 5 s of a local run, each a paid DynamoDB write and ~1 ms of SDK CPU).
+ */
+export class PublicationPace {
+  readonly #lastTry = new Map<string, number>();
+
+  mayTry(network: string, now: number, delayMs: number): boolean {
+    const last = this.#lastTry.get(network);
+    if (last !== undefined && now - last < delayMs) return false;
+    this.#lastTry.set(network, now);
+    return true;
+  }
+}
+
 function resultNumber(text: string): number | null {
   try {
     const result = (JSON.parse(text) as { result?: unknown })?.result;
