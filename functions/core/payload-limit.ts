@@ -26,13 +26,17 @@ export function fitsSerialized(value: unknown, limit: number): boolean {
   return serializedBytes(value) <= limit;
 }
 
-/** A generous over-estimate of the serialised size of a Lambda result or event. */
+/**
+ * A generous over-estimate of the serialised size of a Lambda result or event. Runs on every
+ * answer, so it walks the keys without building an entries array.
+ */
 function upperBound(value: unknown): number {
   if (typeof value === "string") return value.length * WORST_ESCAPED_BYTES_PER_UNIT + 2;
   if (typeof value !== "object" || value === null) return 32;
+  const record = value as Record<string, unknown>;
   let total = 2;
-  for (const [key, member] of Object.entries(value)) {
-    total += upperBound(key) + upperBound(member) + 2;
+  for (const key in record) {
+    total += key.length * WORST_ESCAPED_BYTES_PER_UNIT + 4 + upperBound(record[key]);
   }
   return total;
 }
