@@ -9,6 +9,7 @@ import { isRecord } from "./classify-envelope.ts";
 import { blockRefOf } from "./methods/block-ref.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { ResultRule, ResultShape } from "./methods/method-spec.ts";
+import { readRawTransaction } from "./transactions.ts";
 import type { CallInfo, ClassifyContext, Verdict } from "./verdict.ts";
 
 const SHAPE_TESTS: Readonly<Record<ResultShape, (result: unknown) => boolean>> = {
@@ -77,6 +78,16 @@ export function judgeResult(result: unknown, call: CallInfo, context: ClassifyCo
         reason: "wrong_chain",
         detail: `eth_chainId answered ${answered}, this network is chain ${context.chainId}`,
       };
+    }
+  }
+  // The hash of a sent transaction is read from its signed bytes: a provider answering another
+  // hash is not telling the caller where their transaction is, and the next provider is asked.
+  if (call.method === "eth_sendRawTransaction") {
+    const tx = readRawTransaction(Array.isArray(call.params) ? call.params[0] : undefined);
+    if (tx !== null && (result as string).toLowerCase() !== tx.hash) {
+      return noResult(
+        `eth_sendRawTransaction answered ${preview(result)}, not the transaction's hash ${tx.hash}`,
+      );
     }
   }
   if (call.method === "eth_blockNumber" && context.quorumHead !== null) {

@@ -6,6 +6,7 @@ import { Gateway } from "../../functions/core/gateway.ts";
 import { buildModel } from "../../functions/core/network-model.ts";
 import type { LogLevel, Telemetry } from "../../functions/core/ports.ts";
 import { StateCache } from "../../functions/core/state-cache.ts";
+import { readRawTransaction } from "../../functions/core/transactions.ts";
 import { MemoryAnswerStore } from "../support/memory-answer-store.ts";
 import { MemoryStateStore } from "../support/memory-state-store.ts";
 import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";
@@ -86,7 +87,8 @@ const chain = (method: string, params: unknown[]): unknown => {
     case "eth_getTransactionReceipt":
       return null;
     case "eth_sendRawTransaction":
-      return TX;
+      // A node answers the hash of the signed bytes.
+      return readRawTransaction(params[0])?.hash ?? TX;
     default:
       return "0x";
   }

@@ -166,6 +166,36 @@ describe("classes of calls and their answers", () => {
       block(99),
       "never",
     ],
+    // regression: a finalized block answered with an object naming no block (garbage, or cut
+    // short) was kept in the shared tier and served to every container for a week.
+    [
+      "a finalized block answered with an object naming no block",
+      "eth_getBlockByNumber",
+      [hex(5), false],
+      ok({ foo: 1 }),
+      "never",
+    ],
+    [
+      "a finalized block cut short to its number",
+      "eth_getBlockByNumber",
+      ["earliest", false],
+      ok({ number: "0x0" }),
+      "never",
+    ],
+    [
+      "a finalized block's receipts naming no block",
+      "eth_getBlockReceipts",
+      [hex(90)],
+      ok([{ status: "0x1" }]),
+      "never",
+    ],
+    [
+      "a finalized block's receipts when it has no transactions",
+      "eth_getBlockReceipts",
+      [hex(90)],
+      ok([]),
+      "immutable",
+    ],
     [
       "a block whose hash is not the chain's at that height",
       "eth_getBlockByNumber",

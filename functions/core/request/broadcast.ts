@@ -3,7 +3,7 @@ import type { Settings } from "../config-schema.ts";
 import { parseJsonOrUndefined, withId } from "../json-raw.ts";
 import type { Provider } from "../network-model.ts";
 import { BROADCAST_DELAY_MS, BROADCAST_WAIT_MS } from "../policies.ts";
-import type { Telemetry, TransactionLedger, Upstream, Wait } from "../ports.ts";
+import type { LedgerEntry, Telemetry, TransactionLedger, Upstream, Wait } from "../ports.ts";
 import { readRawTransaction } from "../transactions.ts";
 import type { OpenCall } from "./open-call.ts";
 import { SEND_RAW_TRANSACTION } from "./sent-transactions.ts";
@@ -41,6 +41,7 @@ async function claimSends(
   network: string,
   ledger: TransactionLedger | undefined,
   now: number,
+  telemetry: Telemetry,
 ): Promise<Send[]> {
   const sends: Send[] = [];
   for (const entry of open) {
@@ -48,17 +49,43 @@ async function claimSends(
     const params = entry.info.params;
     const tx = readRawTransaction(Array.isArray(params) ? params[0] : undefined);
     if (tx === null) continue;
-    const existing = ledger ? await ledger.claim(network, tx.hash, now) : null;
-    const resend = existing?.status === "accepted";
+    const existing = ledger ? await claimOrSkip(ledger, network, tx.hash, now, telemetry) : null;
+    const resend = existing !== "unavailable" && existing?.status === "accepted";
     if (resend) entry.answer = hashAnswer(tx.hash);
     sends.push({
       entry,
       hash: tx.hash,
-      claimed: ledger !== undefined && (existing === null || existing.status === "refused"),
+      claimed:
+        ledger !== undefined &&
+        existing !== "unavailable" &&
+        (existing === null || existing.status === "refused"),
       resend,
     });
   }
   return sends;
+}
+
+/**
+ * The ledger's entry for a hash, claiming it when there is none; "unavailable" when the ledger
+ * cannot be reached (DynamoDB throttling or down): the transaction is then sent as if there
+ * were no ledger, since a send must never fail for want of its bookkeeping.
+ */
+async function claimOrSkip(
+  ledger: TransactionLedger,
+  network: string,
+  hash: string,
+  now: number,
+  telemetry: Telemetry,
+): Promise<LedgerEntry | null | "unavailable"> {
+  try {
+    return await ledger.claim(network, hash, now);
+  } catch (error) {
+    telemetry.log("warn", "transaction ledger unreadable: sending without it", {
+      network,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return "unavailable";
+  }
 }
 
 export interface BroadcastDeps {
@@ -209,7 +236,7 @@ export async function startSends(
   network: string,
   deps: SendDeps,
 ): Promise<SendsInFlight> {
-  const sends = await claimSends(open, network, deps.ledger, deps.clock());
+  const sends = await claimSends(open, network, deps.ledger, deps.clock(), deps.telemetry);
   if (sends.length === 0) return { copies: 0, settle: async () => undefined };
   const planned = plannedCopies(sends, deps.settings, open.length);
   const copies = new AbortController();

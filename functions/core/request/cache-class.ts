@@ -36,6 +36,11 @@ export type CallPlan =
       readonly height: number | null;
       /** About one block (not a range): the answer, when it names a block, must name it. */
       readonly oneBlock: boolean;
+      /**
+       * The answer is the block itself, its receipts or a transaction in it, which always name
+       * their block: one that names none is broken or cut short.
+       */
+      readonly answerNamesBlock: boolean;
     }
   /**
    * Named by a hash: the answer says which block holds it, so its class comes with the answer.
@@ -44,6 +49,13 @@ export type CallPlan =
   | { readonly kind: "by-answer"; readonly blockHash: string | null };
 
 const NEVER: CallPlan = { kind: "never" };
+
+/** Methods about one block whose answer, unless null or empty, names that block. */
+const ANSWERS_NAMING_THEIR_BLOCK: ReadonlySet<string> = new Set([
+  "eth_getBlockByNumber",
+  "eth_getBlockReceipts",
+  "eth_getTransactionByBlockNumberAndIndex",
+]);
 
 /**
  * The chain position when finality is known: the head item, unless it is missing or older
@@ -63,9 +75,21 @@ export function planCall(method: string, params: unknown, head: ChainHead | null
   const spec = methodSpec(method);
   switch (spec.cache) {
     case "static":
-      return { kind: "known", class: "immutable", height: null, oneBlock: false };
+      return {
+        kind: "known",
+        class: "immutable",
+        height: null,
+        oneBlock: false,
+        answerNamesBlock: false,
+      };
     case "realtime":
-      return { kind: "known", class: "realtime", height: null, oneBlock: false };
+      return {
+        kind: "known",
+        class: "realtime",
+        height: null,
+        oneBlock: false,
+        answerNamesBlock: false,
+      };
     case "never":
       return NEVER;
     case "by-hash":
@@ -88,14 +112,14 @@ function planByBlock(method: string, params: unknown, head: ChainHead): CallPlan
     case "number": {
       const number = pointNumber(ref);
       if (number === null) return tagPlan(ref, ref);
-      return numberPlan(number, true, head);
+      return numberPlan(number, true, head, ANSWERS_NAMING_THEIR_BLOCK.has(method));
     }
     case "range": {
       const from = pointNumber(ref.from);
       const to = pointNumber(ref.to);
       if (from === null) return tagPlan(ref.from, ref.to);
       if (to === null) return tagPlan(ref.to, ref.from);
-      return numberPlan(Math.max(from, to), false, head);
+      return numberPlan(Math.max(from, to), false, head, false);
     }
   }
 }
@@ -110,15 +134,28 @@ function pointNumber(point: BlockPoint): number | null {
 function tagPlan(point: BlockPoint, other: BlockPoint): CallPlan {
   const pending = (p: BlockPoint) => p.kind === "tag" && p.tag === "pending";
   if (pending(point) || pending(other)) return NEVER;
-  return { kind: "known", class: "realtime", height: null, oneBlock: false };
+  return {
+    kind: "known",
+    class: "realtime",
+    height: null,
+    oneBlock: false,
+    answerNamesBlock: false,
+  };
 }
 
-function numberPlan(height: number, oneBlock: boolean, head: ChainHead): CallPlan {
+function numberPlan(
+  height: number,
+  oneBlock: boolean,
+  head: ChainHead,
+  answerNamesBlock: boolean,
+): CallPlan {
   const finalized = head.finalized?.number ?? -1;
-  if (height <= finalized) return { kind: "known", class: "immutable", height, oneBlock };
+  if (height <= finalized) {
+    return { kind: "known", class: "immutable", height, oneBlock, answerNamesBlock };
+  }
   // Above the served head the block may not exist yet: its answer (often null) says nothing.
   if (height <= highestKnownBlock(head))
-    return { kind: "known", class: "unfinalized", height, oneBlock };
+    return { kind: "known", class: "unfinalized", height, oneBlock, answerNamesBlock };
   return NEVER;
 }
 
@@ -152,11 +189,13 @@ export function classifyAnswer(
         ? { class: "immutable", height: plan.height, blockHash: null }
         : NOT_CACHED;
     }
-    if (plan.height === null || !plan.oneBlock) {
+    const named = blockNamedBy(result);
+    // A block (or its receipts, or one of its transactions) that names no block is garbage.
+    const emptyList = Array.isArray(result) && result.length === 0;
+    if (plan.answerNamesBlock && named === null && !emptyList) return NOT_CACHED;
+    if (plan.height === null || !plan.oneBlock || named === null) {
       return { class: plan.class, height: plan.height, blockHash: null };
     }
-    const named = blockNamedBy(result);
-    if (named === null) return { class: plan.class, height: plan.height, blockHash: null };
     // An answer about another block than the one asked for is nobody's to keep.
     if (named.number !== plan.height || contradictsHead(head, named)) return NOT_CACHED;
     return { class: plan.class, height: plan.height, blockHash: named.hash };

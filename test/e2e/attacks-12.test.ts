@@ -1,0 +1,207 @@
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { keccak256 } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
+import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
+import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";
+import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { GatewayClient, rpcCall } from "../support/gateway-client.ts";
+import {
+  type CallScript,
+  type ScriptedHttpUpstream,
+  startScriptedHttpUpstream,
+} from "../support/scripted-http-upstream.ts";
+
+/**
+ * What attacking the request features (sends and their ledger, the answer cache) on the local
+ * stack found: two proxy containers over one DynamoDB (dynalite behind a front that can
+ * throttle every call, as DynamoDB does under load), anvil behind a scripted provider that
+ * lies on cue. Fixed bugs are "regression: …".
+ */
+
+const CHAIN_ID = 31337;
+const hex = (n: number) => `0x${n.toString(16)}`;
+// anvil's second default account: a well-known test key, never a real one.
+const account = privateKeyToAccount(
+  "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+);
+const TO = "0x70997970c51812dc3a010c7d01b50e677d4c79c8";
+
+/** A DynamoDB endpoint in front of dynalite that passes every call through, or throttles them all. */
+interface DynamoFront {
+  readonly endpoint: string;
+  throttle: boolean;
+  close(): Promise<void>;
+}
+
+async function startDynamoFront(target: string): Promise<DynamoFront> {
+  const front = { throttle: false };
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (front.throttle) {
+      res.writeHead(400, { "content-type": "application/x-amz-json-1.0" });
+      res.end(
+        JSON.stringify({
+          __type: "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+          message: "Rate of requests exceeds the allowed throughput.",
+        }),
+      );
+      return;
+    }
+    const upstream = await fetch(target, {
+      method: "POST",
+      headers: Object.fromEntries(
+        Object.entries(req.headers).filter(
+          ([name]) =>
+            name.startsWith("x-amz") || name === "content-type" || name === "authorization",
+        ),
+      ) as Record<string, string>,
+      body: Buffer.concat(chunks),
+    });
+    res.writeHead(upstream.status, {
+      "content-type": upstream.headers.get("content-type") ?? "application/x-amz-json-1.0",
+    });
+    res.end(Buffer.from(await upstream.arrayBuffer()));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return Object.assign(front, {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  });
+}
+
+let node: AnvilNode;
+let dynalite: LocalDynamoDb;
+let front: DynamoFront;
+let liar: ScriptedHttpUpstream;
+let stack: LocalStack;
+/** What the lying provider says; undefined lets the node answer. */
+let lie: CallScript = () => undefined;
+const client = new GatewayClient();
+
+beforeAll(async () => {
+  // Mines a block per transaction: a sent transaction is found by its hash at once.
+  node = await startAnvil({ chainId: CHAIN_ID });
+  await node.rpc("anvil_mine", ["0xa"]);
+  dynalite = await startDynalite({ tableName: "attacks-12" });
+  front = await startDynamoFront(dynalite.endpoint);
+  liar = await startScriptedHttpUpstream(node.url, (call) => lie(call));
+  const providers = [
+    { name: "liar", url: liar.url, priority: 2 },
+    { name: "honest", url: node.url, priority: 1 },
+  ];
+  stack = await startLocalStack({
+    dynamodb: front.endpoint,
+    containers: 2,
+    config: {
+      networks: {
+        net: { chain_id: CHAIN_ID, providers },
+        // No copies: the attempts alone decide what the caller is told.
+        nocopy: { chain_id: CHAIN_ID, broadcast_to: 0, providers },
+      },
+    },
+  });
+  // The chain position the monitor shares: block 5 finalized, so blocks 0-5 are immutable.
+  const position = async (number: number) =>
+    node.rpc<{ hash: string }>("eth_getBlockByNumber", [hex(number), false]);
+  const [finalized, latest] = await Promise.all([position(5), position(10)]);
+  await new DynamoMonitorStore({
+    client: stack.store.client,
+    tableName: stack.store.tableName,
+  }).writeHead("net", {
+    latest: { number: 10, hash: latest.hash },
+    safe: { number: 5, hash: finalized.hash },
+    finalized: { number: 5, hash: finalized.hash },
+    served: null,
+    previousServed: null,
+    updatedAt: Date.now(),
+    reorgSeenAt: 0,
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await stack?.close();
+  await liar?.close();
+  await front?.close();
+  await dynalite?.close();
+  await node?.stop();
+  await client.close();
+});
+
+async function post(network: string, body: string) {
+  const answer = await client.send(`${stack.url}/${network}`, body);
+  return { ...answer, json: JSON.parse(answer.text) as { result?: unknown; error?: unknown } };
+}
+
+async function signedTransfer(): Promise<{ raw: string; hash: string }> {
+  const nonce = await node.rpc<string>("eth_getTransactionCount", [account.address, "pending"]);
+  const raw = await account.signTransaction({
+    chainId: CHAIN_ID,
+    nonce: Number.parseInt(nonce, 16),
+    to: TO,
+    value: 1n,
+    gas: 21000n,
+    gasPrice: 2_000_000_000n,
+  });
+  return { raw, hash: keccak256(raw) };
+}
+
+describe("sending a transaction (docs/behaviour.md §4.12, §4.13)", () => {
+  it("regression: with DynamoDB throttling, a send was answered 500 and sent nowhere", async () => {
+    const { raw, hash } = await signedTransfer();
+    front.throttle = true;
+    try {
+      const sent = await post("net", rpcCall("eth_sendRawTransaction", [raw], 7));
+      expect(sent.status).toBe(200);
+      expect(sent.json).toEqual({ jsonrpc: "2.0", id: 7, result: hash });
+    } finally {
+      front.throttle = false;
+    }
+    expect(await node.rpc("eth_getTransactionByHash", [hash])).not.toBeNull();
+  });
+
+  it("regression: a provider answering another hash was believed, and the caller told a hash that is not theirs", async () => {
+    const { raw, hash } = await signedTransfer();
+    const asked = liar.calls.length;
+    lie = (call) =>
+      call.method === "eth_sendRawTransaction" ? { result: `0x${"11".repeat(32)}` } : undefined;
+    try {
+      const sent = await post("nocopy", rpcCall("eth_sendRawTransaction", [raw], 8));
+      expect(sent.json).toEqual({ jsonrpc: "2.0", id: 8, result: hash });
+      expect(sent.headers["x-gateway-provider"]).toBe("honest");
+      expect(liar.calls.slice(asked).map((received) => received.method)).toContain(
+        "eth_sendRawTransaction",
+      );
+    } finally {
+      lie = () => undefined;
+    }
+  });
+});
+
+describe("the answer cache (docs/behaviour.md §11)", () => {
+  it("regression: a finalized block answered with an object naming no block was kept in the shared tier and served to every container", async () => {
+    const call = rpcCall("eth_getBlockByNumber", [hex(2), false]);
+    lie = (received) =>
+      received.method === "eth_getBlockByNumber" ? { result: { foo: 1 } } : undefined;
+    try {
+      await post("net", call);
+    } finally {
+      lie = () => undefined;
+    }
+    await stack.answers.idle();
+    // Both containers, one after the other: neither serves the garbage.
+    const [first, second] = await Promise.all([post("net", call), post("net", call)]);
+    for (const answer of [first, second]) {
+      expect(answer.json.result).toMatchObject({ number: hex(2) });
+    }
+  });
+});
