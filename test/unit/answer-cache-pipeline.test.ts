@@ -5,6 +5,7 @@ import { type ConfigInput, configSchema } from "../../functions/core/config-sche
 import { Gateway } from "../../functions/core/gateway.ts";
 import { buildModel } from "../../functions/core/network-model.ts";
 import type { LogLevel, Telemetry } from "../../functions/core/ports.ts";
+import { answerKey } from "../../functions/core/request/cache-class.ts";
 import { StateCache } from "../../functions/core/state-cache.ts";
 import { readRawTransaction } from "../../functions/core/transactions.ts";
 import { MemoryAnswerStore } from "../support/memory-answer-store.ts";
@@ -142,6 +143,16 @@ const blockCall = (id: unknown, number: number | string) =>
   call(id, "eth_getBlockByNumber", [typeof number === "number" ? hex(number) : number, false]);
 
 describe("served from memory: the provider's text with the caller's id", () => {
+  it("params JavaScript cannot hold exactly (over 2^53) are never cached: two such calls would share a key", async () => {
+    const h = harness();
+    const raw = (id: number, param: string) =>
+      `{"jsonrpc":"2.0","id":${id},"method":"eth_chainId","params":[${param}]}`;
+    const first = await h.rpc(raw(1, "9007199254740993"));
+    const second = await h.rpc(raw(2, "9007199254740992"));
+    expect([first, second].map((r) => r.headers["x-gateway-cache"])).toEqual(["bypass", "bypass"]);
+    expect(h.upstream.callsTo(P1)).toBe(2);
+  });
+
   it("a finalized block is asked of a provider once, then served from memory byte for byte", async () => {
     const h = harness();
     const first = await h.rpc(blockCall(1, 100));
@@ -172,7 +183,7 @@ describe("served from memory: the provider's text with the caller's id", () => {
         JSON.stringify({ jsonrpc: "2.0", method: "eth_chainId", params: [] }),
       ),
     );
-    expect(response.headers["x-gateway-cache"]).toBe("hit-memory,miss,bypass,bypass,miss,miss");
+    expect(response.headers["x-gateway-cache"]).toBe("hit-memory,miss,bypass,bypass,miss,bypass");
     const members = JSON.parse(response.body) as Array<{ id: unknown; result?: unknown }>;
     expect(members.map((member) => member.id)).toEqual(["a", "b", "c", null, "d"]);
     // Only the calls that were not hits went upstream, as one batch.
@@ -250,6 +261,18 @@ describe("the shared tier: immutable answers for every container", () => {
     await h.rpc(blockCall(2, "finalized"));
     expect(h.shared.writes).toHaveLength(1);
     expect(h.upstream.bodiesTo(P1)).toEqual([expect.stringContaining('"0x64"')]);
+  });
+
+  it("a shared item that is not a result (corrupt, or written by something else) is a miss, never an answer", async () => {
+    const shared = new MemoryAnswerStore(() => NOW);
+    const key = answerKey(1, "eth_getBlockByNumber", ["0x64", false]);
+    await shared.write("net", key, "<html>not json</html>", NOW + 60_000);
+    const h = harness({}, { shared });
+    const response = await h.rpc(blockCall(1, 100));
+    expect(JSON.parse(response.body)).toMatchObject({ id: 1, result: { number: "0x64" } });
+    expect(response.headers["x-gateway-cache"]).toBe("miss");
+    expect(h.upstream.callsTo(P1)).toBe(1);
+    expect(h.logs()).toContain("shared answer cache item is not an answer: ignored");
   });
 
   it("an unreadable shared tier is a miss: the provider answers, and a warning says why", async () => {

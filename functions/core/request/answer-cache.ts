@@ -103,7 +103,10 @@ export class AnswerCache {
       if (
         !network.settings.cache ||
         entry.answer !== null ||
+        // A notification gets no answer to keep or to serve.
+        entry.call.rawId === null ||
         plan.kind === "never" ||
+        !keyIsFaithful(params) ||
         ANSWERED_BY_SERVED_HEAD.has(method)
       ) {
         continue;
@@ -202,6 +205,14 @@ export class AnswerCache {
     for (const looked of wanted) {
       const text = found.get(looked.key);
       if (text === undefined) continue;
+      // Only a result is ever stored; anything else in the item (a corrupt or foreign write)
+      // is a miss, never an answer.
+      if (!isResultAnswer(text)) {
+        this.#deps.telemetry.log("warn", "shared answer cache item is not an answer: ignored", {
+          network: network.name,
+        });
+        continue;
+      }
       looked.entry.answer = text;
       looked.status = "hit-shared";
       looked.class = "immutable";
@@ -288,4 +299,26 @@ function memoryKey(network: Network, key: string): string {
  */
 function ownCopy(text: string): string {
   return Buffer.from(text, "utf8").toString("utf8");
+}
+
+/**
+ * Whether the params' JSON text names them exactly: a number JavaScript cannot hold exactly
+ * (over 2^53, or with a fraction) would give two different calls one key.
+ */
+function keyIsFaithful(params: unknown): boolean {
+  if (typeof params === "number") return Number.isSafeInteger(params);
+  if (typeof params !== "object" || params === null) return true;
+  for (const member of Object.values(params)) if (!keyIsFaithful(member)) return false;
+  return true;
+}
+
+function isResultAnswer(text: string): boolean {
+  const parsed = parseJsonOrUndefined(text);
+  return (
+    typeof parsed === "object" &&
+    parsed !== null &&
+    !Array.isArray(parsed) &&
+    "result" in parsed &&
+    !("error" in parsed)
+  );
 }
