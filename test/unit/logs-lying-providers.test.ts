@@ -51,6 +51,33 @@ describe("serveInPieces against a provider whose stated cap is a lie", () => {
     expect(liar.served).toHaveLength(1);
   });
 
+  it("regression: a refusal over 2,000 blocks stating a cap of 1,000 when the provider takes 10 spent every upstream call left on pieces; now none is sent once the pieces are known to be too many", async () => {
+    const liar = lyingProvider(10, "1000");
+    const outcome = await serveInPieces({ from: 0, to: 1999 }, liar.deps);
+    // Whole (refused, 1,000 learned), two pieces of 1,000 (refused, learned as halves: 500),
+    // then 4 of 500 ... until the pieces needed exceed the 50 calls.
+    expect(outcome.kind).toBe("too_many_pieces");
+    expect(outcome.upstreamCalls).toBeLessThan(50);
+  });
+
+  it("regression: a cap of 10^12 stated by a provider that takes 100 blocks shrank the pieces a block per refusal and failed a 1,000-block query after 48 calls; now it is halved", async () => {
+    const liar = lyingProvider(100, "1000000000000");
+    const outcome = await serveInPieces({ from: 0, to: 999 }, liar.deps);
+    expect(outcome).toMatchObject({ kind: "logs", whole: false });
+    expect(liar.learned()).toBeLessThanOrEqual(100);
+    expect(outcome.upstreamCalls).toBeLessThanOrEqual(40);
+  });
+
+  it.each([
+    ["the span it refused", "1000"],
+    ["0", "0"],
+  ])("a cap stated as %s is not believed: halves", async (_, stated) => {
+    const liar = lyingProvider(100, stated);
+    const outcome = await serveInPieces({ from: 0, to: 999 }, liar.deps);
+    expect(outcome).toMatchObject({ kind: "logs", whole: false });
+    expect(liar.served[1]).toMatchObject({ from: 0, to: 499 });
+  });
+
   it("a cap stated truly is learned at once: the next pieces are that size", async () => {
     const liar = lyingProvider(100, "100");
     const outcome = await serveInPieces({ from: 0, to: 999 }, liar.deps);

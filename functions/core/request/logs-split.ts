@@ -211,7 +211,10 @@ class PieceRun {
     const span = spanOf(piece);
     const fresh = (range: BlockRange): Piece => ({ ...range, retriedWhole: 0 });
     if (refusal.kind === "range") {
-      const learned = Math.min(refusal.limit ?? Math.floor(span / 2), span - 1);
+      // A cap stated at or over the span it refused is false: believed, it would shrink the
+      // pieces a block per refusal. Halving finds the real one in a few.
+      const stated = refusal.limit !== null && refusal.limit < span ? refusal.limit : null;
+      const learned = stated ?? Math.floor(span / 2);
       if (provider !== null && learned >= 1) this.#deps.learn(provider, learned);
       const size = Math.max(1, Math.floor(this.#deps.pieceSize(piece)));
       if (size < span) {
