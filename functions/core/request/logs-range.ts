@@ -51,6 +51,15 @@ function pointNumber(
 }
 
 /**
+ * How many pieces `alignedPieces(range, size)` makes, counted without making them: a range of
+ * 2^53 blocks must not become a list.
+ */
+export function piecesNeeded(range: BlockRange, size: number): number {
+  const step = Math.max(1, Math.floor(size));
+  return Math.floor(range.to / step) - Math.floor(range.from / step) + 1;
+}
+
+/**
  * The range cut at multiples of `size`: every piece but the first and last starts at a
  * multiple of `size` and spans exactly `size` blocks, so the same blocks always make the same
  * pieces (a finalized piece is then a repeatable, cacheable call).

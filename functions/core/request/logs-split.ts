@@ -1,5 +1,5 @@
 import { mergedAnswer, type PieceLogs, pieceLogsOf } from "./logs-merge.ts";
-import { alignedPieces, type BlockRange, halves, spanOf } from "./logs-range.ts";
+import { alignedPieces, type BlockRange, halves, piecesNeeded, spanOf } from "./logs-range.ts";
 import { type LogsRefusal, logsRefusalOf } from "./logs-refusal.ts";
 
 /**
@@ -48,7 +48,10 @@ export type SplitOutcome = {
   { readonly kind: "logs"; readonly text: string; readonly whole: boolean }
   /** Over the size the gateway can return; `fits` is a first part that does, if one is known. */
   | { readonly kind: "too_large"; readonly fits: BlockRange | null }
-  /** More pieces than upstream calls allowed, before any is sent. */
+  /**
+   * More pieces than upstream calls allowed: before any is sent, or once a refusal showed the
+   * size the pieces must be.
+   */
   | { readonly kind: "too_many_pieces"; readonly needed: number; readonly size: number }
   /**
    * A piece no provider served: the range and why; `code` is the provider's when one answered
@@ -74,9 +77,7 @@ const MAX_WHOLE_RETRIES = 3;
 
 export async function serveInPieces(query: BlockRange, deps: SplitDeps): Promise<SplitOutcome> {
   const size = Math.max(1, Math.floor(deps.pieceSize(query)));
-  // Counted before the pieces are made: a range of 2^53 blocks must not become a list.
-  const needed =
-    size >= spanOf(query) ? 1 : Math.floor(query.to / size) - Math.floor(query.from / size) + 1;
+  const needed = size >= spanOf(query) ? 1 : piecesNeeded(query, size);
   if (needed > deps.maxUpstreamCalls) {
     return { kind: "too_many_pieces", needed, size, upstreamCalls: 0, pieces: 0 };
   }
@@ -105,6 +106,7 @@ class PieceRun {
   #failure: { piece: BlockRange; detail: string; code: number | null } | null = null;
   #wholeError: string | null = null;
   #tooLarge = false;
+  #tooMany: { needed: number; size: number } | null = null;
 
   constructor(query: BlockRange, deps: SplitDeps, first: Piece[]) {
     this.#query = query;
@@ -125,7 +127,7 @@ class PieceRun {
   }
 
   #stillGoing(): boolean {
-    return this.#failure === null && !this.#tooLarge;
+    return this.#failure === null && !this.#tooLarge && this.#tooMany === null;
   }
 
   #start(piece: Piece): void {
@@ -194,6 +196,7 @@ class PieceRun {
       return;
     }
     const again = this.#cutAgain(piece, refusal, answer.provider);
+    if (this.#tooMany !== null) return;
     if (again === null) {
       const detail = `${answer.provider ?? "a provider"}: ${refusal.detail}`;
       this.#failure ??= { piece, detail, code: error?.code ?? null };
@@ -208,10 +211,22 @@ class PieceRun {
     const span = spanOf(piece);
     const fresh = (range: BlockRange): Piece => ({ ...range, retriedWhole: 0 });
     if (refusal.kind === "range") {
-      const learned = Math.min(refusal.limit ?? Math.floor(span / 2), span - 1);
+      // A cap stated at or over the span it refused is false: believed, it would shrink the
+      // pieces a block per refusal. Halving finds the real one in a few.
+      const stated = refusal.limit !== null && refusal.limit < span ? refusal.limit : null;
+      const learned = stated ?? Math.floor(span / 2);
       if (provider !== null && learned >= 1) this.#deps.learn(provider, learned);
-      const size = this.#deps.pieceSize(piece);
-      if (size < span) return alignedPieces(piece, size).map(fresh);
+      const size = Math.max(1, Math.floor(this.#deps.pieceSize(piece)));
+      if (size < span) {
+        // Counted before they are made: a cap of 1 stated against a wide range would make a
+        // list of millions of pieces, none of which the upstream calls left could serve.
+        const needed = piecesNeeded(this.#query, size);
+        if (needed > this.#deps.maxUpstreamCalls) {
+          this.#tooMany = { needed, size };
+          return null;
+        }
+        return alignedPieces(piece, size).map(fresh);
+      }
       // Another provider in use may take it whole: routing now puts this one after it.
       if (piece.retriedWhole < MAX_WHOLE_RETRIES) {
         return [{ ...piece, retriedWhole: piece.retriedWhole + 1 }];
@@ -229,6 +244,7 @@ class PieceRun {
     if (this.#wholeError !== null)
       return { kind: "error_answer", text: this.#wholeError, ...counts };
     if (this.#failure !== null) return { kind: "failed", ...this.#failure, ...counts };
+    if (this.#tooMany !== null) return { kind: "too_many_pieces", ...this.#tooMany, ...counts };
     if (this.#tooLarge) return { kind: "too_large", fits: this.#fittingStart(), ...counts };
     if (this.#wholeText !== null)
       return { kind: "logs", text: this.#wholeText, whole: true, ...counts };
