@@ -283,16 +283,14 @@ describe("eth_getLogs from providers that lie (docs/behaviour.md §12)", () => {
     expect(answer.json.result).toEqual(await nodeLogs(0, 299));
   });
 
-  // Pinned, not fixed: what a range refusal means when the same provider served a wider span
-  // of the same query is a spec decision. Today every such refusal halves the span it learns
-  // for the provider, kept in the shared state for learned_limit_ttl_seconds (24 h): one dense
-  // or flaky block ("please retry with a smaller block range") teaches every container a log
-  // range of 1 block, and every later query wider than max_upstream_calls blocks on that
-  // provider is refused at once with -32005 for a day. Found: 0x0-0x12b answered "need 300
-  // upstream calls of at most 1 blocks" after 11 calls, and the next query the same with none.
-  // A refusal at a span the provider answered should teach nothing, leaving the documented
-  // answer: the provider's code, naming the one block it refused.
-  it.fails("a provider refusing every span holding one block teaches a log range of 1 block for a day (pinned)", async () => {
+  // Every range refusal halved the span learned for the provider, kept in the shared state
+  // for learned_limit_ttl_seconds (24 h): one dense or flaky block ("please retry with a smaller
+  // block range") taught every container a log range of 1 block, and every later query wider
+  // than max_upstream_calls blocks on that provider was refused at once with -32005 for a day
+  // (0x0-0x12b: "need 300 upstream calls of at most 1 blocks" after 11 calls). A refusal no
+  // wider than a span the provider answered in the query teaches nothing now; the caller gets
+  // the documented answer naming the one block refused.
+  it("regression: a provider refusing every span holding one block taught a log range of 1 block for a day; now a refusal no wider than a span it answered teaches nothing", async () => {
     const bad = 150;
     liar.lie = (call) => {
       if (span(call) === null) return undefined;

@@ -14,6 +14,7 @@ const logsText = (range: BlockRange) =>
 function lyingProvider(cap: number, stated: string) {
   let learned = Number.POSITIVE_INFINITY;
   const served: BlockRange[] = [];
+  const shared: number[] = [];
   const deps: SplitDeps = {
     pieceSize: (range) => Math.min(learned, range.to - range.from + 1),
     serve: async (piece) => {
@@ -27,6 +28,7 @@ function lyingProvider(cap: number, stated: string) {
     learn: (_, blocks) => {
       learned = Math.min(learned, blocks);
     },
+    share: (_, blocks) => shared.push(blocks),
     concurrency: 4,
     maxUpstreamCalls: 50,
     attemptsPerPiece: 3,
@@ -35,7 +37,8 @@ function lyingProvider(cap: number, stated: string) {
     clock: () => 0,
     deadline: 1,
   };
-  return { deps, served, learned: () => learned };
+  const liar = { deps, served, shared, learned: () => learned };
+  return liar;
 }
 
 describe("serveInPieces against a provider whose stated cap is a lie", () => {
@@ -82,5 +85,25 @@ describe("serveInPieces against a provider whose stated cap is a lie", () => {
     const liar = lyingProvider(100, "100");
     const outcome = await serveInPieces({ from: 0, to: 999 }, liar.deps);
     expect(outcome).toMatchObject({ kind: "logs", upstreamCalls: 11 });
+    expect(liar.shared).toEqual([100]);
+  });
+
+  it("regression: one block refused in range words taught the provider a range of 1 block for every container; now what is shared is never under the widest span it answered", async () => {
+    const liar = lyingProvider(Number.POSITIVE_INFINITY, "");
+    const bad = 150;
+    liar.deps = {
+      ...liar.deps,
+      serve: async (piece) => {
+        liar.served.push(piece);
+        const text =
+          piece.from <= bad && bad <= piece.to
+            ? `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"please retry with a smaller block range"}}`
+            : logsText(piece);
+        return { text, provider: "liar", error: "", upstreamCalls: 1 };
+      },
+    };
+    const outcome = await serveInPieces({ from: 0, to: 299 }, liar.deps);
+    expect(outcome).toMatchObject({ kind: "failed", piece: { from: bad, to: bad } });
+    expect(liar.shared).toEqual([150]);
   });
 });

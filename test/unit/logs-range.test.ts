@@ -309,6 +309,7 @@ describe("serveInPieces: the run of one query's pieces", () => {
     pieceSize: () => 10,
     serve: async (piece) => ({ text: logsText(piece), provider: "p", error: "", upstreamCalls: 1 }),
     learn: () => undefined,
+    share: () => undefined,
     concurrency: 2,
     maxUpstreamCalls: 50,
     attemptsPerPiece: 3,

@@ -3,6 +3,7 @@ import type { Network, Provider } from "../network-model.ts";
 import type { LearnedLimit } from "../network-state.ts";
 import { LAMBDA_RESPONSE_LIMIT_BYTES } from "../payload-limit.ts";
 import { type SelectionContext, whyNotCandidate } from "../selection.ts";
+import { keepLearnedLimit } from "./learned-limits.ts";
 import { type LogsRangeDeps, learnLogsRange, logsRangeOf } from "./logs-limits.ts";
 import {
   type BlockRange,
@@ -74,6 +75,7 @@ interface LogQueryScope extends LogQueryRequest {
   readonly learned: Map<string, LearnedLimit>;
   readonly serve: (text: string, budget: number) => Promise<PieceAnswer>;
   readonly learn: (provider: string, blocks: number) => void;
+  readonly share: (provider: string, blocks: number) => void;
 }
 
 /** Room in Lambda's response for the envelope and headers around the logs. */
@@ -85,13 +87,31 @@ export async function serveLogQueries(
   request: LogQueryRequest,
 ): Promise<number> {
   if (entries.length === 0) return 0;
+  // Two views: `learned` sizes this request's pieces, and this container's state routes them,
+  // at once; `shared` is what every container's state holds, lowered only by what a query
+  // learned once it is over.
   const learned = new Map(request.context.state.logsRanges);
+  const shared = new Map(request.context.state.logsRanges);
+  const ttlMs = request.network.settings.learned_limit_ttl_seconds * 1000;
   const scope: LogQueryScope = {
     ...request,
     learned,
     serve: (text, budget) => serveInternally(text, budget, request),
-    learn: (provider, blocks) =>
-      request.writes.push(learnLogsRange(request.network, provider, blocks, learned, request.deps)),
+    learn: (provider, blocks) => {
+      const now = request.deps.clock();
+      const value = Math.max(1, Math.min(blocks, logsRangeOfName(provider, learned, now)));
+      const limit = { value, until: now + ttlMs };
+      learned.set(provider, limit);
+      keepLearnedLimit(request.network, provider, limit, "logsRanges", NOT_SHARED, request.deps);
+    },
+    share: (provider, blocks) => {
+      // This container's state goes back up to what is shared, if the query went under it.
+      const now = request.deps.clock();
+      const value = Math.min(blocks, logsRangeOfName(provider, shared, now));
+      const limit = { value, until: now + ttlMs };
+      keepLearnedLimit(request.network, provider, limit, "logsRanges", NOT_SHARED, request.deps);
+      request.writes.push(learnLogsRange(request.network, provider, blocks, shared, request.deps));
+    },
   };
   let upstreamCalls = 0;
   for (const entry of entries) {
@@ -156,6 +176,7 @@ async function serveLogQuery(
         budget,
       ),
     learn: scope.learn,
+    share: scope.share,
     concurrency: settings.logs_concurrency,
     maxUpstreamCalls: scope.budget,
     attemptsPerPiece: settings.max_attempts,
@@ -253,4 +274,16 @@ function providersInUse(network: Network, context: SelectionContext): Provider[]
   return network.providers.filter((provider) =>
     methodPermitted(GET_LOGS, provider.methodsDeny ?? [], provider.methodsAllow),
   );
+}
+
+const NOT_SHARED = () => Promise.resolve();
+
+/** A learned range of `provider` in force now, by name; Infinity when none. */
+function logsRangeOfName(
+  provider: string,
+  learned: ReadonlyMap<string, LearnedLimit>,
+  now: number,
+): number {
+  const limit = learned.get(provider);
+  return limit !== undefined && limit.until > now ? limit.value : Number.POSITIVE_INFINITY;
 }

@@ -26,8 +26,13 @@ export interface SplitDeps {
   readonly pieceSize: (range: BlockRange) => number;
   /** Serves one piece with at most `budget` upstream calls. */
   readonly serve: (piece: BlockRange, budget: number) => Promise<PieceAnswer>;
-  /** A provider refused `blocks` or more as a block range. */
+  /** A provider refused `blocks` or more as a block range: the next pieces of this query fit. */
   readonly learn: (provider: string, blocks: number) => void;
+  /**
+   * At the end of the query, what it learned of a provider's range, for every container: never
+   * under the widest span the provider answered in it.
+   */
+  readonly share: (provider: string, blocks: number) => void;
   readonly concurrency: number;
   /** Upstream calls the query may make in all. */
   readonly maxUpstreamCalls: number;
@@ -107,6 +112,10 @@ class PieceRun {
   #wholeError: string | null = null;
   #tooLarge = false;
   #tooMany: { needed: number; size: number } | null = null;
+  /** The widest span each provider answered in this query: no refusal teaches a range under it. */
+  readonly #widestAnswered = new Map<string, number>();
+  /** The smallest range this query learned of each provider. */
+  readonly #learnedHere = new Map<string, number>();
 
   constructor(query: BlockRange, deps: SplitDeps, first: Piece[]) {
     this.#query = query;
@@ -121,8 +130,13 @@ class PieceRun {
         if (piece === undefined) break;
         this.#start(piece);
       }
-      if (this.#inFlight.size === 0) return;
+      if (this.#inFlight.size === 0) break;
       await Promise.race(this.#inFlight);
+    }
+    // Shared only now: a piece answered after a refusal may show the provider takes more than
+    // the refusal taught (pieces settle in any order).
+    for (const [provider, blocks] of this.#learnedHere) {
+      this.#deps.share(provider, Math.max(blocks, this.#widestAnswered.get(provider) ?? 0));
     }
   }
 
@@ -176,6 +190,10 @@ class PieceRun {
     }
     const logs = pieceLogsOf(answer.text, piece);
     if (logs !== null) {
+      if (answer.provider !== null) {
+        const widest = this.#widestAnswered.get(answer.provider) ?? 0;
+        this.#widestAnswered.set(answer.provider, Math.max(widest, spanOf(piece)));
+      }
       this.#done.push(logs);
       if (piece.from === this.#query.from && piece.to === this.#query.to) {
         this.#wholeText = answer.text;
@@ -210,12 +228,22 @@ class PieceRun {
   #cutAgain(piece: Piece, refusal: LogsRefusal, provider: string | null): Piece[] | null {
     const span = spanOf(piece);
     const fresh = (range: BlockRange): Piece => ({ ...range, retriedWhole: 0 });
-    if (refusal.kind === "range") {
+    const answered = provider === null ? 0 : (this.#widestAnswered.get(provider) ?? 0);
+    // A range refusal of a span no wider than one the provider answered in this query is not
+    // about the span (a block it cannot serve, worded as a range): learned, it would shrink the
+    // provider's range for a day in every container. The piece is halved, never learned from.
+    if (refusal.kind === "range" && span > answered) {
       // A cap stated at or over the span it refused is false: believed, it would shrink the
       // pieces a block per refusal. Halving finds the real one in a few.
       const stated = refusal.limit !== null && refusal.limit < span ? refusal.limit : null;
-      const learned = stated ?? Math.floor(span / 2);
-      if (provider !== null && learned >= 1) this.#deps.learn(provider, learned);
+      const learned = Math.max(stated ?? Math.floor(span / 2), answered);
+      if (provider !== null && learned >= 1) {
+        this.#deps.learn(provider, learned);
+        this.#learnedHere.set(
+          provider,
+          Math.min(learned, this.#learnedHere.get(provider) ?? learned),
+        );
+      }
       const size = Math.max(1, Math.floor(this.#deps.pieceSize(piece)));
       if (size < span) {
         // Counted before they are made: a cap of 1 stated against a wide range would make a
