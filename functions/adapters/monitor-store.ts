@@ -213,8 +213,14 @@ export class DynamoMonitorStore {
       ":latest": n(head.latest.number),
       ":updated": n(head.updatedAt),
       ":reorg": n(head.reorgSeenAt),
+      ":finality": n(head.finalityBrokenAt ?? 0),
     };
-    const sets = ["latest = :latest", "updated_at = :updated", "reorg_seen_at = :reorg"];
+    const sets = [
+      "latest = :latest",
+      "updated_at = :updated",
+      "reorg_seen_at = :reorg",
+      "finality_broken_at = :finality",
+    ];
     const removes: string[] = [];
     for (const [name, position] of [
       ["latest", head.latest],

@@ -58,6 +58,7 @@ const PROJECTION = (() => {
     "finalized_hash",
     "updated_at",
     "reorg_seen_at",
+    "finality_broken_at",
     "served",
     "served_at",
     "prev_served",
@@ -133,6 +134,7 @@ export function headFromItem(item: Item): ChainHead | null {
     previousServed: publication(item, "prev_served", "prev_served_at"),
     updatedAt: num(item, "updated_at"),
     reorgSeenAt: num(item, "reorg_seen_at"),
+    finalityBrokenAt: num(item, "finality_broken_at"),
   };
 }
 

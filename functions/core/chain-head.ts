@@ -35,6 +35,11 @@ export interface ChainHead {
   readonly updatedAt: number;
   /** When the monitor last saw a block it had recorded replaced (a reorg), ms; 0 if never. */
   readonly reorgSeenAt: number;
+  /**
+   * When the monitor last saw the block it had recorded as `finalized` replaced, ms; 0 (or
+   * absent) if never. Answers kept as immutable before it are not trusted after it.
+   */
+  readonly finalityBrokenAt?: number;
 }
 
 /** What one monitor tick observed of the chain: the quorum's head and its finality. */
@@ -44,6 +49,8 @@ export interface ChainObservation {
   readonly finalized: BlockPosition | null;
   /** The quorum's block at the previous `latest` height now has another hash. */
   readonly reorged: boolean;
+  /** The quorum's block at the previous `finalized` height now has another hash. */
+  readonly finalityBroken?: boolean;
   readonly at: number;
 }
 
@@ -59,14 +66,18 @@ function later(stored: BlockPosition | null, seen: BlockPosition | null): BlockP
  * kept (they are published on their own); a reorg stamps `reorgSeenAt`.
  */
 export function advanceHead(stored: ChainHead | null, seen: ChainObservation): ChainHead {
+  // Finality broken: the recorded safe and finalized blocks are gone, so the ones seen now
+  // replace them even when lower.
+  const broken = seen.finalityBroken === true;
   return {
     latest: later(stored?.latest ?? null, seen.latest) ?? seen.latest,
-    safe: later(stored?.safe ?? null, seen.safe),
-    finalized: later(stored?.finalized ?? null, seen.finalized),
+    safe: broken ? seen.safe : later(stored?.safe ?? null, seen.safe),
+    finalized: broken ? seen.finalized : later(stored?.finalized ?? null, seen.finalized),
     served: stored?.served ?? null,
     previousServed: stored?.previousServed ?? null,
     updatedAt: seen.at,
-    reorgSeenAt: seen.reorged ? seen.at : (stored?.reorgSeenAt ?? 0),
+    reorgSeenAt: seen.reorged || broken ? seen.at : (stored?.reorgSeenAt ?? 0),
+    finalityBrokenAt: broken ? seen.at : (stored?.finalityBrokenAt ?? 0),
   };
 }
 

@@ -114,6 +114,8 @@ export interface NetworkStatus {
     readonly finalized: number | null;
     readonly served: number | null;
     readonly reorg_seen_at: string | null;
+    /** When the monitor saw the block it recorded as finalized replaced; null if never. */
+    readonly finality_broken_at: string | null;
   };
   readonly providers: readonly ProviderStatus[];
   /** Configured but not serving: a secret of the URL did not resolve (retried in the background). */
@@ -232,6 +234,8 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       finalized: state.head?.finalized?.number ?? null,
       served,
       reorg_seen_at: state.head && state.head.reorgSeenAt > 0 ? iso(state.head.reorgSeenAt) : null,
+      finality_broken_at:
+        (state.head?.finalityBrokenAt ?? 0) > 0 ? iso(state.head?.finalityBrokenAt ?? 0) : null,
     },
     providers,
     // Configured but not serving: a secret of the URL did not resolve (retried in the background).

@@ -62,6 +62,14 @@ export async function runHeadCheck(
       const lag = Math.max(0, deps.clock() / 1000 - timestamp);
       deps.telemetry.measure("served_head_lag_seconds", { network: network.name }, lag, "Seconds");
     }
+    if (seen.finalityBroken) {
+      deps.telemetry.log("error", "finality broken: the block recorded as finalized was replaced", {
+        network: network.name,
+        height: stored?.finalized?.number,
+        was: stored?.finalized?.hash,
+        provider: member.name,
+      });
+    }
     if (seen.reorged) {
       deps.telemetry.log("warn", "reorg: the block recorded as latest was replaced", {
         network: network.name,
@@ -85,17 +93,25 @@ async function observe(
   safe: BlockPosition | null;
   finalized: BlockPosition | null;
   reorged: boolean;
+  finalityBroken: boolean;
 } | null> {
   const previous = stored?.latest ?? null;
   const recheck = previous !== null && previous.hash !== null && previous.number <= quorumHead;
-  // One batch: the head's hash, the finality tags and, for the reorg check, the block now at
-  // the height recorded as latest last time.
-  const [latest, safe, finalized, again] = await blocksAt(options, member, [
+  const previousFinal = stored?.finalized ?? null;
+  const recheckFinal =
+    previousFinal !== null && previousFinal.hash !== null && previousFinal.number <= quorumHead;
+  // One batch: the head's hash, the finality tags and, for the reorg checks, the blocks now at
+  // the heights recorded as latest and as finalized last time.
+  const blocks = await blocksAt(options, member, [
     `0x${quorumHead.toString(16)}`,
     "safe",
     "finalized",
     ...(recheck ? [`0x${previous.number.toString(16)}`] : []),
+    ...(recheckFinal ? [`0x${previousFinal.number.toString(16)}`] : []),
   ]);
+  const [latest, safe, finalized] = blocks;
+  const again = recheck ? blocks[3] : undefined;
+  const finalAgain = recheckFinal ? blocks[recheck ? 4 : 3] : undefined;
   if (latest === undefined || "error" in latest) return null;
   const position = (block: LatestBlock | undefined): BlockPosition | null =>
     block === undefined || "error" in block
@@ -105,10 +121,18 @@ async function observe(
     latest: { number: latest.number, hash: latest.hash ?? null },
     safe: position(safe),
     finalized: position(finalized),
-    reorged:
-      again !== undefined &&
-      !("error" in again) &&
-      again.hash !== undefined &&
-      again.hash !== previous?.hash,
+    reorged: recheck && replaced(again, previous),
+    finalityBroken: recheckFinal && replaced(finalAgain, previousFinal),
   };
+}
+
+/** Whether the block now at a recorded height has another hash than the one recorded. */
+function replaced(now: LatestBlock | undefined, recorded: BlockPosition | null): boolean {
+  return (
+    now !== undefined &&
+    !("error" in now) &&
+    now.hash !== undefined &&
+    recorded !== null &&
+    now.hash !== recorded.hash
+  );
 }

@@ -72,9 +72,17 @@ async function nodeHead(): Promise<number> {
   return Number.parseInt(await node.rpc<string>("eth_blockNumber"), 16);
 }
 
-async function servedHead(): Promise<{ served: number | null; reorgSeenAt: string | null }> {
+async function servedHead(): Promise<{
+  served: number | null;
+  reorgSeenAt: string | null;
+  finalityBrokenAt: string | null;
+}> {
   const status = await client.status(stack.url, "devnet");
-  return { served: status.served_head.served, reorgSeenAt: status.served_head.reorg_seen_at };
+  return {
+    served: status.served_head.served,
+    reorgSeenAt: status.served_head.reorg_seen_at,
+    finalityBrokenAt: status.served_head.finality_broken_at,
+  };
 }
 
 async function untilServedHead(done: (served: number | null) => boolean): Promise<number> {
@@ -175,14 +183,12 @@ describe("a revert that takes the chain below the served head", () => {
 });
 
 describe("a reorg deeper than finalized", () => {
-  // Broken by design so far: an answer about a block at or below `finalized` is immutable and
-  // kept in the shared tier for cache_shared_ttl_seconds, read back without any check against
-  // the chain. When finality is broken (a reorg deeper than `finalized`, or a provider on
-  // another fork below it) the replaced block is served as `hit-shared` for that whole TTL.
-  // The cure (a finality epoch in the key, bumped by the monitor when the hash it recorded as
-  // finalized is replaced, or checking shared hits against recorded hashes) is a spec
-  // decision on what finality the gateway trusts.
-  it.fails("does not serve the replaced finalized block from the shared tier", async () => {
+  // An answer about a block at or below `finalized` is immutable and kept in the shared tier
+  // for cache_shared_ttl_seconds. After a reorg deeper than `finalized` the replaced block was
+  // served as `hit-shared` for that whole TTL. The monitor now rechecks the block it recorded
+  // as finalized each tick and stamps `finality_broken_at` when it was replaced; that stamp is
+  // part of every answer key, so nothing kept before it is found again.
+  it("regression: a reorg deeper than finalized left the replaced block in the shared tier for its TTL; now no container serves it once the monitor records the break", async () => {
     const { finalized } = (await client.status(stack.url, "devnet")).served_head;
     if (finalized === null) throw new Error("no finalized block yet");
     const height = finalized - 2;
@@ -205,6 +211,9 @@ describe("a reorg deeper than finalized", () => {
       await fourAtOnce(() => rpc("eth_chainId", []));
       await sleep(50);
     }
+    expect((await servedHead()).finalityBrokenAt).not.toBeNull();
+    // Every container's copy of the state is at most state_cache_ms (1 s) old after this.
+    await sleep(1_500);
     const answers = await fourAtOnce(() => rpc("eth_getBlockByNumber", params));
     expect(answers.map(hashOf)).toEqual([canonical, canonical, canonical, canonical]);
   }, 40_000);

@@ -95,7 +95,7 @@ export class AnswerCache {
       const looked: LookedUp = {
         entry,
         plan,
-        key: answerKey(network.chainId, method, params),
+        key: answerKey(network.chainId, method, params, head?.finalityBrokenAt ?? 0),
         status: "bypass",
         class: "never",
       };

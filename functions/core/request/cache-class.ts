@@ -251,6 +251,13 @@ export function blockNamedBy(result: unknown): { number: number; hash: string } 
 }
 
 /** The key of a call's answer in both tiers: the chain, the method and its params as sent. */
-export function answerKey(chainId: number, method: string, params: unknown): string {
-  return `${chainId}\n${method}\n${JSON.stringify(params ?? null)}`;
+export function answerKey(
+  chainId: number,
+  method: string,
+  params: unknown,
+  finalityBrokenAt = 0,
+): string {
+  const key = `${chainId}\n${method}\n${JSON.stringify(params ?? null)}`;
+  // After the monitor saw finality broken, nothing kept before is found again.
+  return finalityBrokenAt > 0 ? `${key}\n@${finalityBrokenAt}` : key;
 }
