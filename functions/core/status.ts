@@ -234,8 +234,7 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       finalized: state.head?.finalized?.number ?? null,
       served,
       reorg_seen_at: state.head && state.head.reorgSeenAt > 0 ? iso(state.head.reorgSeenAt) : null,
-      finality_broken_at:
-        (state.head?.finalityBrokenAt ?? 0) > 0 ? iso(state.head?.finalityBrokenAt ?? 0) : null,
+      finality_broken_at: state.head?.finalityBrokenAt ? iso(state.head.finalityBrokenAt) : null,
     },
     providers,
     // Configured but not serving: a secret of the URL did not resolve (retried in the background).

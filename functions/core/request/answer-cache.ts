@@ -11,6 +11,7 @@ import {
   answerKey,
   type CallPlan,
   classifyAnswer,
+  isResultMember,
   knownFinality,
   planCall,
 } from "./cache-class.ts";
@@ -207,7 +208,7 @@ export class AnswerCache {
       if (text === undefined) continue;
       // Only a result is ever stored; anything else in the item (a corrupt or foreign write)
       // is a miss, never an answer.
-      if (!isResultAnswer(text)) {
+      if (!isResultMember(parseJsonOrUndefined(text))) {
         this.#deps.telemetry.log("warn", "shared answer cache item is not an answer: ignored", {
           network: network.name,
         });
@@ -310,15 +311,4 @@ function keyIsFaithful(params: unknown): boolean {
   if (typeof params !== "object" || params === null) return true;
   for (const member of Object.values(params)) if (!keyIsFaithful(member)) return false;
   return true;
-}
-
-function isResultAnswer(text: string): boolean {
-  const parsed = parseJsonOrUndefined(text);
-  return (
-    typeof parsed === "object" &&
-    parsed !== null &&
-    !Array.isArray(parsed) &&
-    "result" in parsed &&
-    !("error" in parsed)
-  );
 }

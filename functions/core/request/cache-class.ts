@@ -49,6 +49,13 @@ export type CallPlan =
   | { readonly kind: "by-answer"; readonly blockHash: string | null };
 
 const NEVER: CallPlan = { kind: "never" };
+const REALTIME: CallPlan = {
+  kind: "known",
+  class: "realtime",
+  height: null,
+  oneBlock: false,
+  answerNamesBlock: false,
+};
 
 /** Methods about one block whose answer, unless null or empty, names that block. */
 const ANSWERS_NAMING_THEIR_BLOCK: ReadonlySet<string> = new Set([
@@ -83,13 +90,7 @@ export function planCall(method: string, params: unknown, head: ChainHead | null
         answerNamesBlock: false,
       };
     case "realtime":
-      return {
-        kind: "known",
-        class: "realtime",
-        height: null,
-        oneBlock: false,
-        answerNamesBlock: false,
-      };
+      return REALTIME;
     case "never":
       return NEVER;
     case "by-hash":
@@ -133,14 +134,7 @@ function pointNumber(point: BlockPoint): number | null {
 /** A call still naming a moving tag: realtime at best, never when about `pending`. */
 function tagPlan(point: BlockPoint, other: BlockPoint): CallPlan {
   const pending = (p: BlockPoint) => p.kind === "tag" && p.tag === "pending";
-  if (pending(point) || pending(other)) return NEVER;
-  return {
-    kind: "known",
-    class: "realtime",
-    height: null,
-    oneBlock: false,
-    answerNamesBlock: false,
-  };
+  return pending(point) || pending(other) ? NEVER : REALTIME;
 }
 
 function numberPlan(
@@ -179,9 +173,7 @@ export function classifyAnswer(
   member: unknown,
   head: ChainHead | null,
 ): AnswerVerdict {
-  if (plan.kind === "never" || !isRecord(member) || !("result" in member) || "error" in member) {
-    return NOT_CACHED;
-  }
+  if (plan.kind === "never" || !isResultMember(member)) return NOT_CACHED;
   const { result } = member;
   if (plan.kind === "known") {
     if (result === null || result === undefined) {
@@ -248,6 +240,13 @@ export function blockNamedBy(result: unknown): { number: number; hash: string } 
   if (!QUANTITY.test(number) || !HASH.test(hash)) return null;
   const parsed = Number.parseInt(number.slice(2), 16);
   return Number.isSafeInteger(parsed) ? { number: parsed, hash: hash.toLowerCase() } : null;
+}
+
+/** A JSON-RPC answer carrying a result (no error): the only kind ever kept. */
+export function isResultMember(
+  member: unknown,
+): member is Readonly<Record<string, unknown>> & { readonly result: unknown } {
+  return isRecord(member) && "result" in member && !("error" in member);
 }
 
 /** The key of a call's answer in both tiers: the chain, the method and its params as sent. */

@@ -3,7 +3,7 @@ import type { Network, Provider } from "../network-model.ts";
 import type { LearnedLimit } from "../network-state.ts";
 import { LAMBDA_RESPONSE_LIMIT_BYTES } from "../payload-limit.ts";
 import { type SelectionContext, whyNotCandidate } from "../selection.ts";
-import { keepLearnedLimit } from "./learned-limits.ts";
+import { keepLearnedLimit, limitInForce } from "./learned-limits.ts";
 import { type LogsRangeDeps, learnLogsRange, logsRangeOf } from "./logs-limits.ts";
 import {
   type BlockRange,
@@ -99,7 +99,10 @@ export async function serveLogQueries(
     serve: (text, budget) => serveInternally(text, budget, request),
     learn: (provider, blocks) => {
       const now = request.deps.clock();
-      const value = Math.max(1, Math.min(blocks, logsRangeOfName(provider, learned, now)));
+      const value = Math.max(
+        1,
+        Math.min(blocks, limitInForce(undefined, learned.get(provider), now)),
+      );
       const limit = { value, until: now + ttlMs };
       learned.set(provider, limit);
       keepLearnedLimit(request.network, provider, limit, "logsRanges", NOT_SHARED, request.deps);
@@ -107,7 +110,7 @@ export async function serveLogQueries(
     share: (provider, blocks) => {
       // This container's state goes back up to what is shared, if the query went under it.
       const now = request.deps.clock();
-      const value = Math.min(blocks, logsRangeOfName(provider, shared, now));
+      const value = Math.min(blocks, limitInForce(undefined, shared.get(provider), now));
       const limit = { value, until: now + ttlMs };
       keepLearnedLimit(request.network, provider, limit, "logsRanges", NOT_SHARED, request.deps);
       request.writes.push(learnLogsRange(request.network, provider, blocks, shared, request.deps));
@@ -277,13 +280,3 @@ function providersInUse(network: Network, context: SelectionContext): Provider[]
 }
 
 const NOT_SHARED = () => Promise.resolve();
-
-/** A learned range of `provider` in force now, by name; Infinity when none. */
-function logsRangeOfName(
-  provider: string,
-  learned: ReadonlyMap<string, LearnedLimit>,
-  now: number,
-): number {
-  const limit = learned.get(provider);
-  return limit !== undefined && limit.until > now ? limit.value : Number.POSITIVE_INFINITY;
-}
