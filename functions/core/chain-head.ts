@@ -69,10 +69,17 @@ export function advanceHead(stored: ChainHead | null, seen: ChainObservation): C
   // Finality broken: the recorded safe and finalized blocks are gone, so the ones seen now
   // replace them even when lower.
   const broken = seen.finalityBroken === true;
+  const latest = later(stored?.latest ?? null, seen.latest) ?? seen.latest;
+  // A block above the head cannot be safe or finalized: such an answer (a lying or broken
+  // member) is not taken, and one recorded before is dropped rather than kept forward-only.
+  const settled = (position: BlockPosition | null) =>
+    position !== null && position.number <= latest.number ? position : null;
+  const safe = settled(seen.safe);
+  const finalized = settled(seen.finalized);
   return {
-    latest: later(stored?.latest ?? null, seen.latest) ?? seen.latest,
-    safe: broken ? seen.safe : later(stored?.safe ?? null, seen.safe),
-    finalized: broken ? seen.finalized : later(stored?.finalized ?? null, seen.finalized),
+    latest,
+    safe: broken ? safe : later(settled(stored?.safe ?? null), safe),
+    finalized: broken ? finalized : later(settled(stored?.finalized ?? null), finalized),
     served: stored?.served ?? null,
     previousServed: stored?.previousServed ?? null,
     updatedAt: seen.at,

@@ -60,10 +60,21 @@ describe("advanceHead", () => {
         finalityBrokenAt: 2_000,
       },
     },
+    {
+      name: "regression: a finalized or safe block above the head was taken and kept forward-only; now it is not taken",
+      observed: seen({ finalized: at(10_000_000, "0xfar"), safe: at(10_000_001, "0xfar2") }),
+      expected: { finalized: at(80, "0xf80"), safe: at(90, "0xs90") },
+    },
   ])("$name", ({ observed, expected }) => {
     const next = advanceHead(stored, observed);
     expect(next).toMatchObject(expected);
     expect(next.served).toEqual(stored.served);
+  });
+
+  it("regression: a finalized block recorded above the head stayed forever; now the next tick drops it", () => {
+    const poisoned: ChainHead = { ...stored, finalized: at(10_000_000, "0xfar") };
+    expect(advanceHead(poisoned, seen({ finalized: null })).finalized).toBeNull();
+    expect(advanceHead(poisoned, seen({})).finalized).toEqual(at(81, "0xf81"));
   });
 
   it("a stamp stays until the next break", () => {
