@@ -1,0 +1,202 @@
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
+import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { GatewayClient, rpcCall } from "../support/gateway-client.ts";
+
+/**
+ * The newest chain-position changes attacked on the local stack: two proxy containers over one
+ * DynamoDB, the monitor ticking every second, anvil mining a block a second behind a lying
+ * provider (asked first) and an honest one. The liar forwards every call to the node and
+ * rewrites the answers on cue. Fixed bugs are "regression: …"; the rest pins what held.
+ */
+
+const CHAIN_ID = 31337;
+const hex = (n: number) => `0x${n.toString(16)}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Call {
+  readonly id?: unknown;
+  readonly method: string;
+  readonly params?: unknown;
+}
+interface Member {
+  result?: unknown;
+  error?: unknown;
+}
+/** Rewrites one answer member of the node's (in place or by returning a new one). */
+type Rewrite = (call: Call, answer: Member) => Member;
+
+interface Liar {
+  readonly url: string;
+  rewrite: Rewrite;
+  close(): Promise<void>;
+}
+
+async function startLiar(nodeUrl: string): Promise<Liar> {
+  const liar = { rewrite: ((_call, answer) => answer) as Rewrite };
+  const member = async (call: Call): Promise<Member & { id: unknown }> => {
+    const response = await fetch(nodeUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", ...call }),
+    });
+    const { result, error } = liar.rewrite(call, (await response.json()) as Member);
+    return {
+      jsonrpc: "2.0",
+      id: call.id ?? null,
+      ...(error === undefined ? { result } : { error }),
+    };
+  };
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Call | Call[];
+    const answers = await Promise.all((Array.isArray(parsed) ? parsed : [parsed]).map(member));
+    const text = JSON.stringify(Array.isArray(parsed) ? answers : answers[0]);
+    res.writeHead(200, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+    });
+    res.end(text);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return Object.assign(liar, {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  });
+}
+
+const blockParam = (call: Call): unknown =>
+  call.method === "eth_getBlockByNumber" && Array.isArray(call.params) ? call.params[0] : null;
+const randomHash = () =>
+  `0x${Array.from({ length: 64 }, () => Math.floor(Math.random() * 16).toString(16)).join("")}`;
+
+let node: AnvilNode;
+let liar: Liar;
+let stack: LocalStack;
+const client = new GatewayClient();
+
+beforeAll(async () => {
+  node = await startAnvil({ chainId: CHAIN_ID, blockTimeSeconds: 1 });
+  // anvil's `finalized` is 64 blocks behind its head: 100 blocks give a finalized block 36.
+  await node.rpc("anvil_mine", ["0x64"]);
+  liar = await startLiar(node.url);
+  stack = await startLocalStack({
+    containers: 2,
+    monitor: true,
+    config: {
+      check_interval_seconds: 1,
+      networks: {
+        devnet: {
+          chain_id: CHAIN_ID,
+          block_time_seconds: 1,
+          providers: [
+            { name: "liar", url: liar.url, priority: 1 },
+            { name: "honest", url: node.url, priority: 1 },
+          ],
+        },
+      },
+    },
+  });
+  await untilStatus((head) => head.finalized !== null);
+}, 60_000);
+
+beforeEach(() => {
+  liar.rewrite = (_call, answer) => answer;
+});
+
+afterAll(async () => {
+  await stack?.close();
+  await liar?.close();
+  await node?.stop();
+  await client.close();
+});
+
+interface Position {
+  readonly served: number | null;
+  readonly finalized: number | null;
+  readonly finality_broken_at: string | null;
+}
+
+async function position(): Promise<Position> {
+  return (await client.status(stack.url, "devnet")).served_head as Position;
+}
+
+async function untilStatus(done: (head: Position) => boolean): Promise<Position> {
+  for (let wait = 0; wait < 200; wait++) {
+    const head = await position();
+    if (done(head)) return head;
+    await sleep(100);
+  }
+  throw new Error("the status never got there");
+}
+
+async function nodeHead(): Promise<number> {
+  return Number.parseInt(await node.rpc<string>("eth_blockNumber"), 16);
+}
+
+describe("finality breaks told by one lying quorum member", () => {
+  it("a recheck answered with null or a block without a hash never stamps a break", async () => {
+    const before = (await position()).finality_broken_at;
+    liar.rewrite = (call, answer) => {
+      const param = blockParam(call);
+      if (typeof param !== "string" || !param.startsWith("0x")) return answer;
+      const block = answer.result as Record<string, unknown> | null;
+      if (block === null) return answer;
+      return Number.parseInt(param, 16) % 2 === 0
+        ? { result: null }
+        : { result: { ...block, hash: undefined } };
+    };
+    await sleep(4_000);
+    expect((await position()).finality_broken_at).toBe(before);
+  }, 20_000);
+
+  // A member at the quorum's head is trusted for the recheck: one that answers it with a new
+  // hash every tick stamps a break every tick (and, as the stamp is in every answer key,
+  // empties both cache tiers every tick). Held: the stamps follow the liar, nothing else.
+  it("a member answering the recheck with a new hash every tick stamps a break each tick", async () => {
+    const stamps = new Set<string | null>();
+    liar.rewrite = (call, answer) => {
+      const param = blockParam(call);
+      if (typeof param !== "string" || !param.startsWith("0x")) return answer;
+      const block = answer.result as Record<string, unknown> | null;
+      return block === null ? answer : { result: { ...block, hash: randomHash() } };
+    };
+    for (let tick = 0; tick < 6; tick++) {
+      await sleep(1_000);
+      stamps.add((await position()).finality_broken_at);
+    }
+    console.log("distinct finality_broken_at over 6 s:", stamps.size);
+    expect(stamps.size).toBeGreaterThanOrEqual(4);
+  }, 20_000);
+  it("regression: a member's finalized block far above the head was kept forever and made blocks not mined yet immutable; now it is not taken", async () => {
+    liar.rewrite = (call, answer) => {
+      if (blockParam(call) !== "finalized") return answer;
+      const block = answer.result as Record<string, unknown>;
+      return { result: { ...block, number: hex(10_000_000) } };
+    };
+    await sleep(3_000);
+    expect((await position()).finalized).toBeLessThanOrEqual(await nodeHead());
+    // A block not mined yet: its null answer must not be kept as final.
+    const ahead = hex((await nodeHead()) + 3);
+    const early = await client.send(
+      `${stack.url}/devnet`,
+      rpcCall("eth_getBlockByNumber", [ahead, false]),
+    );
+    expect(JSON.parse(early.text).result).toBeNull();
+    await node.rpc("anvil_mine", ["0x5"]);
+    const later = await client.send(
+      `${stack.url}/devnet`,
+      rpcCall("eth_getBlockByNumber", [ahead, false]),
+    );
+    expect(JSON.parse(later.text).result?.number).toBe(ahead);
+  }, 20_000);
+});
