@@ -47,8 +47,16 @@ export async function runHeadCheck(
     .filter((provider) => quorum.heads[provider.name]?.number === quorum.head)
     .slice(0, MEMBERS_ASKED);
   for (const member of members) {
-    const seen = await observe(options, member, quorum.head, stored);
-    if (seen === null) continue;
+    const observed = await observe(options, member, quorum.head, stored);
+    if (observed === null) continue;
+    // One member alone cannot break finality: a liar would empty every cache each tick.
+    const others = network.providers.filter(
+      (provider) => provider !== member && quorum.heads[provider.name]?.number === quorum.head,
+    );
+    const seen =
+      observed.finalityBroken && !(await breakConfirmed(options, others, stored?.finalized ?? null))
+        ? { ...observed, finalityBroken: false }
+        : observed;
     const now = deps.clock();
     const head = advanceHead(stored, { ...seen, at: now });
     await deps.monitorStore.writeHead(network.name, head);
@@ -124,6 +132,22 @@ async function observe(
     reorged: recheck && replaced(again, previous),
     finalityBroken: recheckFinal && replaced(finalAgain, previousFinal),
   };
+}
+
+/**
+ * Whether another quorum member at the head also has another block than the one recorded as
+ * finalized; true when there is no other member to ask, false when it does not answer.
+ */
+async function breakConfirmed(
+  options: CallOptions,
+  others: readonly Provider[],
+  recorded: BlockPosition | null,
+): Promise<boolean> {
+  const other = others[0];
+  if (other === undefined) return true;
+  if (recorded === null) return false;
+  const [now] = await blocksAt(options, other, [`0x${recorded.number.toString(16)}`]);
+  return replaced(now, recorded);
 }
 
 /** Whether the block now at a recorded height has another hash than the one recorded. */
