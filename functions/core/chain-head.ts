@@ -124,6 +124,20 @@ export function servedRecently(head: ChainHead | null, now: number, blockTimeMs:
   return newest !== null && now - newest.at < blockTimeMs;
 }
 
+/**
+ * The highest block the chain can have reached by `now`: the monitor's latest plus one block
+ * per block time since it confirmed it (and one for the block being made). A provider's number
+ * above it is not the chain's; null while the monitor has written no chain position.
+ */
+export function reachableHead(
+  head: ChainHead | null,
+  now: number,
+  blockTimeMs: number,
+): number | null {
+  if (head === null) return null;
+  return head.latest.number + Math.ceil(Math.max(0, now - head.updatedAt) / blockTimeMs) + 1;
+}
+
 /** May `block` be published at `now`? Only higher than the newest, and `delayMs` after it. */
 export function mayPublish(
   head: ChainHead | null,

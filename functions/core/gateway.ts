@@ -1,5 +1,5 @@
 import { upstreamCallBudget } from "./call-budget.ts";
-import { mayPublish, publicationDelayMs } from "./chain-head.ts";
+import { mayPublish, publicationDelayMs, reachableHead } from "./chain-head.ts";
 import { ErrorCode, errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
@@ -266,6 +266,14 @@ export class Gateway {
     const now = this.#deps.clock();
     const delay = publicationDelayMs(network.settings.state_cache_ms);
     if (highest === null || !mayPublish(context.state.head, highest, now, delay)) return;
+    // Publications only go forward: one provider's number ahead of the chain would freeze
+    // every container's eth_blockNumber at it.
+    const reachable = reachableHead(
+      context.state.head,
+      now,
+      network.settings.block_time_seconds * 1000,
+    );
+    if (reachable !== null && highest > reachable) return;
     if (!this.#publications.mayTry(network.name, now, delay)) return;
     this.#deps.store.publishServed(network.name, highest, now, delay).catch((error: unknown) =>
       this.#deps.telemetry.log("warn", "served head not published", {

@@ -3,6 +3,7 @@ import {
   advanceHead,
   type ChainHead,
   type ChainObservation,
+  reachableHead,
 } from "../../functions/core/chain-head.ts";
 import { answerKey } from "../../functions/core/request/cache-class.ts";
 
@@ -88,5 +89,20 @@ describe("answer keys across a finality break", () => {
     const before = answerKey(1, "eth_getBlockByNumber", ["0x50", false]);
     expect(before).toBe(answerKey(1, "eth_getBlockByNumber", ["0x50", false], 0));
     expect(answerKey(1, "eth_getBlockByNumber", ["0x50", false], 2_000)).not.toBe(before);
+  });
+});
+
+describe("reachableHead", () => {
+  it.each([
+    { name: "unknown before the monitor wrote a position", head: null, now: 5_000, expected: null },
+    {
+      name: "the latest plus one right after the monitor confirmed it",
+      head: stored,
+      now: 1_000,
+      expected: 101,
+    },
+    { name: "one more block per block time since", head: stored, now: 3_500, expected: 104 },
+  ])("$name", ({ head, now, expected }) => {
+    expect(reachableHead(head, now, 1_000)).toBe(expected);
   });
 });
