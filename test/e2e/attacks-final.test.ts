@@ -197,3 +197,26 @@ describe("finality breaks told by one lying quorum member", () => {
     expect(JSON.parse(later.text).result?.number).toBe(ahead);
   }, 20_000);
 });
+
+describe("the served head against a provider's eth_blockNumber", () => {
+  const blockNumber = async () => {
+    const answer = await client.send(`${stack.url}/devnet`, rpcCall("eth_blockNumber", []));
+    return Number.parseInt(JSON.parse(answer.text).result, 16);
+  };
+
+  it("regression: one provider answering eth_blockNumber far ahead of the chain was published, freezing every container's eth_blockNumber at it (forward-only); now a number beyond the reachable head is not published", async () => {
+    liar.rewrite = (call, answer) =>
+      call.method === "eth_blockNumber" ? { result: hex(50_000_000) } : answer;
+    const seen: number[] = [];
+    for (let round = 0; round < 40; round++) {
+      seen.push(await blockNumber());
+      await sleep(100);
+    }
+    liar.rewrite = (_call, answer) => answer;
+    await sleep(3_000);
+    const head = await nodeHead();
+    expect(Math.max(...seen)).toBeLessThanOrEqual(head);
+    expect((await position()).served ?? 0).toBeLessThanOrEqual(head);
+    expect(await blockNumber()).toBeLessThanOrEqual(head);
+  }, 20_000);
+});
