@@ -76,7 +76,7 @@ const CALLERS_FAULT = new RegExp(
  * retried (every full node says the same) and no fault of the provider's: counted as one more
  * unclassified error, a caller's queries for old blocks would rotate healthy primaries out.
  */
-const PRUNED_STATE =
+export const PRUNED_STATE =
   /\bhistorical state\b[^.]{0,30}\bnot available\b|\bunknown state\b|\bmissing trie node\b/i;
 
 /** Errors from the permanent table that no later rule may turn into a retry. */

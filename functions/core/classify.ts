@@ -5,7 +5,7 @@
  */
 
 import { type Envelope, errorOf, isEnvelope, isJsonRpcAnswer } from "./classify-envelope.ts";
-import { judgeRpcError, mergeRetries, type Penalty } from "./classify-error.ts";
+import { judgeRpcError, mergeRetries, type Penalty, PRUNED_STATE } from "./classify-error.ts";
 import {
   BATCH_LIMIT,
   CHAIN_UNAVAILABLE,
@@ -15,6 +15,7 @@ import {
   RATE_LIMIT,
 } from "./classify-patterns.ts";
 import { judgeResult } from "./classify-result.ts";
+import { blockRefOf } from "./methods/block-ref.ts";
 import type { CallInfo, ClassifyContext, TransportFailure, Verdict } from "./verdict.ts";
 
 type RetryVerdict = Extract<Verdict, { outcome: "retry" }>;
@@ -169,6 +170,9 @@ export function classifyMember(
   const error = errorOf(response);
   if (error === undefined) return judgeResult(response.result, call, context);
   const verdict = judgeRpcError(error, call.method);
+  if (verdict.outcome === "ok" && claimsRecentStatePruned(error, call, context.quorumHead)) {
+    return retry(NO_RESULT, "pruned state claimed for a block every full node keeps");
+  }
   // "Header not found" and its kin: the node has not reached the block yet (docs/behaviour.md §10).
   if (
     verdict.outcome === "retry" &&
@@ -178,6 +182,32 @@ export function classifyMember(
     return { outcome: "behind", detail: verdict.detail };
   }
   return verdict;
+}
+
+const NO_RESULT: Penalty = { kind: "no_result", reason: "transient" };
+
+/** A full node keeps the state of this many recent blocks (geth's default); older may be pruned. */
+const RECENT_STATE_BLOCKS = 128;
+
+/**
+ * A pruned-state error ("missing trie node") is the caller's answer about old state, which
+ * every full node lacks alike; about a tag or a block among the recent ones every full node
+ * keeps, it is the provider failing, and the call goes to another.
+ */
+function claimsRecentStatePruned(
+  error: unknown,
+  call: CallInfo,
+  quorumHead: number | null,
+): boolean {
+  const message = (error as { message?: unknown } | null)?.message;
+  if (typeof message !== "string" || !PRUNED_STATE.test(message)) return false;
+  const block = blockRefOf(call.method, call.params);
+  if (block?.kind === "tag") return block.tag !== "earliest";
+  return (
+    block?.kind === "number" &&
+    quorumHead !== null &&
+    block.number > quorumHead - RECENT_STATE_BLOCKS
+  );
 }
 
 const INNER_ERROR_WINDOW_BYTES = 1024;

@@ -1176,3 +1176,55 @@ describe("findInnerError", () => {
     expect(findInnerError(body, innerErrors)).toBe(expected);
   });
 });
+
+describe("classifyMember: pruned state is the caller's answer only about old blocks", () => {
+  const ADDRESS = "0x0000000000000000000000000000000000000001";
+  const pruned = { code: -32000, message: "missing trie node 9f3c7a (path )" };
+  const HIGH_HEAD: ClassifyContext = { quorumHead: 1_000 };
+  it.each([
+    {
+      name: "a block long below the head",
+      params: [ADDRESS, "0x64"],
+      context: HIGH_HEAD,
+      ok: true,
+    },
+    { name: "earliest", params: [ADDRESS, "earliest"], context: HIGH_HEAD, ok: true },
+    {
+      name: "a number while the head is unknown",
+      params: [ADDRESS, "0x3e8"],
+      context: NO_HEAD,
+      ok: true,
+    },
+    {
+      name: "regression: latest was the caller's answer; now retried",
+      params: [ADDRESS, "latest"],
+      context: HIGH_HEAD,
+      ok: false,
+    },
+    {
+      name: "regression: the head's number was the caller's answer; now retried",
+      params: [ADDRESS, "0x3e8"],
+      context: HIGH_HEAD,
+      ok: false,
+    },
+    {
+      name: "a block just inside the recent window is retried",
+      params: [ADDRESS, "0x369"],
+      context: HIGH_HEAD,
+      ok: false,
+    },
+    {
+      name: "a block just outside it is the caller's answer",
+      params: [ADDRESS, "0x368"],
+      context: HIGH_HEAD,
+      ok: true,
+    },
+  ])("$name", ({ params, context, ok }) => {
+    const verdict = classifyMember(
+      { jsonrpc: "2.0", id: 1, error: pruned },
+      call("eth_getBalance", params),
+      context,
+    );
+    expect(verdict.outcome).toBe(ok ? "ok" : "retry");
+  });
+});
