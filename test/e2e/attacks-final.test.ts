@@ -37,7 +37,7 @@ interface Liar {
 
 async function startLiar(nodeUrl: string): Promise<Liar> {
   const liar = { rewrite: ((_call, answer) => answer) as Rewrite };
-  const member = async (call: Call): Promise<Member & { id: unknown }> => {
+  const member = async (call: Call): Promise<Member & { jsonrpc: string; id: unknown }> => {
     const response = await fetch(nodeUrl, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -218,5 +218,26 @@ describe("the served head against a provider's eth_blockNumber", () => {
     expect(Math.max(...seen)).toBeLessThanOrEqual(head);
     expect((await position()).served ?? 0).toBeLessThanOrEqual(head);
     expect(await blockNumber()).toBeLessThanOrEqual(head);
+  }, 20_000);
+});
+
+describe("pruned-state errors told by a provider about recent blocks", () => {
+  // "missing trie node" / "historical state is not available" are the caller's answer about old
+  // state, which every full node lacks alike; about the head's state it is the provider failing.
+  it("regression: a provider answering 'missing trie node' to every latest state read had it handed to callers (5 of 20) and kept its traffic; now the call goes to another provider", async () => {
+    liar.rewrite = (call, answer) =>
+      call.method === "eth_getBalance"
+        ? { error: { code: -32000, message: "missing trie node 0xabc (path )" } }
+        : answer;
+    let errors = 0;
+    const calls = 20;
+    for (let round = 0; round < calls; round++) {
+      const answer = await client.send(
+        `${stack.url}/devnet`,
+        rpcCall("eth_getBalance", ["0x0000000000000000000000000000000000000001", "latest"]),
+      );
+      if (JSON.parse(answer.text).error !== undefined) errors++;
+    }
+    expect(errors).toBe(0);
   }, 20_000);
 });
