@@ -124,10 +124,13 @@ export function servedRecently(head: ChainHead | null, now: number, blockTimeMs:
   return newest !== null && now - newest.at < blockTimeMs;
 }
 
+/** How far a provider's head may run ahead of the quorum's: a quorum lags its fastest members. */
+const REACHABLE_MARGIN_BLOCKS = 8;
+
 /**
  * The highest block the chain can have reached by `now`: the monitor's latest plus one block
- * per block time since it confirmed it (and one for the block being made). A provider's number
- * above it is not the chain's; null while the monitor has written no chain position.
+ * per block time since it confirmed it, plus a margin for providers ahead of the quorum. A
+ * provider's number above it is not the chain's; null while the monitor wrote no position.
  */
 export function reachableHead(
   head: ChainHead | null,
@@ -135,7 +138,8 @@ export function reachableHead(
   blockTimeMs: number,
 ): number | null {
   if (head === null) return null;
-  return head.latest.number + Math.ceil(Math.max(0, now - head.updatedAt) / blockTimeMs) + 1;
+  const progress = Math.ceil(Math.max(0, now - head.updatedAt) / blockTimeMs);
+  return head.latest.number + progress + REACHABLE_MARGIN_BLOCKS;
 }
 
 /** May `block` be published at `now`? Only higher than the newest, and `delayMs` after it. */

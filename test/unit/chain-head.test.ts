@@ -96,12 +96,12 @@ describe("reachableHead", () => {
   it.each([
     { name: "unknown before the monitor wrote a position", head: null, now: 5_000, expected: null },
     {
-      name: "the latest plus one right after the monitor confirmed it",
+      name: "the latest plus the margin of 8 right after the monitor confirmed it",
       head: stored,
       now: 1_000,
-      expected: 101,
+      expected: 108,
     },
-    { name: "one more block per block time since", head: stored, now: 3_500, expected: 104 },
+    { name: "one more block per block time since", head: stored, now: 3_500, expected: 111 },
   ])("$name", ({ head, now, expected }) => {
     expect(reachableHead(head, now, 1_000)).toBe(expected);
   });
