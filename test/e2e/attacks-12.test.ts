@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -39,7 +39,9 @@ interface DynamoFront {
 
 async function startDynamoFront(target: string): Promise<DynamoFront> {
   const front = { throttle: false };
-  const server: Server = createServer(async (req, res) => {
+  // A request whose forwarding fails (the target gone while the suite tears down) ends in a
+  // reset, never a rejection nobody handles.
+  const handleRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     if (front.throttle) {
@@ -66,6 +68,9 @@ async function startDynamoFront(target: string): Promise<DynamoFront> {
       "content-type": upstream.headers.get("content-type") ?? "application/x-amz-json-1.0",
     });
     res.end(Buffer.from(await upstream.arrayBuffer()));
+  };
+  const server: Server = createServer((req, res) => {
+    handleRequest(req, res).catch(() => req.socket.destroy());
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");

@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
@@ -62,7 +62,12 @@ async function startLiar(nodeUrl: string): Promise<Liar> {
     });
     return { text: await response.text() };
   };
-  const server: Server = createServer(async (req, res) => {
+  const server: Server = createServer((req, res) => {
+    // The node gone (the stack still polls while the suite tears down) is a reset, as the
+    // node itself would give, never a rejection nobody handles.
+    answer(req, res).catch(() => req.socket.destroy());
+  });
+  const answer = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Call | Call[];
@@ -78,7 +83,7 @@ async function startLiar(nodeUrl: string): Promise<Liar> {
       "content-length": Buffer.byteLength(text),
     });
     res.end(text);
-  });
+  };
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   return Object.assign(liar, {

@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
@@ -50,7 +50,9 @@ async function startLiar(nodeUrl: string): Promise<Liar> {
       ...(error === undefined ? { result } : { error }),
     };
   };
-  const server: Server = createServer(async (req, res) => {
+  // A request whose forwarding fails (the target gone while the suite tears down) ends in a
+  // reset, never a rejection nobody handles.
+  const handleRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Call | Call[];
@@ -61,6 +63,9 @@ async function startLiar(nodeUrl: string): Promise<Liar> {
       "content-length": Buffer.byteLength(text),
     });
     res.end(text);
+  };
+  const server: Server = createServer((req, res) => {
+    handleRequest(req, res).catch(() => req.socket.destroy());
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
