@@ -1,4 +1,10 @@
-import { LAG_LIMIT_SECONDS, PRIMARY, PROVIDERS, STALE_LIMIT_SECONDS } from "./config.ts";
+import {
+  LAG_LIMIT_SECONDS,
+  PRIMARY,
+  PROVIDERS,
+  STALE_LIMIT_SECONDS,
+  TRAIL_LIMIT_SECONDS,
+} from "./config.ts";
 import type { HeadTracker, StatusSample } from "./observe.ts";
 import { attemptsOf, type OpRecord, providersOf, succeeded } from "./traffic.ts";
 
@@ -36,6 +42,8 @@ export interface OpSample {
   readonly attempts: number;
   readonly status: string;
   readonly ms: number;
+  /** Seconds behind the best node, for a stale answer. */
+  readonly behindSeconds?: number;
 }
 
 export interface BlacklistEpisode {
@@ -84,6 +92,8 @@ export interface ScenarioFigures {
     readonly count: number;
     /** Behind by more than max_lag_seconds. */
     readonly strict: number;
+    /** Behind by more than max_lag_seconds plus the served head's trail (docs/behaviour.md §10.2). */
+    readonly beyondTrail: number;
     readonly maxSeconds: number | null;
     /** Served by the primary while the status route already showed it out of service. */
     readonly afterVerdict: number;
@@ -117,7 +127,7 @@ export interface ScenarioFigures {
   readonly allDown: AllDownFigures | null;
   /** The first few failed or wrong ops, for the report. */
   readonly failures: readonly OpSample[];
-  /** The first few stale answers. */
+  /** The first few answers more than max_lag_seconds behind (or from a primary already out). */
   readonly staleSamples: readonly OpSample[];
 }
 
@@ -300,6 +310,7 @@ export function analyse(input: AnalysisInput): ScenarioFigures {
   const outOfService = outOfServiceRanges(status);
   let staleCount = 0;
   let strict = 0;
+  let beyondTrail = 0;
   let afterVerdict = 0;
   let maxStale: number | null = null;
   const staleSamples: OpSample[] = [];
@@ -308,11 +319,14 @@ export function analyse(input: AnalysisInput): ScenarioFigures {
     const behind = stalenessOf(op, heads);
     if (behind !== null) {
       maxStale = maxStale === null ? behind : Math.max(maxStale, behind);
-      if (behind > LAG_LIMIT_SECONDS) strict++;
-      if (behind > STALE_LIMIT_SECONDS) {
-        staleCount++;
-        if (staleSamples.length < 5) staleSamples.push(sample(op, timeline));
+      if (behind > LAG_LIMIT_SECONDS) {
+        strict++;
+        if (staleSamples.length < 5) {
+          staleSamples.push({ ...sample(op, timeline), behindSeconds: behind });
+        }
       }
+      if (behind > TRAIL_LIMIT_SECONDS) beyondTrail++;
+      if (behind > STALE_LIMIT_SECONDS) staleCount++;
     }
     // Routing check: an answer from the primary while the status route had it out of service
     // from before the op started until after it ended (all down aside: emergency use).
@@ -368,7 +382,7 @@ export function analyse(input: AnalysisInput): ScenarioFigures {
     },
     success: { ok, total: counted.length },
     wrong: ops.filter((op) => op.wrong !== null).length,
-    stale: { count: staleCount, strict, maxSeconds: maxStale, afterVerdict },
+    stale: { count: staleCount, strict, beyondTrail, maxSeconds: maxStale, afterVerdict },
     failover: {
       ms: failoverOp ? failoverOp.end - timeline.fault : null,
       attempts: failoverOp ? attemptsOf(failoverOp) : null,

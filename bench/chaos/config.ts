@@ -74,6 +74,18 @@ export const DETECTION_ALLOWANCE_SECONDS =
 export const LAG_LIMIT_SECONDS = TIMINGS.quorum.max_lag_seconds;
 export const STALE_LIMIT_SECONDS = LAG_LIMIT_SECONDS + DETECTION_ALLOWANCE_SECONDS;
 
+/**
+ * How far the served head may trail the chain by design (docs/behaviour.md §10.2): a container
+ * answers only a publication at least one delay old (2 × state_cache_ms + 500 ms), and a block's
+ * timestamp is whole seconds, so `latest`, pinned to the served head, trails the best node by up
+ * to that delay plus one block time even with every provider healthy.
+ */
+export const SERVED_HEAD_TRAIL_SECONDS =
+  (2 * TIMINGS.state_cache_ms + 500) / 1000 + BLOCK_TIME_SECONDS;
+
+/** With providers that keep up, no answer may be further behind than this. */
+export const TRAIL_LIMIT_SECONDS = LAG_LIMIT_SECONDS + SERVED_HEAD_TRAIL_SECONDS;
+
 /** The `${CHAOS_KEY}` placeholder in the primary's URL (a key in the path, as paid providers have). */
 export const KEY_PLACEHOLDER = "CHAOS_KEY";
 

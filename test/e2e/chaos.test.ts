@@ -65,7 +65,9 @@ function check(name: string, target: string): void {
  * behind, by up to max_lag_seconds plus the detection allowance (one check interval, that
  * check's timeout, one block, the state cache); the README states that allowance. With any
  * other fault the answers come from providers that keep up, so none may be more than
- * max_lag_seconds behind.
+ * max_lag_seconds plus the served head's trail behind: `latest` is pinned to the served head,
+ * which by design trails the chain by one publication delay and a block (docs/behaviour.md
+ * §10.2; 3 s was measured with every provider healthy, 4 s on a loaded CI machine).
  */
 const HEAD_FAULTS = new Set(["stuck-head", "lagging-head"]);
 
@@ -75,10 +77,10 @@ function checkStaleness(name: string): void {
       expectTarget(name, "0 stale answers"));
     return;
   }
-  it("0 stale answers (none more than max_lag_seconds behind)", () => {
+  it("0 stale answers (none more than max_lag_seconds plus the served head's trail behind)", () => {
     expectTarget(name, "0 stale answers");
     const stale = results.get(name)?.figures?.stale;
-    expect(stale?.strict, `${name}: ${verdictOf(name, "0 stale answers").measured}`).toBe(0);
+    expect(stale?.beyondTrail, `${name}: ${verdictOf(name, "0 stale answers").measured}`).toBe(0);
   });
 }
 
