@@ -13,9 +13,9 @@ import type {
   UpstreamResult,
   Wait,
 } from "./ports.ts";
-import { admitCalls, callsOf } from "./request/admit.ts";
+import { admitCalls, callsOf, unpinnedOrder } from "./request/admit.ts";
 import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
-import { runAttempts } from "./request/attempts.ts";
+import { type AttemptLoop, runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import { startSends } from "./request/broadcast.ts";
 import {
@@ -42,6 +42,7 @@ import {
   reachableBlocks,
   settleBlockNumbers,
 } from "./request/served-head.ts";
+import { settleUnpinnedRetries, unpinnedRetries } from "./request/unpinned-retry.ts";
 import type { SelectionContext } from "./selection.ts";
 import type { StateCache } from "./state-cache.ts";
 
@@ -183,7 +184,8 @@ export class Gateway {
     const sends = await startSends(open, network.name, { ...this.#deps, settings });
     // Log queries are served apart, as internal calls through this same pipeline.
     const logQueries = options.internal ? [] : logQueriesOf(open);
-    const routedAttempts = await runAttempts({
+    const routed = open.filter((entry) => !logQueries.includes(entry));
+    const loop: AttemptLoop = {
       upstream: this.#deps.upstream,
       clock,
       deadline,
@@ -193,12 +195,25 @@ export class Gateway {
       },
       single: scope.single,
       body,
-      open: open.filter((entry) => !logQueries.includes(entry)),
+      open: routed,
       batchLimit: (provider) => batchLimitOf(provider, scope.batchLimits, clock()),
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
       callsMade: sends.copies,
       hedging: this.#hedging.forRequest(network),
-    });
+    };
+    let routedAttempts = await runAttempts(loop);
+    const retries = unpinnedRetries(routed, (call) =>
+      unpinnedOrder(call, scope.ranked, scope.context),
+    );
+    if (retries.length > 0) {
+      routedAttempts += await runAttempts({
+        ...loop,
+        open: retries.map(({ retry }) => retry),
+        callsMade: sends.copies + routedAttempts,
+        hedging: undefined,
+      });
+      settleUnpinnedRetries(retries);
+    }
     const attempts =
       routedAttempts +
       (await serveLogQueries(logQueries, {

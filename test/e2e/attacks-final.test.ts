@@ -246,3 +246,31 @@ describe("pruned-state errors told by a provider about recent blocks", () => {
     expect(errors).toBe(0);
   }, 20_000);
 });
+
+describe("a provider claiming a head a few blocks ahead, within the reachable head", () => {
+  // Last in the file: the served head it pushes up stays there (forward-only) until the chain
+  // catches up.
+  it("regression: a served head published 6 blocks ahead of the chain (a provider's eth_blockNumber, within the reachable head) made every call about `latest`, pinned to it, fail until the chain caught up; now such a call is sent once more as the caller wrote it and answered", async () => {
+    // What one provider's eth_blockNumber 6 blocks ahead leads to when its publication wins
+    // (the reachable head allows 8): written the way a container publishes it.
+    const ahead = (await nodeHead()) + 6;
+    expect(await stack.store.publishServed("devnet", ahead, Date.now(), 0)).toBe(true);
+    await untilStatus((head) => (head.served ?? 0) >= ahead);
+    const failures: string[] = [];
+    let answered = 0;
+    const started = Date.now();
+    while (Date.now() - started < 3_000) {
+      for (const call of [
+        rpcCall("eth_getBalance", ["0x0000000000000000000000000000000000000001", "latest"]),
+        rpcCall("eth_getBlockByNumber", ["latest", false]),
+      ]) {
+        const answer = JSON.parse((await client.send(`${stack.url}/devnet`, call)).text);
+        if (answer.error !== undefined || answer.result === null) {
+          failures.push(JSON.stringify(answer.error ?? answer.result));
+        } else answered++;
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(answered).toBeGreaterThan(0);
+  }, 30_000);
+});

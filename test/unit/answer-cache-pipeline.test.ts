@@ -97,13 +97,18 @@ const chain = (method: string, params: unknown[]): unknown => {
 
 function harness(
   overrides: Partial<ConfigInput["networks"][string]> = {},
-  options: { shared?: MemoryAnswerStore; memoryBytes?: number; head?: ChainHead | null } = {},
+  options: {
+    shared?: MemoryAnswerStore;
+    memoryBytes?: number;
+    head?: ChainHead | null;
+    results?: (method: string, params: unknown[]) => unknown;
+  } = {},
 ) {
   let now = NOW;
   const clock = () => now;
   const store = new MemoryStateStore(clock);
   if (options.head !== null) store.setHead("net", options.head ?? HEAD);
-  const upstream = new ScriptedUpstream().script(P1, node(chain));
+  const upstream = new ScriptedUpstream().script(P1, node(options.results ?? chain));
   const shared = options.shared ?? new MemoryAnswerStore(clock);
   const telemetry = recordingTelemetry();
   const config = configSchema.parse({
@@ -434,5 +439,80 @@ describe("switches and bounds", () => {
       realtime: { hits: 0, misses: 0, ratio: null },
       never: { hits: 0, misses: 1, ratio: 0 },
     });
+  });
+});
+
+describe("a served head ahead of every provider (docs/behaviour.md §10.4)", () => {
+  // The provider's head is 118, the served head 120: published a few blocks early from one
+  // provider's eth_blockNumber, or before a revert shortened the chain.
+  const shortChain = (method: string, params: unknown[]): unknown => {
+    if (method === "eth_getBalance") {
+      if (params[1] === "latest") return "0x76";
+      return Number.parseInt(String(params[1]).slice(2), 16) > 118 ? null : "0x1";
+    }
+    if (method !== "eth_getBlockByNumber") return chain(method, params);
+    if (params[0] === "latest") return { number: hex(118), hash: hashOf(118) };
+    const number = Number.parseInt(String(params[0]).slice(2), 16);
+    return number > 118 ? null : chain(method, params);
+  };
+  /** The monitor saw the provider at 118 over a block time ago (12 s): it can have reached 120. */
+  const withQuorumAt118 = () => {
+    // Published a few seconds ago: every container answers it now.
+    const head = { ...HEAD, served: { block: 120, at: NOW - 5_000 } };
+    const h = harness({}, { results: shortChain, head });
+    h.store.setQuorum("net", {
+      head: 118,
+      headTimestamp: NOW / 1000 - 24,
+      members: ["p1"],
+      excluded: {},
+      heads: { p1: { number: 118, timestamp: NOW / 1000 - 24 } },
+      computedAt: NOW - 13_000,
+    });
+    return h;
+  };
+
+  it("a call about latest, pinned to the served head and answered from behind, is sent once more as written and answered", async () => {
+    const h = withQuorumAt118();
+    const response = await h.rpc(blockCall(1, "latest"));
+    expect(JSON.parse(response.body)).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { number: hex(118), hash: hashOf(118) },
+    });
+    expect(h.upstream.bodiesTo(P1)).toEqual([
+      expect.stringContaining(`"${hex(120)}"`),
+      expect.stringContaining('"latest"'),
+    ]);
+  });
+
+  it("that answer is not kept under the pinned block's key: the balance at block 120 asked by number goes to the provider", async () => {
+    const h = withQuorumAt118();
+    const address = "0x0000000000000000000000000000000000000001";
+    const latest = await h.rpc(call(1, "eth_getBalance", [address, "latest"]));
+    expect(JSON.parse(latest.body).result).toBe("0x76");
+    const byNumber = await h.rpc(call(2, "eth_getBalance", [address, hex(120)]));
+    expect(byNumber.headers["x-gateway-cache"]).not.toBe("hit-memory");
+    expect(JSON.parse(byNumber.body).result).not.toBe("0x76");
+    expect(h.upstream.bodiesTo(P1)).toHaveLength(3);
+  });
+
+  it("a call naming the block itself is not resent: only a tag the gateway pinned is", async () => {
+    const h = withQuorumAt118();
+    const response = await h.rpc(blockCall(1, 120));
+    expect(JSON.parse(response.body).error?.code).toBe(-32603);
+    expect(h.upstream.bodiesTo(P1)).toHaveLength(1);
+  });
+
+  it("in a batch, only the members every provider answered from behind are resent", async () => {
+    const h = withQuorumAt118();
+    const response = await h.rpc(batch(blockCall(1, "latest"), blockCall(2, 100)));
+    expect(JSON.parse(response.body)).toEqual([
+      { jsonrpc: "2.0", id: 1, result: { number: hex(118), hash: hashOf(118) } },
+      { jsonrpc: "2.0", id: 2, result: { number: hex(100), hash: hash("a") } },
+    ]);
+    const bodies = h.upstream.bodiesTo(P1);
+    expect(bodies).toHaveLength(2);
+    expect(bodies[1]).toContain('"latest"');
+    expect(bodies[1]).not.toContain(`"${hex(100)}"`);
   });
 });

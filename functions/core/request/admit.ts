@@ -9,7 +9,7 @@ import {
 } from "../jsonrpc.ts";
 import { blockRefOf } from "../methods/block-ref.ts";
 import type { Network, Provider } from "../network-model.ts";
-import { attemptOrder, type SelectionContext } from "../selection.ts";
+import { type AttemptSlot, attemptOrder, type SelectionContext } from "../selection.ts";
 import { logQueryOf, spanOf } from "./logs-range.ts";
 import { type OpenCall, openCall } from "./open-call.ts";
 import { type PinnedTags, pinBlockTags } from "./pin-tags.ts";
@@ -88,9 +88,18 @@ export function admitCalls(
       );
       continue;
     }
-    open.push(openCall(call, order));
+    open.push(openCall(call, order, call === member ? null : member));
   }
   return { open, immediate };
+}
+
+/** The attempt order of a call as written, blocks unpinned (docs/behaviour.md §10.4). */
+export function unpinnedOrder(
+  call: Call,
+  ranked: readonly Provider[],
+  context: SelectionContext,
+): readonly AttemptSlot[] {
+  return attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
 }
 
 /** The blocks a log query spans, for routing it to a provider that takes them; else null. */

@@ -143,6 +143,8 @@ export class AnswerCache {
       }
       // The class of a lone call's answer sets GET mode's Cache-Control, cached or not.
       if (looked.status === "bypass" && !lookup.single) continue;
+      // An answer to the call as written is about another block than the pinned key's.
+      if (looked.entry.sentUnpinned) continue;
       const text = looked.entry.answer;
       // Only an answer that may be kept is read (a parse of a large answer is not free).
       const member =

@@ -11,7 +11,12 @@ export interface KeptAnswer {
 
 /** One call of a request while the gateway works on it: its walk over the providers. */
 export interface OpenCall {
+  /** The call as it goes upstream (block tags pinned). */
   readonly call: Call;
+  /** The call as the caller wrote it, when tag pinning changed it; else null. */
+  readonly unpinned: Call | null;
+  /** Answered by sending `unpinned` (the answer is about another block than the key's). */
+  sentUnpinned: boolean;
   readonly info: CallInfo;
   readonly order: readonly AttemptSlot[];
   /** The next slot of `order` to try. */
@@ -27,9 +32,15 @@ export interface OpenCall {
   readonly failures: CallFailure[];
 }
 
-export function openCall(call: Call, order: readonly AttemptSlot[]): OpenCall {
+export function openCall(
+  call: Call,
+  order: readonly AttemptSlot[],
+  unpinned: Call | null = null,
+): OpenCall {
   return {
     call,
+    unpinned,
+    sentUnpinned: false,
     info: { method: call.method, params: call.params },
     order,
     next: 0,
