@@ -70,6 +70,8 @@ function harness(
   });
   const model = buildModel(config, (url) => url);
   const ledger = new MemoryTransactionLedger();
+  /** What request stats (failing often) were told, attempt by attempt. */
+  const outcomes: Array<{ provider: string; ok: boolean }> = [];
   const gateway = new Gateway({
     model: () => model,
     upstream,
@@ -83,12 +85,13 @@ function harness(
     scrub: (text) => text,
     scrubAnswer,
     ledger,
+    recordOutcome: (_, provider, ok) => outcomes.push({ provider, ok }),
   });
   const rpc = (body: string, remainingMs?: number) =>
     gateway.handleRpc("net", body, remainingMs === undefined ? {} : { remainingMs });
   const network = model.networks.get("net");
   if (network === undefined) throw new Error("no network");
-  return { gateway, store, upstream, telemetry, advance, rpc, clock, network, ledger };
+  return { gateway, store, upstream, telemetry, advance, rpc, clock, network, ledger, outcomes };
 }
 
 const call = (id: number, method = "eth_blockNumber", params: unknown[] = []) =>
@@ -992,5 +995,20 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     const response = await h.rpc(call(1, "eth_getBlockByNumber", ["0x5a", false]));
     expect(response.headers["x-gateway-provider"]).toBe("p2");
     expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("regression: an answer from behind counted as a failed request in the stats behind 'failing often', so a served head above the chain (a revert) had every provider excluded from quorum; now it counts as neither", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
+    h.upstream.script(
+      P1,
+      resultFor(() => null),
+    );
+    h.upstream.script(
+      P2,
+      resultFor(() => ({ number: "0x5a" })),
+    );
+    await h.rpc(call(1, "eth_getBlockByNumber", ["0x5a", false]));
+    expect(h.outcomes).toEqual([{ provider: "p2", ok: true }]);
   });
 });

@@ -97,7 +97,11 @@ export class HealthRecorder {
     const { network, slot } = attempt;
     const provider = slot.provider;
     const kind = verdict.outcome === "retry" ? verdict.kind : verdict.outcome;
-    this.#deps.recordOutcome?.(network.name, provider.name, false, attempt.elapsedMs);
+    // Behind is not broken: counted as an error, a served head above the chain (a revert)
+    // would have every provider "failing often" and out of the quorum.
+    if (verdict.outcome !== "behind") {
+      this.#deps.recordOutcome?.(network.name, provider.name, false, attempt.elapsedMs);
+    }
     this.#deps.telemetry.count("retried_errors", {
       network: network.name,
       provider: provider.name,
