@@ -148,10 +148,14 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
   /**
    * At cold start the config load and the state read of the requested network would otherwise
    * be two round trips one after the other: the read needs only the network's name, and the
-   * request finds it in flight (or in memory) in the state cache. A name the config turns out
-   * not to have costs one wasted read, once per container.
+   * request finds it in flight (or in memory) in the state cache. Only the container's first
+   * request reads early, so a name the config turns out not to have costs one wasted read per
+   * container, even while no config can load.
    */
+  let readEarly = false;
   function readStateWhileConfigLoads(event: APIGatewayProxyEventV2): void {
+    if (readEarly) return;
+    readEarly = true;
     const route = matchRoute(event.requestContext?.http?.method ?? "GET", event.rawPath ?? "/");
     const network = "network" in route ? route.network : null;
     // The cache logs and counts a failed read, and answers with what it has.

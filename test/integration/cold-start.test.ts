@@ -124,16 +124,18 @@ describe("a cold container's first request", () => {
     expect((await answer).statusCode).toBe(200);
   });
 
-  it("a network the config does not have costs one read and still gets its error", async () => {
+  it("only the first request reads early: names the config does not have cost one read, and still get their error", async () => {
     const { runtime, store, release } = coldRuntime();
 
-    const answer = runtime.handle(rpcEvent(blockNumber, "nonet"));
+    const answers = ["nonet", "other", "third"].map((network) =>
+      runtime.handle(rpcEvent(blockNumber, network)),
+    );
     await new Promise((resolve) => setImmediate(resolve));
     release();
-    const result = await answer;
+    const results = await Promise.all(answers);
 
-    expect(result.statusCode).toBe(404);
-    expect(result.body).toContain('unknown network \\"nonet\\"');
+    expect(results.map((result) => result.statusCode)).toEqual([404, 404, 404]);
+    expect(results[0]?.body).toContain('unknown network \\"nonet\\"');
     expect(store.reads).toEqual([{ network: "nonet", configLoaded: false }]);
   });
 });
