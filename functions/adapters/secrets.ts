@@ -88,16 +88,13 @@ const CLIENT_OPTIONS = {
 };
 
 /**
- * Runs `load` once, on first call, and keeps its result; a failed load (the module could not be
- * read) is tried again by the next call.
+ * Runs `load` on the first call and keeps its promise. A failed load stays failed (a module
+ * import that failed fails again): each lookup then reports its names unreadable, with why.
  */
 function onFirstUse<T>(load: () => Promise<T>): () => Promise<T> {
   let loaded: Promise<T> | undefined;
   return () => {
-    loaded ??= load().catch((error: unknown) => {
-      loaded = undefined;
-      throw error;
-    });
+    loaded ??= load();
     return loaded;
   };
 }
