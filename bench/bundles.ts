@@ -1,6 +1,6 @@
-import { copyFileSync, mkdirSync, statSync } from "node:fs";
+import { copyFileSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { build, type Plugin } from "esbuild";
+import { build, type Metafile, type Plugin } from "esbuild";
 import { BUNDLE_DEFINES, CREATE_REQUIRE_BANNER } from "../infra/constructs/node-function.ts";
 
 /**
@@ -30,6 +30,8 @@ export interface Bundle {
   readonly file: string;
   readonly dir: string;
   readonly bytes: number;
+  /** What the bundle holds, input by input (also written beside it as `meta.json`). */
+  readonly metafile: Metafile;
 }
 
 export const GATEWAY_ENTRY = "functions/proxy/handler.ts";
@@ -51,7 +53,7 @@ export async function buildBundle(spec: BundleSpec): Promise<Bundle> {
   const dir = join(BUNDLES_DIR, spec.name);
   mkdirSync(dir, { recursive: true });
   const file = join(dir, "index.mjs");
-  await build({
+  const { metafile } = await build({
     absWorkingDir: ROOT,
     entryPoints: [join(ROOT, spec.entry)],
     outfile: file,
@@ -66,7 +68,30 @@ export async function buildBundle(spec: BundleSpec): Promise<Bundle> {
     define: BUNDLE_DEFINES,
     plugins: spec.client === "node-http" ? [useNodeHttpUpstream] : [],
     logLevel: "error",
+    metafile: true,
   });
   copyFileSync(join(ROOT, "config", "dev.json"), join(dir, "config.json"));
-  return { name: spec.name, file, dir: dirname(file), bytes: statSync(file).size };
+  writeFileSync(join(dir, "meta.json"), JSON.stringify(metafile));
+  return { name: spec.name, file, dir: dirname(file), bytes: statSync(file).size, metafile };
+}
+
+/**
+ * Bytes of the minified output by origin: the npm package (`@aws-sdk/client-s3`), or the
+ * project directory (`functions/core`) with `depth` path segments.
+ */
+export function bytesByOrigin(metafile: Metafile, depth = 2): Map<string, number> {
+  const totals = new Map<string, number>();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const [path, input] of Object.entries(output.inputs)) {
+      const owner =
+        /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)?.[1] ??
+        path
+          .replace(/^(\.\.\/)+/, "")
+          .split("/")
+          .slice(0, depth)
+          .join("/");
+      totals.set(owner, (totals.get(owner) ?? 0) + input.bytesInOutput);
+    }
+  }
+  return totals;
 }

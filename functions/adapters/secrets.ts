@@ -1,5 +1,5 @@
-import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { GetParametersCommand, SSMClient } from "@aws-sdk/client-ssm";
+import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import type { SSMClient } from "@aws-sdk/client-ssm";
 
 /**
  * Where the values of `${NAME}` placeholders come from. Each name is resolved on its own, so
@@ -81,13 +81,40 @@ export function envSecretResolver(env: Env = process.env): SecretResolver {
   );
 }
 
+/** Bounded, so a slow secrets service delays a config build by seconds, never indefinitely. */
+const CLIENT_OPTIONS = {
+  maxAttempts: 2,
+  requestHandler: { connectionTimeout: 1000, requestTimeout: 3000 },
+};
+
+/**
+ * Runs `load` on the first call and keeps its promise. A failed load stays failed (a module
+ * import that failed fails again): each lookup then reports its names unreadable, with why.
+ */
+function onFirstUse<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () => {
+    loaded ??= load();
+    return loaded;
+  };
+}
+
 const SSM_BATCH = 10; // GetParameters accepts at most 10 names per call.
 
-/** SSM Parameter Store: SecureString parameter `${prefix}${NAME}`, decrypted. */
-export function ssmSecretResolver(client: SSMClient, prefix: string): SecretResolver {
+/**
+ * SSM Parameter Store: SecureString parameter `${prefix}${NAME}`, decrypted. The SDK client is
+ * loaded on the first lookup (`client` or a new one): most configs have no placeholder, and
+ * loading it costs every cold start ~10 ms of CPU.
+ */
+export function ssmSecretResolver(client: SSMClient | undefined, prefix: string): SecretResolver {
+  const sdk = onFirstUse(async () => {
+    const { GetParametersCommand, SSMClient } = await import("./secrets-sdk.ts");
+    return { client: client ?? new SSMClient(CLIENT_OPTIONS), GetParametersCommand };
+  });
   const readBatch = async (names: readonly string[]): Promise<Array<[string, Read]>> => {
     const parameterNames = names.map((name) => `${prefix}${name}`);
     try {
+      const { client, GetParametersCommand } = await sdk();
       const answer = await client.send(
         new GetParametersCommand({ Names: parameterNames, WithDecryption: true }),
       );
@@ -116,16 +143,21 @@ export function ssmSecretResolver(client: SSMClient, prefix: string): SecretReso
 
 /**
  * Secrets Manager: secret id `${prefix}${NAME}`, whose string is either `{"value":"..."}`
- * or the value itself.
+ * or the value itself. The SDK client is loaded on the first lookup, as for SSM.
  */
 export function secretsManagerSecretResolver(
-  client: SecretsManagerClient,
+  client: SecretsManagerClient | undefined,
   prefix: string,
 ): SecretResolver {
+  const sdk = onFirstUse(async () => {
+    const { GetSecretValueCommand, SecretsManagerClient } = await import("./secrets-sdk.ts");
+    return { client: client ?? new SecretsManagerClient(CLIENT_OPTIONS), GetSecretValueCommand };
+  });
   const read = async (name: string): Promise<Array<[string, Read]>> => {
     const secretId = `${prefix}${name}`;
     let secretString: string | undefined;
     try {
+      const { client, GetSecretValueCommand } = await sdk();
       const answer = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
       secretString = answer.SecretString;
     } catch (error) {
@@ -164,12 +196,6 @@ function jsonValueOrSelf(secretString: string, secretId: string): Read {
   return { value };
 }
 
-/** Bounded, so a slow secrets service delays a config build by seconds, never indefinitely. */
-const CLIENT_OPTIONS = {
-  maxAttempts: 2,
-  requestHandler: { connectionTimeout: 1000, requestTimeout: 3000 },
-};
-
 /**
  * The resolver this process should use: `SECRETS_SOURCE` = `env` (default) | `ssm` |
  * `secretsmanager`; `SECRETS_PREFIX` is put before each name for SSM and Secrets Manager.
@@ -185,12 +211,9 @@ export function createSecretResolver(
     case "env":
       return envSecretResolver(env);
     case "ssm":
-      return ssmSecretResolver(clients.ssm ?? new SSMClient(CLIENT_OPTIONS), prefix);
+      return ssmSecretResolver(clients.ssm, prefix);
     case "secretsmanager":
-      return secretsManagerSecretResolver(
-        clients.secretsManager ?? new SecretsManagerClient(CLIENT_OPTIONS),
-        prefix,
-      );
+      return secretsManagerSecretResolver(clients.secretsManager, prefix);
     default:
       throw new Error(`SECRETS_SOURCE must be env, ssm or secretsmanager, not "${source}"`);
   }

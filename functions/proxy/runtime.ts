@@ -16,6 +16,7 @@ import { KeyUsage } from "../core/key-usage.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
 import type { SharedAnswerStore, StateStore, TransactionLedger, Upstream } from "../core/ports.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
+import { matchRoute } from "../core/routes.ts";
 import { StateCache } from "../core/state-cache.ts";
 import { HISTORY_WINDOW_SECONDS, historyOf } from "../core/stats-history.ts";
 import { networkStatus } from "../core/status.ts";
@@ -144,6 +145,23 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     ...(options.sharedAnswers ? { sharedAnswers: options.sharedAnswers } : {}),
   });
 
+  /**
+   * At cold start the config load and the state read of the requested network would otherwise
+   * be two round trips one after the other: the read needs only the network's name, and the
+   * request finds it in flight (or in memory) in the state cache. Only the container's first
+   * request reads early, so a name the config turns out not to have costs one wasted read per
+   * container, even while no config can load.
+   */
+  let readEarly = false;
+  function readStateWhileConfigLoads(event: APIGatewayProxyEventV2): void {
+    if (readEarly) return;
+    readEarly = true;
+    const route = matchRoute(event.requestContext?.http?.method ?? "GET", event.rawPath ?? "/");
+    const network = "network" in route ? route.network : null;
+    // The cache logs and counts a failed read, and answers with what it has.
+    if (network !== null) void cache.get(network);
+  }
+
   /** The newest events the status shows; without them (DynamoDB down) the status still answers. */
   async function recentEvents(network: string): Promise<StoredEvent[]> {
     if (events === undefined) return [];
@@ -209,6 +227,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     async handle(event, remainingMs) {
       // The deadline counts from here: loading config and state spend the caller's time too.
       const startedAt = clock();
+      if (inForce === null) readStateWhileConfigLoads(event);
       inForce = await config.current();
       const { model } = inForce;
       return handleEvent(

@@ -225,6 +225,48 @@ describe("createSecretResolver", () => {
     expect((await fromEnv.lookup(["SM_KEY"])).values).toEqual(new Map([["SM_KEY", "from-env"]]));
   });
 
+  it("without an injected client, loads the SDK on the first lookup and reads through its own client", async () => {
+    service.parameters.set(`${PREFIX}SSM_KEY`, "from-ssm");
+    service.secrets.set(`${PREFIX}SM_KEY`, "from-secrets-manager");
+    // The resolver's own clients take their endpoint and credentials from the process
+    // environment, as in Lambda; here they point at the local stand-in.
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_SSM: service.endpoint,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: service.endpoint,
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: "test",
+      AWS_SECRET_ACCESS_KEY: "test",
+    });
+    try {
+      const fromSsm = createSecretResolver({ SECRETS_SOURCE: "ssm", SECRETS_PREFIX: PREFIX });
+      const fromSecretsManager = createSecretResolver({
+        SECRETS_SOURCE: "secretsmanager",
+        SECRETS_PREFIX: PREFIX,
+      });
+      expect(service.calls).toEqual([]);
+
+      expect(await fromSsm.lookup(["SSM_KEY", "ABSENT_KEY"])).toEqual({
+        values: new Map([["SSM_KEY", "from-ssm"]]),
+        unresolved: new Map([
+          [
+            "ABSENT_KEY",
+            `no value for placeholder \${ABSENT_KEY}: create the SecureString parameter ${PREFIX}ABSENT_KEY`,
+          ],
+        ]),
+      });
+      expect((await fromSecretsManager.lookup(["SM_KEY"])).values).toEqual(
+        new Map([["SM_KEY", "from-secrets-manager"]]),
+      );
+      expect(service.calls.map((call) => call.target)).toEqual([
+        "AmazonSSM.GetParameters",
+        "secretsmanager.GetSecretValue",
+      ]);
+    } finally {
+      process.env = saved;
+    }
+  });
+
   it("refuses an unknown SECRETS_SOURCE", () => {
     expect(() => createSecretResolver({ SECRETS_SOURCE: "vault" })).toThrow(
       'SECRETS_SOURCE must be env, ssm or secretsmanager, not "vault"',
