@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
@@ -17,34 +17,42 @@ import { build } from "esbuild";
 const ROOT = join(import.meta.dirname, "..");
 const OUT_DIR = join(ROOT, "local", ".build");
 
-mkdirSync(OUT_DIR, { recursive: true });
 // Concurrent starts each write their own file, then move it into place in one step.
 const staging = join(OUT_DIR, `start-${process.pid}.mjs`);
 const target = join(OUT_DIR, "start.mjs");
-await build({
-  entryPoints: [join(ROOT, "local", "start.ts")],
-  outfile: staging,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node24",
-  packages: "external",
-  sourcemap: "inline",
-  sourcesContent: false,
-  logLevel: "warning",
-  plugins: [
-    {
-      name: "upstream-adapter-apart",
-      setup(plugin) {
-        // The bundle sits in local/.build/: the adapter is imported from there by path.
-        plugin.onResolve({ filter: /\/adapters\/upstream\.ts$/ }, (args) => ({
-          path: pathToFileURL(join(args.resolveDir, args.path)).href,
-          external: true,
-        }));
+try {
+  mkdirSync(OUT_DIR, { recursive: true });
+  await build({
+    entryPoints: [join(ROOT, "local", "start.ts")],
+    outfile: staging,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node24",
+    packages: "external",
+    sourcemap: "inline",
+    sourcesContent: false,
+    logLevel: "silent",
+    plugins: [
+      {
+        name: "upstream-adapter-apart",
+        setup(plugin) {
+          // The bundle sits in local/.build/: the adapter is imported from there by path.
+          plugin.onResolve({ filter: /\/adapters\/upstream\.ts$/ }, (args) => ({
+            path: pathToFileURL(join(args.resolveDir, args.path)).href,
+            external: true,
+          }));
+        },
       },
-    },
-  ],
-});
-renameSync(staging, target);
+    ],
+  });
+  renameSync(staging, target);
+} catch (error) {
+  rmSync(staging, { force: true });
+  console.error(
+    `could not build local/start.ts: ${error instanceof Error ? error.message : String(error)}`,
+  );
+  process.exit(1);
+}
 process.setSourceMapsEnabled(true);
 await import(pathToFileURL(target).href);
