@@ -262,25 +262,46 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   });
 }
 
-function lambdaContext(functionName: string, timeoutMs: number): Context {
-  const deadline = Date.now() + timeoutMs;
-  const callbackStyleUnsupported = (): never => {
-    throw new Error("done/fail/succeed are not supported: return a promise from the handler");
-  };
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName,
-    functionVersion: "$LATEST",
-    invokedFunctionArn: `arn:aws:lambda:us-east-1:${ACCOUNT_ID}:function:${functionName}`,
-    memoryLimitInMB: "1024",
-    awsRequestId: randomUUID(),
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: "local",
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: callbackStyleUnsupported,
-    fail: callbackStyleUnsupported,
-    succeed: callbackStyleUnsupported,
-  };
+/**
+ * The Lambda context of one invocation. A class, so the emulator's one per request shares its
+ * fixed fields and methods instead of building closures for them.
+ */
+class LambdaContext implements Context {
+  readonly callbackWaitsForEmptyEventLoop = true;
+  readonly functionVersion = "$LATEST";
+  readonly memoryLimitInMB = "1024";
+  readonly logStreamName = "local";
+  readonly awsRequestId = randomUUID();
+  readonly invokedFunctionArn: string;
+  readonly logGroupName: string;
+  readonly functionName: string;
+  readonly #deadline: number;
+
+  constructor(functionName: string, timeoutMs: number) {
+    this.functionName = functionName;
+    this.invokedFunctionArn = `arn:aws:lambda:us-east-1:${ACCOUNT_ID}:function:${functionName}`;
+    this.logGroupName = `/aws/lambda/${functionName}`;
+    this.#deadline = Date.now() + timeoutMs;
+  }
+
+  /** An own function, not a method: callers take it off the context and call it alone. */
+  readonly getRemainingTimeInMillis = (): number => Math.max(0, this.#deadline - Date.now());
+
+  done(): never {
+    return callbackStyleUnsupported();
+  }
+
+  fail(): never {
+    return callbackStyleUnsupported();
+  }
+
+  succeed(): never {
+    return callbackStyleUnsupported();
+  }
+}
+
+function callbackStyleUnsupported(): never {
+  throw new Error("done/fail/succeed are not supported: return a promise from the handler");
 }
 
 interface InvokeTimeouts {
@@ -291,37 +312,41 @@ interface InvokeTimeouts {
 
 /**
  * Runs the handler until it settles or a timeout fires. A handler that timed out keeps
- * running in the background: the emulator cannot stop it, only stop waiting for it.
+ * running in the background: the emulator cannot stop it, only stop waiting for it. Only the
+ * earlier of the two timeouts can end the wait (the function's on a tie), so one timer serves.
  */
-async function invoke(
+function invoke(
   handler: ApiGatewayHandler,
   event: APIGatewayProxyEventV2,
   timeouts: InvokeTimeouts,
 ): Promise<Outcome> {
-  const timers: NodeJS.Timeout[] = [];
-  const after = (ms: number, outcome: Outcome) =>
-    new Promise<Outcome>((resolve) => {
-      timers.push(setTimeout(resolve, ms, outcome));
-    });
-  const context = lambdaContext(timeouts.functionName, timeouts.functionTimeoutMs);
-  const handled = Promise.resolve()
-    .then(() => handler(event, context))
-    .then(
-      (value): Outcome => ({ kind: "result", value }),
-      (error: unknown): Outcome => ({
-        kind: "error",
-        error: error instanceof Error ? error : new Error(String(error)),
-      }),
+  const functionFirst = timeouts.functionTimeoutMs <= timeouts.integrationTimeoutMs;
+  const timedOut: Outcome = functionFirst
+    ? { kind: "function_timeout" }
+    : { kind: "integration_timeout" };
+  return new Promise<Outcome>((resolve) => {
+    const timer = setTimeout(
+      resolve,
+      functionFirst ? timeouts.functionTimeoutMs : timeouts.integrationTimeoutMs,
+      timedOut,
     );
-  try {
-    return await Promise.race([
-      handled,
-      after(timeouts.functionTimeoutMs, { kind: "function_timeout" }),
-      after(timeouts.integrationTimeoutMs, { kind: "integration_timeout" }),
-    ]);
-  } finally {
-    for (const timer of timers) clearTimeout(timer);
-  }
+    const settle = (outcome: Outcome) => {
+      clearTimeout(timer);
+      resolve(outcome);
+    };
+    const context = new LambdaContext(timeouts.functionName, timeouts.functionTimeoutMs);
+    let handled: Promise<unknown>;
+    try {
+      handled = handler(event, context);
+    } catch (error) {
+      handled = Promise.reject(error);
+    }
+    Promise.resolve(handled).then(
+      (value) => settle({ kind: "result", value }),
+      (error: unknown) =>
+        settle({ kind: "error", error: error instanceof Error ? error : new Error(String(error)) }),
+    );
+  });
 }
 
 /**

@@ -86,9 +86,9 @@ export function buildEvent(req: IncomingMessage, parts: EventParts): APIGatewayP
     forwardedFor === undefined ? sourceIp : `${forwardedFor}, ${sourceIp}`;
   headers["x-forwarded-port"] = String(port);
   headers["x-forwarded-proto"] = "http";
-  headers["x-amzn-trace-id"] ??= traceId();
+  const now = Date.now();
+  headers["x-amzn-trace-id"] ??= traceId(now);
 
-  const now = new Date();
   const domainName = (headers.host ?? "localhost").replace(/:\d+$/, "");
   const event: APIGatewayProxyEventV2 = {
     version: "2.0",
@@ -112,7 +112,7 @@ export function buildEvent(req: IncomingMessage, parts: EventParts): APIGatewayP
       routeKey: matched.routeKey,
       stage: "$default",
       time: clfTime(now),
-      timeEpoch: now.getTime(),
+      timeEpoch: now,
     },
     isBase64Encoded: false,
   };
@@ -158,13 +158,26 @@ function clientIp(req: IncomingMessage): string {
   return address.startsWith("::ffff:") ? address.slice(7) : address;
 }
 
-function traceId(): string {
-  const epochSeconds = Math.floor(Date.now() / 1000).toString(16);
-  return `Root=1-${epochSeconds}-${randomUUID().replaceAll("-", "").slice(0, 24)}`;
+/** An X-Ray trace header as API Gateway adds it: `Root=1-<epoch seconds hex>-<24 hex digits>`. */
+function traceId(epochMs: number): string {
+  const random = randomUUID();
+  // The UUID's hex digits without its dashes (8-4-4-4-…), the first 24 of them.
+  const digits = `${random.slice(0, 8)}${random.slice(9, 13)}${random.slice(14, 18)}${random.slice(19, 23)}${random.slice(24, 28)}`;
+  return `Root=1-${Math.floor(epochMs / 1000).toString(16)}-${digits}`;
 }
 
+/** requestContext.time changes once a second: it is formatted once a second, not per request. */
+let clfSecond = Number.NaN;
+let clfText = "";
+
 /** "12/Mar/2020:19:03:58 +0000", the format of requestContext.time. */
-function clfTime(date: Date): string {
-  const pad = (value: number): string => String(value).padStart(2, "0");
-  return `${pad(date.getUTCDate())}/${MONTHS[date.getUTCMonth()]}/${date.getUTCFullYear()}:${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())} +0000`;
+function clfTime(epochMs: number): string {
+  const second = Math.floor(epochMs / 1000);
+  if (second !== clfSecond) {
+    const date = new Date(second * 1000);
+    const pad = (value: number): string => String(value).padStart(2, "0");
+    clfText = `${pad(date.getUTCDate())}/${MONTHS[date.getUTCMonth()]}/${date.getUTCFullYear()}:${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())} +0000`;
+    clfSecond = second;
+  }
+  return clfText;
 }

@@ -213,12 +213,18 @@ function claimsRecentStatePruned(
 const INNER_ERROR_WINDOW_BYTES = 1024;
 const utf8Encoder = new TextEncoder();
 const utf8Decoder = new TextDecoder();
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /** The first configured inner_errors substring found in the first 1024 bytes (UTF-8) of the body, or null. */
 export function findInnerError(body: string, innerErrors: readonly string[]): string | null {
-  // No character is shorter than a byte, so 1024 characters hold the whole window.
-  const bytes = utf8Encoder.encode(body.slice(0, INNER_ERROR_WINDOW_BYTES));
-  const window = utf8Decoder.decode(bytes.subarray(0, INNER_ERROR_WINDOW_BYTES));
+  // Runs on every answer: with none configured (the default) there is nothing to look at.
+  if (innerErrors.length === 0) return null;
+  // No character is shorter than a byte, so 1024 characters hold the whole window; ASCII
+  // text is one byte a character, so it is the window as it is.
+  const head = body.slice(0, INNER_ERROR_WINDOW_BYTES);
+  const window = NON_ASCII.test(head)
+    ? utf8Decoder.decode(utf8Encoder.encode(head).subarray(0, INNER_ERROR_WINDOW_BYTES))
+    : head;
   return innerErrors.find((needle) => needle.length > 0 && window.includes(needle)) ?? null;
 }
 

@@ -17,7 +17,7 @@ import { admitCalls, callsOf, unpinnedOrder } from "./request/admit.ts";
 import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
 import { type AttemptLoop, runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
-import { startSends } from "./request/broadcast.ts";
+import { NO_SENDS, startSends } from "./request/broadcast.ts";
 import {
   type AttemptRecord,
   HealthRecorder,
@@ -34,7 +34,11 @@ import type { AttemptGroup } from "./request/plan.ts";
 import { reportRequest } from "./request/report.ts";
 import { assembleResponse, type GatewayResponse, JSON_HEADERS } from "./request/respond.ts";
 import { type RequestScope, requestScope } from "./request/scope.ts";
-import { providerKnowsTransaction, settleSentTransactions } from "./request/sent-transactions.ts";
+import {
+  providerKnowsTransaction,
+  SEND_RAW_TRANSACTION,
+  settleSentTransactions,
+} from "./request/sent-transactions.ts";
 import { ServableMethods } from "./request/servable.ts";
 import {
   answerFromServedHead,
@@ -181,18 +185,22 @@ export class Gateway {
     );
     const fromHead = answerFromServedHead(open, scope.servedHead);
     const cached = await this.#answers.lookup(model, network, request, open, state.head);
-    const sends = await startSends(open, network.name, { ...this.#deps, settings });
+    // Most requests send no transaction and hold no log query: those steps, and their awaits,
+    // are skipped for them.
+    const sending = open.some(isSend);
+    const sends = sending
+      ? await startSends(open, network.name, { ...this.#deps, settings })
+      : NO_SENDS;
     // Log queries are served apart, as internal calls through this same pipeline.
     const logQueries = options.internal ? [] : logQueriesOf(open);
-    const routed = open.filter((entry) => !logQueries.includes(entry));
+    const budget = options.internal?.budget;
+    const routed =
+      logQueries.length === 0 ? open : open.filter((entry) => !logQueries.includes(entry));
     const loop: AttemptLoop = {
       upstream: this.#deps.upstream,
       clock,
       deadline,
-      settings: {
-        ...settings,
-        max_upstream_calls: options.internal?.budget ?? settings.max_upstream_calls,
-      },
+      settings: budget === undefined ? settings : { ...settings, max_upstream_calls: budget },
       single: scope.single,
       body,
       open: routed,
@@ -216,30 +224,34 @@ export class Gateway {
     }
     const attempts =
       routedAttempts +
-      (await serveLogQueries(logQueries, {
-        ...scope,
-        knownHead: scope.quorumHead,
-        budget: upstreamCallBudget(settings, sends.copies + routedAttempts),
-        deadline,
-        deps: this.#deps,
-        handle: (text, internal) =>
-          this.handleRpc(network.name, text, { ...options, startedAt: started, internal }),
-      }));
-    await settleSentTransactions(open, (call, hash) =>
-      providerKnowsTransaction(this.#deps.upstream, call, hash, {
-        timeoutMs: Math.min(settings.request_timeout_ms, deadline - clock()),
-        maxResponseBytes: settings.max_response_bytes,
-      }),
-    );
+      (logQueries.length === 0
+        ? 0
+        : await serveLogQueries(logQueries, {
+            ...scope,
+            knownHead: scope.quorumHead,
+            budget: upstreamCallBudget(settings, sends.copies + routedAttempts),
+            deadline,
+            deps: this.#deps,
+            handle: (text, internal) =>
+              this.handleRpc(network.name, text, { ...options, startedAt: started, internal }),
+          }));
+    if (sending) {
+      await settleSentTransactions(open, (call, hash) =>
+        providerKnowsTransaction(this.#deps.upstream, call, hash, {
+          timeoutMs: Math.min(settings.request_timeout_ms, deadline - clock()),
+          maxResponseBytes: settings.max_response_bytes,
+        }),
+      );
+    }
     this.#settleBlockNumbers(scope, open, fromHead);
-    await sends.settle(deadline);
+    if (sending) await sends.settle(deadline);
     this.#answers.store(model, cached);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
       penalise: (attempt, verdict, methods) => this.#health.penalise(attempt, verdict, methods),
     });
-    await settleWrites(scope.writes, this.#deps.wait);
+    if (scope.writes.length > 0) await settleWrites(scope.writes, this.#deps.wait);
 
     const response = withCacheOutcome(
       assembleResponse(
@@ -365,6 +377,10 @@ export class Gateway {
     if (answered && !scope.used.includes(provider)) scope.used.push(provider);
     if (judgement.success !== null) this.#health.succeeded(attempt, judgement.success);
   }
+}
+
+function isSend(entry: OpenCall): boolean {
+  return entry.info.method === SEND_RAW_TRANSACTION;
 }
 
 function unknownNetwork(name: string, model: GatewayModel): GatewayResponse {

@@ -175,6 +175,22 @@ export function explainRouting(
   block: number | null = null,
   span: number | null = null,
 ): RoutingEntry[] {
+  return route(ranked, method, context, body, block, span, true);
+}
+
+/**
+ * `explainRouting`, with the reasons worded only when `worded`: the attempt order of every
+ * call needs the slots alone, and wording a reason costs more than finding the slot.
+ */
+function route(
+  ranked: readonly Provider[],
+  method: string,
+  context: SelectionContext,
+  body: string,
+  block: number | null,
+  span: number | null,
+  worded: boolean,
+): RoutingEntry[] {
   const candidates: Provider[] = [];
   const limited: Array<{ provider: Provider; range: number }> = [];
   const behind: Array<{ provider: Provider; reached: number }> = [];
@@ -196,9 +212,11 @@ export function explainRouting(
   const inUse = (provider: Provider): RoutingEntry => ({
     provider,
     slot: "candidate",
-    reason: backupsInUse
-      ? `backup in use: no primary is a candidate; ${priorityReason(provider, body)}`
-      : priorityReason(provider, body),
+    reason: !worded
+      ? ""
+      : backupsInUse
+        ? `backup in use: no primary is a candidate; ${priorityReason(provider, body)}`
+        : priorityReason(provider, body),
   });
   const demoted = (provider: Provider): RoutingEntry => ({
     provider,
@@ -222,7 +240,9 @@ export function explainRouting(
       ({ provider, why }): RoutingEntry => ({
         provider,
         slot: "emergency",
-        reason: `${notCandidateReason(provider, method, why, context)}; tried only when no candidate answers`,
+        reason: worded
+          ? `${notCandidateReason(provider, method, why, context)}; tried only when no candidate answers`
+          : "",
       }),
     );
   const skipped = others
@@ -231,7 +251,7 @@ export function explainRouting(
       ({ provider, why }): RoutingEntry => ({
         provider,
         slot: "skipped",
-        reason: notCandidateReason(provider, method, why, context),
+        reason: worded ? notCandidateReason(provider, method, why, context) : "",
       }),
     );
   return [
@@ -242,14 +262,18 @@ export function explainRouting(
       ({ provider, range }): RoutingEntry => ({
         provider,
         slot: "limited",
-        reason: `takes log queries of at most ${range} blocks (max_logs_range), this one spans ${span}; tried after those that can`,
+        reason: worded
+          ? `takes log queries of at most ${range} blocks (max_logs_range), this one spans ${span}; tried after those that can`
+          : "",
       }),
     ),
     ...behind.map(
       ({ provider, reached }): RoutingEntry => ({
         provider,
         slot: "behind",
-        reason: `cannot have reached block ${block} yet (known head ${reached}); tried after those that can`,
+        reason: worded
+          ? `cannot have reached block ${block} yet (known head ${reached}); tried after those that can`
+          : "",
       }),
     ),
     ...emergency,
@@ -271,7 +295,7 @@ export function attemptOrder(
   block: number | null = null,
   span: number | null = null,
 ): AttemptSlot[] {
-  return explainRouting(ranked, method, context, "", block, span)
+  return route(ranked, method, context, "", block, span, false)
     .filter((entry) => entry.slot !== "skipped")
     .map((entry) => ({ provider: entry.provider, emergency: entry.slot === "emergency" }));
 }

@@ -359,6 +359,36 @@ describe("timeouts", () => {
       await api.close();
     }
   });
+
+  it("regression: the remaining time reads alone, taken off the context (middy does so)", async () => {
+    let remaining = 0;
+    const api = await startApiGateway({
+      handler: async (_event: APIGatewayProxyEventV2, context: Context) => {
+        const { getRemainingTimeInMillis } = context;
+        remaining = getRemainingTimeInMillis();
+        return ok("{}");
+      },
+    });
+    try {
+      expect((await send(`${api.url}/health`)).status).toBe(200);
+      expect(remaining).toBeGreaterThan(28_000);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("answers the function's timeout when both timeouts are equal, as Lambda fails it first", async () => {
+    const api = await startApiGateway({
+      handler: never,
+      functionTimeoutMs: 100,
+      integrationTimeoutMs: 100,
+    });
+    try {
+      expect((await send(`${api.url}/ethereum`, { method: "POST", body: "{}" })).status).toBe(500);
+    } finally {
+      await api.close();
+    }
+  });
 });
 
 describe("N containers", () => {

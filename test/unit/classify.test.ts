@@ -1168,6 +1168,13 @@ describe("findInnerError", () => {
       inner,
       null,
     ],
+    [
+      "found after multi-byte characters within 1024 bytes",
+      `${"é".repeat(400)}${needle}`,
+      inner,
+      needle,
+    ],
+    ["a multi-byte needle found", `{"message":"nœud"}`, ['"nœud"'], '"nœud"'],
     ["the first configured string wins", `${needle} "error":{"code":-32601`, inner, inner[0] ?? ""],
     ["none configured", needle, [], null],
     ["an empty configured string never matches", "anything", [""], null],

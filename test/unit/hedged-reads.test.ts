@@ -382,8 +382,9 @@ describe("never hedged", () => {
     const slow = held();
     h.upstream.script(P1, slow.script);
     const pending = h.rpc(call(1));
-    await h.timer.fire();
-    await new Promise(setImmediate);
+    await until(() => slow.waiting === 1);
+    // With no other provider to hedge on, not even the hedging delay is started.
+    expect(h.timer.waits.filter((wait) => !wait.cancelled)).toEqual([]);
     slow.release(answer(result(1, "0x1")));
     expect((await pending).body).toBe(result(1, "0x1"));
     expect(h.upstream.callsTo(P2)).toBe(0);

@@ -83,29 +83,32 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     if (sent.length === 0) return attempts;
     attempts += sent.length;
     if (round === 0) hedging?.requestStarted();
-    await Promise.all(
-      sent.map(async (group) => {
-        // Only a call's first attempt is hedged: a retry already moved on to the next provider.
-        if (round > 0 || hedging === undefined) {
-          settle(group, await send(group, remaining));
-          return;
-        }
-        await attemptHedged(group, hedging, {
-          send: (attempt, signal) =>
-            send(attempt, attempt === group ? remaining : deadline - clock(), signal),
-          settle,
-          callsLeft: () => loop.callsMade + attempts < settings.max_upstream_calls,
-          spendCall: () => {
-            attempts++;
-          },
-          single: loop.single,
-          maxAttempts: settings.max_attempts,
-          batchLimit: loop.batchLimit,
-          deadline,
-          clock,
-        });
-      }),
-    );
+    const attemptGroup = async (group: AttemptGroup): Promise<void> => {
+      // Only a call's first attempt is hedged: a retry already moved on to the next provider.
+      if (round > 0 || hedging === undefined) {
+        settle(group, await send(group, remaining));
+        return;
+      }
+      await attemptHedged(group, hedging, {
+        send: (attempt, signal) =>
+          send(attempt, attempt === group ? remaining : deadline - clock(), signal),
+        settle,
+        callsLeft: () => loop.callsMade + attempts < settings.max_upstream_calls,
+        spendCall: () => {
+          attempts++;
+        },
+        single: loop.single,
+        maxAttempts: settings.max_attempts,
+        batchLimit: loop.batchLimit,
+        deadline,
+        clock,
+      });
+    };
+    // One group (every single call) is awaited as it is, without a Promise.all around it.
+    const [only] = sent;
+    await (sent.length === 1 && only !== undefined
+      ? attemptGroup(only)
+      : Promise.all(sent.map(attemptGroup)));
   }
 }
 

@@ -226,6 +226,9 @@ export interface SendsInFlight {
   settle(deadline: number): Promise<void>;
 }
 
+/** A request that sends no transaction. */
+export const NO_SENDS: SendsInFlight = { copies: 0, settle: async () => undefined };
+
 /**
  * Claims the request's transactions in the ledger and starts their copies to other providers;
  * `settle` waits for the copies at most `BROADCAST_WAIT_MS` (aborting the rest), answers a send
@@ -237,7 +240,7 @@ export async function startSends(
   deps: SendDeps,
 ): Promise<SendsInFlight> {
   const sends = await claimSends(open, network, deps.ledger, deps.clock(), deps.telemetry);
-  if (sends.length === 0) return { copies: 0, settle: async () => undefined };
+  if (sends.length === 0) return NO_SENDS;
   const planned = plannedCopies(sends, deps.settings, open.length);
   const copies = new AbortController();
   const broadcasting = broadcast(planned, deps, copies.signal).catch(() => new Set<string>());

@@ -39,7 +39,8 @@ export async function attemptHedged(
   hedging: RequestHedging,
   race: HedgeRace,
 ): Promise<void> {
-  const delay = hedging.delayFor(group);
+  // Without a provider to hedge on, no hedge can start: no abort signal, no timer.
+  const delay = hedgeSlotOf(group, race) === null ? null : hedging.delayFor(group);
   if (delay === null) {
     race.settle(group, await race.send(group));
     return;
@@ -98,11 +99,11 @@ function delayThenTurn(timer: HedgeTimer, ms: number): HedgeWait {
 }
 
 /**
- * The hedge of a group whose first attempt is still out: the same calls, to the provider each
- * of them takes next, when they agree on one that is a candidate (not emergency use), each
- * call has an attempt left, and the provider takes a batch that size. Null otherwise.
+ * The provider a hedge of the group would go to: the one each call takes next, when they agree
+ * on one that is a candidate (not emergency use) and each call has an attempt left. Null
+ * otherwise. None of this changes while the group's first attempt is out.
  */
-function hedgeOf(group: AttemptGroup, race: HedgeRace): AttemptGroup | null {
+function hedgeSlotOf(group: AttemptGroup, race: HedgeRace): AttemptGroup["slot"] | null {
   let slot: AttemptGroup["slot"] | null = null;
   for (const entry of group.calls) {
     const next = entry.order[entry.next];
@@ -111,6 +112,15 @@ function hedgeOf(group: AttemptGroup, race: HedgeRace): AttemptGroup | null {
     if (slot !== null && slot.provider.name !== next.provider.name) return null;
     slot = next;
   }
+  return slot;
+}
+
+/**
+ * The hedge of a group whose first attempt is still out: the same calls, to the provider
+ * `hedgeSlotOf` names, when that provider takes a batch that size. Null otherwise.
+ */
+function hedgeOf(group: AttemptGroup, race: HedgeRace): AttemptGroup | null {
+  const slot = hedgeSlotOf(group, race);
   if (slot === null) return null;
   const size = Math.max(1, race.batchLimit(slot.provider));
   if (!race.single && group.calls.length > size) return null;

@@ -26,6 +26,8 @@ export function nextRound(
   single: boolean,
   batchLimit: (provider: Provider) => number,
 ): AttemptGroup[] {
+  if (open.length === 1)
+    return nextRoundOfOne(open[0] as OpenCall, maxAttempts, single, batchLimit);
   const byProvider = new Map<string, { slot: AttemptSlot; calls: OpenCall[] }>();
   for (const entry of open) {
     if (entry.answer !== null || entry.attempts >= maxAttempts) continue;
@@ -46,6 +48,21 @@ export function nextRound(
     }
     return chunks;
   });
+}
+
+/** `nextRound` of one open call (every single call), without the grouping. */
+function nextRoundOfOne(
+  entry: OpenCall,
+  maxAttempts: number,
+  single: boolean,
+  batchLimit: (provider: Provider) => number,
+): AttemptGroup[] {
+  if (entry.answer !== null || entry.attempts >= maxAttempts) return [];
+  const slot = entry.order[entry.next];
+  if (slot === undefined) return [];
+  entry.next++;
+  entry.attempts++;
+  return [{ slot, calls: [entry], alone: single || Math.max(1, batchLimit(slot.provider)) === 1 }];
 }
 
 /**
