@@ -1,0 +1,17 @@
+import { startAnvil } from "./local/anvil.ts";
+import { startLocalStack } from "./local/stack.ts";
+process.env.POWERTOOLS_LOG_LEVEL = "CRITICAL";
+const n = await startAnvil({chainId:31337});
+const f = await startAnvil({chainId:31337});
+const [from] = await f.rpc<string[]>("eth_accounts");
+await f.rpc("eth_sendTransaction", [{ from, to: `0x${"11".repeat(20)}`, value: "0x1" }]);
+await n.rpc("anvil_mine",["0x64"]); await f.rpc("anvil_mine",["0x63"]);
+console.log((await n.rpc<any>("eth_getBlockByNumber",["0x24",false])).hash, (await f.rpc<any>("eth_getBlockByNumber",["0x24",false])).hash);
+const stack = await startLocalStack({ monitor: true, writeMetrics: () => undefined, config: { check_interval_seconds: 3600, state_cache_ms: 0, networks: { devnet: { chain_id: 31337, providers: [{name:"a", url:n.url},{name:"b", url:n.url+"/"},{name:"f", url:f.url}] } } } });
+const st = async () => (await (await fetch(`${stack.url}/devnet/status`)).json()) as any;
+await new Promise(r=>setTimeout(r,1500));
+let s = await st(); console.log(JSON.stringify(s.served_head), s.monitor);
+await stack.monitor?.monitor.tick();
+s = await st(); console.log(JSON.stringify(s.served_head), s.quorum, s.providers.map((p:any)=>[p.name,p.quorum_reason,p.quorum_detail]));
+await stack.monitor?.monitor.tick(); s = await st(); console.log(s.quorum, s.providers.map((p:any)=>[p.name,p.quorum_reason,p.quorum_detail]), s.events.slice(0,3));
+await stack.close(); await n.stop(); await f.stop();
