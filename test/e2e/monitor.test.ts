@@ -593,10 +593,11 @@ describe("probe-gated recovery", () => {
       const before = Object.values(s.shims).map((shim) => shim.requests);
       s.clock.advance(INTERVAL_MS);
       await s.tick();
-      // Exactly the quorum check, one request per provider, and the head check's one batch to
-      // the first member at the head (a): no probe.
+      // Exactly the quorum check, two requests per provider (the head, and the block at the
+      // height recorded as finalized), and the head check's one batch to the first member at
+      // the head (a): no probe.
       expect(Object.values(s.shims).map((shim) => shim.requests)).toEqual(
-        before.map((count, index) => count + (index === 0 ? 2 : 1)),
+        before.map((count, index) => count + (index === 0 ? 3 : 2)),
       );
     }
     expect(s.metricValues("probe_results")).toEqual([]);
@@ -616,8 +617,9 @@ describe("probe-gated recovery", () => {
     const before = s.shims.a?.requests ?? 0;
     const other = recordingTelemetry();
     await Promise.all([s.tick(), s.newMonitor(other).tick()]);
-    // Two quorum checks, two head checks (a is at the head), one probe.
-    expect((s.shims.a?.requests ?? 0) - before).toBe(5);
+    // Two quorum checks of two calls each (the head, the block at the finalized height), two
+    // head checks (a is at the head), one probe.
+    expect((s.shims.a?.requests ?? 0) - before).toBe(7);
     const probes = [...s.telemetry.metrics, ...other.metrics].filter(
       (metric) => metric.name === "probe_results",
     );
