@@ -77,7 +77,9 @@ export async function runQuorumCheck(
   input: QuorumCheckInput,
 ): Promise<QuorumCheckResult> {
   const { network, memory } = input;
-  const recorded = recordedFinalized(input.chainHead ?? null);
+  const recorded = network.settings.quorum.fork_check
+    ? recordedFinalized(input.chainHead ?? null)
+    : null;
   const settings = network.settings.quorum;
   const options: CallOptions = {
     upstream: deps.upstream,

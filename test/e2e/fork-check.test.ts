@@ -114,6 +114,7 @@ afterAll(async () => {
 
 async function gateway(
   providers: Array<{ name: string; url: string; priority?: number }>,
+  forkCheck = true,
 ): Promise<LocalStack & { tick(): Promise<Status>; status(): Promise<Status> }> {
   const stack = await startLocalStack({
     monitor: true,
@@ -123,7 +124,9 @@ async function gateway(
       check_interval_seconds: 3600,
       // The status route reads the state the monitor just wrote.
       state_cache_ms: 0,
-      networks: { devnet: { chain_id: CHAIN_ID, providers } },
+      networks: {
+        devnet: { chain_id: CHAIN_ID, providers, quorum: { fork_check: forkCheck } },
+      },
     },
   });
   cleanups.push(() => stack.close());
@@ -214,6 +217,22 @@ describe("a provider on another fork, its head level with the others", () => {
     expect(status.events).toContainEqual(
       expect.objectContaining({ provider: "f", kind: "quorum_rejoined", reason: "wrong_fork" }),
     );
+  });
+});
+
+describe("fork_check: false", () => {
+  it("keeps a provider on another fork in quorum (providers knowingly on separate chains)", async () => {
+    const stack = await gateway(
+      [
+        { name: "a", url: honest.url },
+        { name: "b", url: `${honest.url}/` },
+        { name: "f", url: forked.url },
+      ],
+      false,
+    );
+    const status = await stack.tick();
+    expect(status.served_head.finalized).not.toBeNull();
+    expect(status.quorum.members).toEqual(["a", "b", "f"]);
   });
 });
 
