@@ -206,12 +206,15 @@ describe("a reorg deeper than finalized", () => {
     await node.rpc("anvil_reorg", [80, []]);
     const canonical = await blockHash(height);
     // Until the monitor records the break, keeping every container's copy of the state fresh.
-    // (Not until `reorg_seen_at` moves: under load the previous test's revert can stamp it late.)
-    for (let wait = 0; wait < 100 && (await servedHead()).finalityBrokenAt === null; wait++) {
+    // (Not until `reorg_seen_at` moves: under load the previous test's revert can stamp it late.
+    // The value seen is kept: read again, the status may come from a container not refreshed yet.)
+    let brokenAt: string | null = null;
+    for (let wait = 0; wait < 100 && brokenAt === null; wait++) {
       await fourAtOnce(() => rpc("eth_chainId", []));
-      await sleep(50);
+      brokenAt = (await servedHead()).finalityBrokenAt;
+      if (brokenAt === null) await sleep(50);
     }
-    expect((await servedHead()).finalityBrokenAt).not.toBeNull();
+    expect(brokenAt).not.toBeNull();
     // Every container's copy of the state is at most state_cache_ms (1 s) old after this.
     await sleep(1_500);
     const answers = await fourAtOnce(() => rpc("eth_getBlockByNumber", params));
