@@ -172,6 +172,7 @@ const quorumFields = {
   max_ahead_blocks: positiveInt,
   failed_recently_checks: nonNegativeInt,
   chain_id_check_seconds: seconds,
+  fork_check: z.boolean(),
 };
 const quorumDefaults = {
   check_timeout_ms: 7000,
@@ -179,6 +180,8 @@ const quorumDefaults = {
   max_ahead_blocks: 500,
   failed_recently_checks: 2,
   chain_id_check_seconds: 600,
+  // Off only where the providers are knowingly separate chains (a local devnet of independent nodes).
+  fork_check: true,
 };
 const quorumFull = z.strictObject({
   ...withDefaults(quorumFields, quorumDefaults).shape,

@@ -1,5 +1,6 @@
 import type { Settings } from "./config-schema.ts";
 import { isFailingOften, recordCheck } from "./failing-often.ts";
+import { type FinalizedAnswer, type ForkTally, tallyForks } from "./fork-check.ts";
 import type { RequestWindow } from "./request-stats.ts";
 
 /**
@@ -12,14 +13,15 @@ export type { RequestWindow } from "./request-stats.ts";
 
 /**
  * Why a provider is out of quorum. When several apply, the first in this order is reported:
- * wrong_chain > no_answer > failing_often > failed_recently > behind / ahead
- * (a misconfiguration first, then what this tick saw, then the longer exclusion before the
- * shorter one, and the head comparison last).
+ * wrong_chain > wrong_fork > no_answer > failing_often > failed_recently > behind / ahead
+ * (a misconfiguration or another chain first, then what this tick saw, then the longer
+ * exclusion before the shorter one, and the head comparison last).
  */
 export type QuorumReason =
   | "behind"
   | "ahead"
   | "wrong_chain"
+  | "wrong_fork"
   | "failed_recently"
   | "failing_often"
   | "no_answer";
@@ -37,6 +39,11 @@ export interface HeadCheck {
   readonly answer: BlockHead | { readonly error: string };
   /** `eth_chainId` matched the config; null = not checked this tick (or the call failed): keep the previous verdict. */
   readonly chainIdOk: boolean | null;
+  /**
+   * The provider's hash of the block at the recorded finalized height; absent when not asked
+   * (no recorded finalized block) or when it gave no block (an error, a null: no verdict).
+   */
+  readonly finalizedHash?: string;
 }
 
 /** What a provider carries from one tick to the next (stored by the monitor). */
@@ -50,6 +57,8 @@ export interface CheckMemory {
   readonly wrongChain: boolean;
   /** When the chain id was last checked (ms); 0 = never. */
   readonly lastChainIdCheckAt: number;
+  /** On another fork than the recorded finalized block; absent in memories stored before this check. */
+  readonly wrongFork?: boolean;
 }
 
 export function initialCheckMemory(): CheckMemory {
@@ -59,6 +68,7 @@ export function initialCheckMemory(): CheckMemory {
     failingOftenUntil: 0,
     wrongChain: false,
     lastChainIdCheckAt: 0,
+    wrongFork: false,
   };
 }
 
@@ -87,6 +97,8 @@ export interface QuorumInput {
   readonly divider: number;
   readonly settings: QuorumSettings;
   readonly now: number;
+  /** The hash the monitor recorded for the `finalized` block; absent or null: no fork verdicts. */
+  readonly recordedFinalizedHash?: string | null;
 }
 
 export interface QuorumResult {
@@ -98,6 +110,11 @@ export interface QuorumResult {
   readonly excluded: Record<string, QuorumReason>;
   /** To carry into the next tick: one entry per checked provider. */
   readonly memory: Record<string, CheckMemory>;
+  /**
+   * The providers whose block at the recorded finalized height is the most common one (the
+   * record's on a tie): the ones to read the chain's finality from first. Empty when none answered.
+   */
+  readonly finalizedMajority: readonly string[];
 }
 
 const NO_REQUESTS: RequestWindow = { requests: 0, errors: 0 };
@@ -205,10 +222,17 @@ export function computeQuorum(input: QuorumInput): QuorumResult {
   const isWrongChain = (check: HeadCheck): boolean =>
     check.chainIdOk === null ? previous(check.provider).wrongChain : !check.chainIdOk;
 
-  // Only answers from the right chain vote: a foreign chain's heads must not make a majority.
+  const forks = forkTally(input.recordedFinalizedHash ?? null, checks, isWrongChain);
+  // Without a verdict this tick the last one stands, until a check sees the recorded hash again.
+  const isWrongFork = (check: HeadCheck): boolean =>
+    forks.verdicts.get(check.provider) ?? previous(check.provider).wrongFork === true;
+
+  // Only answers from the right chain and fork vote: another chain's heads must not make a majority.
   const rightChain = checks.flatMap((check): Answer[] => {
     const head = answered(check);
-    return head !== null && !isWrongChain(check) ? [{ provider: check.provider, head }] : [];
+    return head !== null && !isWrongChain(check) && !isWrongFork(check)
+      ? [{ provider: check.provider, head }]
+      : [];
   });
   const ahead = implausiblyAhead(rightChain, now / 1000, settings);
   const votes = rightChain.filter((answer) => !ahead.has(answer.provider)).map((a) => a.head);
@@ -221,9 +245,10 @@ export function computeQuorum(input: QuorumInput): QuorumResult {
   for (const check of checks) {
     const before = previous(check.provider);
     const wrongChain = isWrongChain(check);
+    const wrongFork = isWrongFork(check);
     const head = answered(check);
     const lag =
-      head === null || wrongChain
+      head === null || wrongChain || wrongFork
         ? null
         : ahead.has(check.provider)
           ? "ahead"
@@ -256,17 +281,20 @@ export function computeQuorum(input: QuorumInput): QuorumResult {
       failingOftenUntil,
       wrongChain,
       lastChainIdCheckAt: check.chainIdOk === null ? before.lastChainIdCheckAt : now,
+      wrongFork,
     };
 
     const reason: QuorumReason | null = wrongChain
       ? "wrong_chain"
-      : head === null
-        ? "no_answer"
-        : now < failingOftenUntil
-          ? "failing_often"
-          : failedRecently
-            ? "failed_recently"
-            : lag;
+      : wrongFork
+        ? "wrong_fork"
+        : head === null
+          ? "no_answer"
+          : now < failingOftenUntil
+            ? "failing_often"
+            : failedRecently
+              ? "failed_recently"
+              : lag;
     if (reason === null) members.push(check.provider);
     else excluded[check.provider] = reason;
   }
@@ -277,5 +305,21 @@ export function computeQuorum(input: QuorumInput): QuorumResult {
     members,
     excluded,
     memory,
+    finalizedMajority: forks.largestGroup,
   };
+}
+
+/** The fork verdicts of this tick: answers from the right chain, against the recorded hash. */
+function forkTally(
+  recordedHash: string | null,
+  checks: readonly HeadCheck[],
+  isWrongChain: (check: HeadCheck) => boolean,
+): ForkTally {
+  if (recordedHash === null) return { verdicts: new Map(), largestGroup: [] };
+  const answers = checks.flatMap((check): FinalizedAnswer[] =>
+    check.finalizedHash === undefined || isWrongChain(check)
+      ? []
+      : [{ provider: check.provider, hash: check.finalizedHash }],
+  );
+  return tallyForks(recordedHash, answers);
 }

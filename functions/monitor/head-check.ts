@@ -30,11 +30,37 @@ export interface HeadCheckDeps {
 /** At most this many quorum members are asked, one after the other, until one answers. */
 const MEMBERS_ASKED = 2;
 
+/**
+ * The providers at the quorum head to read the chain position from, best first: those whose
+ * block at the recorded finalized height is the most common one, then quorum members. A
+ * provider on another chain or fork is never asked: its `finalized` would become the record.
+ */
+function sources(
+  network: Network,
+  quorum: QuorumSnapshot,
+  finalizedMajority: readonly string[],
+): Provider[] {
+  const rank = (provider: Provider) =>
+    (finalizedMajority.includes(provider.name) ? 0 : 2) +
+    (quorum.members.includes(provider.name) ? 0 : 1);
+  return network.providers
+    .filter((provider) => {
+      const reason = quorum.excluded[provider.name];
+      return (
+        quorum.heads[provider.name]?.number === quorum.head &&
+        reason !== "wrong_chain" &&
+        reason !== "wrong_fork"
+      );
+    })
+    .sort((a, b) => rank(a) - rank(b));
+}
+
 export async function runHeadCheck(
   deps: HeadCheckDeps,
   network: Network,
   quorum: QuorumSnapshot,
   stored: ChainHead | null,
+  finalizedMajority: readonly string[] = [],
 ): Promise<ChainHead | null> {
   if (quorum.head === null) return null;
   const options: CallOptions = {
@@ -43,16 +69,12 @@ export async function runHeadCheck(
     maxResponseBytes: network.settings.max_response_bytes,
     scrub: deps.scrub,
   };
-  const members = network.providers
-    .filter((provider) => quorum.heads[provider.name]?.number === quorum.head)
-    .slice(0, MEMBERS_ASKED);
-  for (const member of members) {
+  const candidates = sources(network, quorum, finalizedMajority);
+  for (const member of candidates.slice(0, MEMBERS_ASKED)) {
     const observed = await observe(options, member, quorum.head, stored);
     if (observed === null) continue;
     // One member alone cannot break finality: a liar would empty every cache each tick.
-    const others = network.providers.filter(
-      (provider) => provider !== member && quorum.heads[provider.name]?.number === quorum.head,
-    );
+    const others = candidates.filter((provider) => provider !== member);
     const seen =
       observed.finalityBroken && !(await breakConfirmed(options, others, stored?.finalized ?? null))
         ? { ...observed, finalityBroken: false }

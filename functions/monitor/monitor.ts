@@ -151,11 +151,17 @@ export function createMonitor(deps: MonitorDeps): Monitor {
         network.settings.quorum.failing_often.window_seconds,
       ),
     ]);
-    const quorum = await runQuorumCheck(
+    const { snapshot: quorum, finalizedMajority } = await runQuorumCheck(
       { ...deps, scrub },
-      { network, previous: state.quorum, memory, requestStats },
+      { network, previous: state.quorum, memory, requestStats, chainHead: state.head },
     );
-    const head = await runHeadCheck({ ...deps, scrub }, network, quorum, state.head);
+    const head = await runHeadCheck(
+      { ...deps, scrub },
+      network,
+      quorum,
+      state.head,
+      finalizedMajority,
+    );
     const checked: NetworkState = { ...state, quorum, head: head ?? state.head };
     const probed = await runProbes({ ...deps, scrub }, network, checked, checkIntervalSeconds);
     reportAvailability(

@@ -1,3 +1,4 @@
+import type { BlockPosition, ChainHead } from "../core/chain-head.ts";
 import {
   type EventSink,
   type GatewayEvent,
@@ -17,11 +18,22 @@ import {
 } from "../core/quorum.ts";
 import { type RequestStats, windowsOf } from "../core/request-stats.ts";
 import type { MonitorStore } from "./monitor-ports.ts";
-import { type CallOptions, chainIdOf, latestBlock } from "./upstream-calls.ts";
+import {
+  blockAt,
+  type CallOptions,
+  chainIdOf,
+  type LatestBlock,
+  latestBlock,
+} from "./upstream-calls.ts";
 
 /**
  * One network's head-block quorum check (docs/behaviour.md §5): every provider asked at once, the verdict
  * from the pure `computeQuorum`, and the snapshot published for the proxy.
+ *
+ * Each provider is also asked for its block at the height recorded as `finalized`, every tick,
+ * so a provider on another fork is out within one check interval. It is a lone call beside the
+ * head's, not a batch with it: some providers refuse batches, and a refusal would cost the head
+ * check too; providers bill per call either way, and the two run in parallel.
  */
 
 export interface QuorumCheckDeps {
@@ -41,13 +53,33 @@ export interface QuorumCheckInput {
   readonly memory: Readonly<Record<string, CheckMemory>>;
   /** Proxied traffic, for "failing often". */
   readonly requestStats: RequestStats;
+  /** The chain position recorded by the previous tick: its `finalized` block is asked of everyone. */
+  readonly chainHead?: ChainHead | null;
+}
+
+export interface QuorumCheckResult {
+  readonly snapshot: QuorumSnapshot;
+  /**
+   * Providers whose block at the recorded finalized height is the most common one: the head
+   * check reads the chain's finality from them first.
+   */
+  readonly finalizedMajority: readonly string[];
+}
+
+interface ProviderCheck {
+  readonly check: HeadCheck;
+  /** The provider's block at the recorded finalized height; undefined when not asked. */
+  readonly finalized: LatestBlock | undefined;
 }
 
 export async function runQuorumCheck(
   deps: QuorumCheckDeps,
   input: QuorumCheckInput,
-): Promise<QuorumSnapshot> {
+): Promise<QuorumCheckResult> {
   const { network, memory } = input;
+  const recorded = network.settings.quorum.fork_check
+    ? recordedFinalized(input.chainHead ?? null)
+    : null;
   const settings = network.settings.quorum;
   const options: CallOptions = {
     upstream: deps.upstream,
@@ -56,24 +88,31 @@ export async function runQuorumCheck(
     scrub: deps.scrub,
   };
   const askedAt = deps.clock();
-  const checks = await Promise.all(
-    network.providers.map(async (provider): Promise<HeadCheck> => {
+  const asked = await Promise.all(
+    network.providers.map(async (provider): Promise<ProviderCheck> => {
       const askChainId = needsChainIdCheck(
         memory[provider.name],
         askedAt,
         settings.chain_id_check_seconds,
       );
-      const [answer, chainId] = await Promise.all([
+      const [answer, chainId, finalized] = await Promise.all([
         latestBlock(options, provider),
         askChainId ? chainIdOf(options, provider) : null,
+        recorded === null ? undefined : blockAt(options, provider, recorded.number),
       ]);
+      const hash = finalized !== undefined && !("error" in finalized) ? finalized.hash : undefined;
       return {
-        provider: provider.name,
-        answer,
-        chainIdOk: chainId === null ? null : chainId === network.chainId,
+        check: {
+          provider: provider.name,
+          answer,
+          chainIdOk: chainId === null ? null : chainId === network.chainId,
+          ...(hash === undefined ? {} : { finalizedHash: hash }),
+        },
+        finalized,
       };
     }),
   );
+  const checks = asked.map((one) => one.check);
 
   const now = deps.clock();
   const result = computeQuorum({
@@ -83,6 +122,7 @@ export async function runQuorumCheck(
     divider: network.blockMajorityDivider,
     settings,
     now,
+    recordedFinalizedHash: recorded?.hash ?? null,
   });
   const snapshot: QuorumSnapshot = {
     head: result.head,
@@ -90,11 +130,15 @@ export async function runQuorumCheck(
     members: result.members,
     excluded: result.excluded,
     failures: Object.fromEntries(
-      checks.flatMap((check) =>
-        "error" in check.answer && result.excluded[check.provider] !== undefined
+      asked.flatMap(({ check, finalized }): Array<[string, string]> => {
+        const reason = result.excluded[check.provider];
+        if (reason === "wrong_fork" && recorded !== null) {
+          return [[check.provider, forkDetail(finalized, recorded)]];
+        }
+        return "error" in check.answer && reason !== undefined
           ? [[check.provider, check.answer.error]]
-          : [],
-      ),
+          : [];
+      }),
     ),
     heads: headsOf(checks, input.previous),
     computedAt: now,
@@ -120,7 +164,28 @@ export async function runQuorumCheck(
       deps.events?.record(makeEvent(event, deps.scrub));
     }
   }
-  return snapshot;
+  return { snapshot, finalizedMajority: result.finalizedMajority };
+}
+
+/** The recorded finalized block, when it has a hash to compare with. */
+function recordedFinalized(head: ChainHead | null): { number: number; hash: string } | null {
+  const finalized: BlockPosition | null = head?.finalized ?? null;
+  return finalized !== null && finalized.hash !== null
+    ? { number: finalized.number, hash: finalized.hash }
+    : null;
+}
+
+/** What a provider out as `wrong_fork` showed at the recorded finalized height this tick. */
+function forkDetail(
+  finalized: LatestBlock | undefined,
+  recorded: { number: number; hash: string },
+): string {
+  const against = `the recorded ${recorded.hash}`;
+  if (finalized === undefined || "error" in finalized || finalized.hash === undefined) {
+    const why = finalized !== undefined && "error" in finalized ? `: ${finalized.error}` : "";
+    return `another fork when last seen; no block ${recorded.number} this check${why}`;
+  }
+  return `block ${recorded.number} is ${finalized.hash}, not ${against}`;
 }
 
 const observedHead = (snapshot: QuorumSnapshot): ObservedHead => ({
@@ -163,6 +228,8 @@ function quorumEvents(
 /** What this check saw of a provider, against the quorum head. */
 function headDetail(check: HeadCheck | undefined, snapshot: QuorumSnapshot): string {
   if (check === undefined) return "not checked";
+  const fork = snapshot.excluded[check.provider] === "wrong_fork";
+  if (fork) return snapshot.failures?.[check.provider] ?? "another fork";
   if ("error" in check.answer) return `no answer: ${check.answer.error}`;
   const { number, timestamp } = check.answer;
   if (snapshot.head === null || snapshot.headTimestamp === null) return `head ${number}`;
@@ -201,7 +268,9 @@ function report(
   if (snapshot.headTimestamp !== null) {
     for (const provider of snapshot.members.concat(Object.keys(snapshot.excluded))) {
       const head = snapshot.heads[provider];
-      if (head === undefined || snapshot.excluded[provider] === "wrong_chain") continue;
+      // Another chain's or fork's head is no lag behind this one.
+      const reason = snapshot.excluded[provider];
+      if (head === undefined || reason === "wrong_chain" || reason === "wrong_fork") continue;
       const lag = Math.max(0, snapshot.headTimestamp - head.timestamp);
       telemetry.measure("head_lag_seconds", { ...dims, provider }, lag, "Seconds");
     }

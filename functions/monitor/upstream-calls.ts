@@ -121,6 +121,23 @@ export function latestBlock(options: CallOptions, provider: Provider): Promise<L
 }
 
 /**
+ * `eth_getBlockByNumber(number, false)` as a lone call (not a batch, which some providers
+ * refuse): the block's number, timestamp and hash, or why it failed.
+ */
+export function blockAt(
+  options: CallOptions,
+  provider: Provider,
+  number: number,
+): Promise<LatestBlock> {
+  const info: CallInfo = {
+    method: "eth_getBlockByNumber",
+    params: [`0x${number.toString(16)}`, false],
+  };
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: info.method, params: info.params });
+  return readBlock(options, provider, body, info);
+}
+
+/**
  * `eth_getBlockByNumber(block, false)` for each tag or hex number, in one batch: each block's
  * number, timestamp and hash, or why that one failed.
  */

@@ -129,6 +129,9 @@ beforeAll(async () => {
       networks: {
         devnet: {
           chain_id: CHAIN_ID,
+          // The anvil nodes are separate chains that mine the same blocks only while nothing sets them
+          // apart: the fork check would exclude some as wrong_fork. Forks are tested in fork-check.test.ts.
+          quorum: { fork_check: false },
           providers: [
             { name: "primary", url: `${shim.url}/v3/\${PRIMARY_KEY}`, priority: 2 },
             { name: "secondary", url: second.url, priority: 1 },

@@ -495,3 +495,290 @@ describe("needsChainIdCheck", () => {
     expect(needsChainIdCheck(memory, now, 600)).toBe(expected);
   });
 });
+
+/** The hash recorded for the finalized block, and another fork's block at that height. */
+const RECORDED = "0xaaaa";
+const OTHER = "0xbbbb";
+const THIRD = "0xcccc";
+/** A check whose block at the recorded finalized height has `hash`. */
+const sawHash = (check: HeadCheck, hash: string): HeadCheck => ({ ...check, finalizedHash: hash });
+
+interface ForkRow {
+  name: string;
+  checks: HeadCheck[];
+  memory?: Record<string, CheckMemory>;
+  recorded?: string | null;
+  head: number | null;
+  members: string[];
+  excluded?: Record<string, QuorumReason>;
+  finalizedMajority?: string[];
+}
+
+describe("computeQuorum: providers on another fork", () => {
+  it.each<ForkRow>([
+    {
+      name: "a lone provider with another block at the finalized height is out, though its head is level",
+      checks: [
+        sawHash(ok("a", 100), RECORDED),
+        sawHash(ok("b", 100), RECORDED),
+        sawHash(ok("f", 100), OTHER),
+      ],
+      head: 100,
+      members: ["a", "b"],
+      excluded: { f: "wrong_fork" },
+      finalizedMajority: ["a", "b"],
+    },
+    {
+      name: "two providers, one on the record: the record breaks the tie, the other is out",
+      checks: [sawHash(ok("a", 100), RECORDED), sawHash(ok("f", 100), OTHER)],
+      head: 100,
+      members: ["a"],
+      excluded: { f: "wrong_fork" },
+      finalizedMajority: ["a"],
+    },
+    {
+      name: "every provider has another block (the quorum's chain moved): nobody is out",
+      checks: [
+        sawHash(ok("a", 100), OTHER),
+        sawHash(ok("b", 100), OTHER),
+        sawHash(ok("c", 100), OTHER),
+      ],
+      head: 100,
+      members: ["a", "b", "c"],
+      finalizedMajority: ["a", "b", "c"],
+    },
+    {
+      name: "a lone provider, another block: nobody to confirm the record, it stays in",
+      checks: [sawHash(ok("a", 100), OTHER)],
+      head: 100,
+      members: ["a"],
+      finalizedMajority: ["a"],
+    },
+    {
+      name: "the majority on another block, one on the record: nobody is out (the break rule decides)",
+      checks: [
+        sawHash(ok("a", 100), RECORDED),
+        sawHash(ok("b", 100), OTHER),
+        sawHash(ok("c", 100), OTHER),
+      ],
+      head: 100,
+      members: ["a", "b", "c"],
+      finalizedMajority: ["b", "c"],
+    },
+    {
+      name: "two others each on a fork of their own: the record's group is as large, both are out",
+      checks: [
+        sawHash(ok("a", 100), RECORDED),
+        sawHash(ok("b", 100), OTHER),
+        sawHash(ok("c", 100), THIRD),
+      ],
+      head: 100,
+      members: ["a"],
+      excluded: { b: "wrong_fork", c: "wrong_fork" },
+      finalizedMajority: ["a"],
+    },
+    {
+      name: "hashes compare without letter case",
+      checks: [sawHash(ok("a", 100), RECORDED), sawHash(ok("b", 100), RECORDED.toUpperCase())],
+      head: 100,
+      members: ["a", "b"],
+      finalizedMajority: ["a", "b"],
+    },
+    {
+      name: "no recorded finalized block: no fork verdict, whatever the hashes",
+      checks: [sawHash(ok("a", 100), RECORDED), sawHash(ok("f", 100), OTHER)],
+      recorded: null,
+      head: 100,
+      members: ["a", "f"],
+      finalizedMajority: [],
+    },
+    {
+      name: "no block at the height this tick (not asked, an error, a null): the last verdict stands",
+      checks: [sawHash(ok("a", 100), RECORDED), ok("f", 100), ok("g", 100)],
+      memory: { f: remembered({ wrongFork: true }), g: remembered({ wrongFork: false }) },
+      head: 100,
+      members: ["a", "g"],
+      excluded: { f: "wrong_fork" },
+    },
+    {
+      name: "a memory from before fork checks (no wrongFork) is on the record",
+      checks: [sawHash(ok("a", 100), RECORDED), ok("f", 100)],
+      memory: {
+        f: {
+          failedRecentlyRemaining: 0,
+          recentChecks: [],
+          failingOftenUntil: 0,
+          wrongChain: false,
+          lastChainIdCheckAt: 0,
+        },
+      },
+      head: 100,
+      members: ["a", "f"],
+    },
+    {
+      name: "seeing the recorded block again clears a remembered fork",
+      checks: [sawHash(ok("a", 100), RECORDED), sawHash(ok("f", 100), RECORDED)],
+      memory: { f: remembered({ wrongFork: true }) },
+      head: 100,
+      members: ["a", "f"],
+    },
+    {
+      name: "a remembered fork with another block while the record is outvoted: still out",
+      checks: [
+        sawHash(ok("a", 100), RECORDED),
+        sawHash(ok("b", 100), OTHER),
+        sawHash(ok("f", 100), OTHER),
+      ],
+      memory: { f: remembered({ wrongFork: true }) },
+      head: 100,
+      members: ["a", "b"],
+      excluded: { f: "wrong_fork" },
+    },
+    {
+      name: "forked providers do not vote: a 2-2 tie no longer goes to their higher group",
+      checks: [
+        sawHash(ok("a", 100), RECORDED),
+        sawHash(ok("b", 100), RECORDED),
+        sawHash(ok("f", 110), OTHER),
+        sawHash(ok("g", 110), OTHER),
+      ],
+      head: 100,
+      members: ["a", "b"],
+      excluded: { f: "wrong_fork", g: "wrong_fork" },
+    },
+    {
+      name: "answers from another chain do not count: they cannot outvote the record",
+      checks: [
+        sawHash(ok("a", 100), RECORDED),
+        sawHash(ok("f", 100), OTHER),
+        sawHash(foreign("x", 100), OTHER),
+        sawHash(foreign("y", 100), OTHER),
+      ],
+      head: 100,
+      members: ["a"],
+      excluded: { f: "wrong_fork", x: "wrong_chain", y: "wrong_chain" },
+      finalizedMajority: ["a"],
+    },
+    {
+      name: "precedence: wrong_chain over wrong_fork",
+      checks: [sawHash(ok("a", 100), RECORDED), { ...ok("f", 100), chainIdOk: false }],
+      memory: { f: remembered({ wrongFork: true }) },
+      head: 100,
+      members: ["a"],
+      excluded: { f: "wrong_chain" },
+    },
+    {
+      name: "precedence: wrong_fork over no_answer",
+      checks: [sawHash(ok("a", 100), RECORDED), err("f")],
+      memory: { f: remembered({ wrongFork: true }) },
+      head: 100,
+      members: ["a"],
+      excluded: { f: "wrong_fork" },
+    },
+    {
+      name: "precedence: wrong_fork over behind",
+      checks: [
+        sawHash(ok("a", 100), RECORDED),
+        sawHash(ok("b", 100), RECORDED),
+        sawHash(ok("f", 80), OTHER),
+      ],
+      head: 100,
+      members: ["a", "b"],
+      excluded: { f: "wrong_fork" },
+    },
+  ])("$name", (row) => {
+    const result = computeQuorum({
+      checks: row.checks,
+      memory: row.memory ?? {},
+      requestStats: {},
+      divider: 1,
+      settings: SETTINGS,
+      now: NOW,
+      recordedFinalizedHash: row.recorded === undefined ? RECORDED : row.recorded,
+    });
+    expect(result.head).toBe(row.head);
+    expect(result.members).toEqual(row.members);
+    expect(result.excluded).toEqual(row.excluded ?? {});
+    if (row.finalizedMajority !== undefined) {
+      expect(result.finalizedMajority).toEqual(row.finalizedMajority);
+    }
+  });
+
+  it("a forked provider's exclusion is not counted as a missed check", () => {
+    const result = computeQuorum({
+      checks: [sawHash(ok("a", 100), RECORDED), sawHash(ok("f", 100), OTHER)],
+      memory: {},
+      requestStats: {},
+      divider: 1,
+      settings: SETTINGS,
+      now: NOW,
+      recordedFinalizedHash: RECORDED,
+    });
+    expect(result.memory.f).toMatchObject({ wrongFork: true, recentChecks: [false] });
+  });
+});
+
+/**
+ * Three providers over ticks, each word the hashes a, b and c show at the recorded finalized
+ * height (R: the record, O: the other fork), and the record the monitor holds that tick.
+ */
+interface ForkTicksRow {
+  name: string;
+  ticks: Array<{ seen: string; recorded: string }>;
+  expected: string;
+}
+
+describe("computeQuorum: forks across ticks", () => {
+  const hashOf = (letter: string) => (letter === "R" ? RECORDED : OTHER);
+  it.each<ForkTicksRow>([
+    {
+      name: "a lone forked provider is out until it shows the recorded block again",
+      ticks: [
+        { seen: "RRO", recorded: RECORDED },
+        { seen: "RRO", recorded: RECORDED },
+        { seen: "RRR", recorded: RECORDED },
+      ],
+      expected: "a,b|c a,b|c a,b,c|",
+    },
+    {
+      name: "a finality break reaching the nodes one after the other: nobody stays out",
+      ticks: [
+        // a reorgs first: alone against the record, it is out
+        { seen: "ORR", recorded: RECORDED },
+        // b follows: the record is outvoted, a stays out, nobody else leaves
+        { seen: "OOR", recorded: RECORDED },
+        // every node moved; the break rule then records the new chain
+        { seen: "OOO", recorded: RECORDED },
+        { seen: "OOO", recorded: OTHER },
+      ],
+      expected: "b,c|a b,c|a b,c|a a,b,c|",
+    },
+    {
+      name: "a genuine deep reorg of every node at once: nobody is ever out",
+      ticks: [
+        { seen: "OOO", recorded: RECORDED },
+        { seen: "OOO", recorded: OTHER },
+      ],
+      expected: "a,b,c| a,b,c|",
+    },
+  ])("$name", (row) => {
+    let memory: Record<string, CheckMemory> = {};
+    const verdicts = row.ticks.map(({ seen, recorded }, tick) => {
+      const checks = ["a", "b", "c"].map((provider, index) =>
+        sawHash(ok(provider, 100 + tick), hashOf(seen[index] ?? "R")),
+      );
+      const result = computeQuorum({
+        checks,
+        memory,
+        requestStats: {},
+        divider: 1,
+        settings: SETTINGS,
+        now: NOW + tick * TICK_MS,
+        recordedFinalizedHash: recorded,
+      });
+      memory = result.memory;
+      return `${result.members.join(",")}|${Object.keys(result.excluded).join(",")}`;
+    });
+    expect(verdicts.join(" ")).toBe(row.expected);
+  });
+});
