@@ -45,7 +45,9 @@ function harness(providers: Providers, overrides: Partial<ConfigInput["networks"
   });
   const telemetry = { log: () => undefined, count: () => undefined, measure: () => undefined };
   const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
-  const config = configSchema.parse({ networks: { net: { chain_id: 1, providers, ...overrides } } });
+  const config = configSchema.parse({
+    networks: { net: { chain_id: 1, providers, ...overrides } },
+  });
   const model = buildModel(config, (url) => url);
   /** What request stats (failing often) were told, attempt by attempt. */
   const outcomes: Array<{ provider: string; ok: boolean }> = [];

@@ -1000,7 +1000,11 @@ describe("the served head (eth_blockNumber never goes back)", () => {
   it("regression: an answer from behind counted as a failed request in the stats behind 'failing often', so a served head above the chain (a revert) had every provider excluded from quorum; now, while no provider has the block, it counts as neither", async () => {
     const h = harness(three);
     h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
-    for (const url of [P1, P2, P3]) h.upstream.script(url, resultFor(() => null));
+    for (const url of [P1, P2, P3])
+      h.upstream.script(
+        url,
+        resultFor(() => null),
+      );
     await h.rpc(call(1, "eth_getBlockByNumber", ["0x64", false]));
     expect(h.outcomes).toEqual([]);
   });
