@@ -224,3 +224,64 @@ describe("what the resend costs", () => {
     expect(h.upstream.callsTo(P1) + h.upstream.callsTo(P2)).toBeLessThanOrEqual(4);
   });
 });
+
+describe("what is and is not resent", () => {
+  const logs = (id: unknown, from: string, to: string) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method: "eth_getLogs",
+      params: [{ fromBlock: from, toBlock: to, address: ADDRESS }],
+    });
+
+  it("eth_getLogs about latest, every provider behind: served apart and never resent as written, so nothing is sent twice", async () => {
+    const h = harness(two);
+    h.upstream.script(P1, syncing).script(P2, syncing);
+    const response = await h.rpc(logs(1, "latest", "latest"));
+    expect(JSON.parse(response.body).error).toBeDefined();
+    for (const url of [P1, P2]) {
+      const bodies = (h.upstream.calls.get(url) ?? []).map((request) => request.body);
+      expect(bodies.filter((body) => body.includes('"latest"'))).toEqual([]);
+      expect(bodies).toHaveLength(1);
+    }
+  });
+
+  it("safe and finalized are resent as written too, each to its own tag", async () => {
+    const h = harness(two);
+    h.store.setHead("net", {
+      ...HEAD,
+      safe: { number: 110, hash: null },
+      finalized: { number: 100, hash: null },
+    });
+    h.upstream.script(P1, liar).script(P2, liar);
+    const response = await h.rpc(batch(balance(1, "safe"), balance(2, "finalized")));
+    expect(JSON.parse(response.body)).toEqual([
+      { jsonrpc: "2.0", id: 1, result: "0x1" },
+      { jsonrpc: "2.0", id: 2, result: "0x1" },
+    ]);
+    const resent = h.upstream.calls.get(P1)?.at(-1)?.body ?? "";
+    expect(resent).toContain('"safe"');
+    expect(resent).toContain('"finalized"');
+  });
+
+  it("a block object (EIP-1898) naming latest is not pinned, so it is sent once", async () => {
+    const h = harness(two);
+    h.upstream.script(P1, honest);
+    const call = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "eth_call",
+      params: [{ to: ADDRESS, data: "0x" }, { blockNumber: "latest" }],
+    });
+    await h.rpc(call);
+    expect(h.upstream.calls.get(P1)?.map((r) => r.body)).toEqual([call]);
+  });
+
+  it("the resend starts no attempt after the request's deadline", async () => {
+    const h = harness(two, { request_deadline_ms: 1_000, request_timeout_ms: 1_000 });
+    const slowBehind = (request: UpstreamRequest) => ({ ...syncing(request), elapsedMs: 600 });
+    h.upstream.script(P1, slowBehind).script(P2, slowBehind);
+    await h.rpc(balance(1, "latest"));
+    expect(h.upstream.callsTo(P1) + h.upstream.callsTo(P2)).toBe(2);
+  });
+});
