@@ -68,7 +68,7 @@ function harness(providers: Providers, overrides: Partial<ConfigInput["networks"
   });
   store.setHead("net", HEAD);
   // The monitor saw every provider at 118 two block times ago: each can have reached 120.
-  const names = providers.map((provider) => provider.name);
+  const names = providers.map((provider) => provider.name ?? provider.url);
   const seen = { number: 118, timestamp: NOW / 1000 - 24 };
   store.setQuorum("net", {
     head: 118,
