@@ -137,6 +137,21 @@ describe("a provider answering from behind for every pinned call, forever", () =
     expect(h.failedRequests("p2")).toBe(0);
   });
 
+  it("every provider answering eth_blockNumber behind the served head (above the chain after a revert): the served head answers, and nobody's stats count it", async () => {
+    const h = harness(two);
+    const behindHead = node(() => ({ result: hex(110) }));
+    h.upstream.script(P1, behindHead).script(P2, behindHead);
+    // Published within a block time: the served head is answered without a provider; older, a
+    // provider is asked first.
+    h.store.setHead("net", { ...HEAD, served: { block: 120, at: NOW - 20_000 } });
+    const response = await h.rpc(
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+    );
+    expect(JSON.parse(response.body).result).toBe(hex(120));
+    expect(h.upstream.callsTo(P1) + h.upstream.callsTo(P2)).toBe(2);
+    expect(h.outcomes.filter((outcome) => !outcome.ok)).toEqual([]);
+  });
+
   it("it still gets no strike: behind is not broken", async () => {
     const h = harness(two);
     h.upstream.script(P1, liar).script(P2, honest);

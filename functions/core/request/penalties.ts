@@ -42,11 +42,12 @@ export function suspectRequest(
 
 /**
  * A call another provider answered about the same block: the one behind it was of no use to
- * the call. A call every provider was behind on (a served head above the chain), or one
- * answered only when resent as written (docs/behaviour.md §10.4), blames nobody for it.
+ * the call. A call every provider was behind on (a served head above the chain), answered
+ * then by the served head or only when resent as written (docs/behaviour.md §10.4), blames
+ * nobody for it.
  */
 function reachedElsewhere(call: OpenCall): boolean {
-  return call.answer !== null && !call.sentUnpinned;
+  return call.answeredByProvider;
 }
 
 /** A failed attempt whose penalty waits for the end of the request. */
