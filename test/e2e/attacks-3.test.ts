@@ -217,15 +217,19 @@ describe("one provider behind every numbered block while it passes the monitor's
     }, 30);
     console.info(`'first' excluded as failing_often ${Date.now() - started} ms after 30 calls`);
     expect(providers.get("second")?.quorum_reason).toBeNull();
-    await sleep(3_500);
+    // A container's first request after a while may use its older copy of the state (then
+    // refreshed beside it): one round for each of the four before measuring.
+    await sleep(2_000);
+    for (let m = 0; m < 8; m++)
+      await send(rpcCall("eth_getBalance", [account(2500 + m), "latest"]));
+    await sleep(1_500);
     let after = 0;
-    const refusedBefore = first.refused.length;
     for (let m = 0; m < 10; m++) {
       const answer = await send(rpcCall("eth_getBalance", [account(3000 + m), "latest"], m));
       expect(JSON.parse(answer.text).result).toBe("0x0");
       after += Number(answer.headers["x-gateway-attempts"]);
+      expect(answer.headers["x-gateway-provider"]).toBe("second");
     }
     expect(after).toBe(10);
-    expect(first.refused.length).toBe(refusedBefore);
   }, 90_000);
 });
