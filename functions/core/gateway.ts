@@ -336,8 +336,10 @@ export class Gateway {
       const entry = calls[index];
       // A hedged read's other attempt may have answered the call already: that answer stands.
       if (entry === undefined || entry.answer !== null) return;
-      if (outcome.kind === "answer") entry.answer = outcome.text;
-      else if (outcome.kind === "inner_error") {
+      if (outcome.kind === "answer") {
+        entry.answer = outcome.text;
+        entry.answeredByProvider = true;
+      } else if (outcome.kind === "inner_error") {
         entry.fallback = { text: outcome.text, provider };
         entry.lastError = `inner error ${outcome.detail}`;
       } else {

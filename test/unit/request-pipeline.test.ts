@@ -997,7 +997,19 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     expect(h.store.healthWrites).toEqual([]);
   });
 
-  it("regression: an answer from behind counted as a failed request in the stats behind 'failing often', so a served head above the chain (a revert) had every provider excluded from quorum; now it counts as neither", async () => {
+  it("regression: an answer from behind counted as a failed request in the stats behind 'failing often', so a served head above the chain (a revert) had every provider excluded from quorum; now, while no provider has the block, it counts as neither", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
+    for (const url of [P1, P2, P3])
+      h.upstream.script(
+        url,
+        resultFor(() => null),
+      );
+    await h.rpc(call(1, "eth_getBlockByNumber", ["0x64", false]));
+    expect(h.outcomes).toEqual([]);
+  });
+
+  it("an answer from behind a block another provider answered is a failed request for 'failing often', and still no strike", async () => {
     const h = harness(three);
     h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
     h.upstream.script(
@@ -1009,6 +1021,10 @@ describe("the served head (eth_blockNumber never goes back)", () => {
       resultFor(() => ({ number: "0x5a" })),
     );
     await h.rpc(call(1, "eth_getBlockByNumber", ["0x5a", false]));
-    expect(h.outcomes).toEqual([{ provider: "p2", ok: true }]);
+    expect(h.outcomes).toEqual([
+      { provider: "p2", ok: true },
+      { provider: "p1", ok: false },
+    ]);
+    expect(h.store.healthWrites).toEqual([]);
   });
 });

@@ -97,8 +97,9 @@ export class HealthRecorder {
     const { network, slot } = attempt;
     const provider = slot.provider;
     const kind = verdict.outcome === "retry" ? verdict.kind : verdict.outcome;
-    // Behind is not broken: counted as an error, a served head above the chain (a revert)
-    // would have every provider "failing often" and out of the quorum.
+    // Behind counts only once the request shows another provider had the block (`penalise`):
+    // counted at once, a served head above the chain (a revert) would have every provider
+    // "failing often" and out of the quorum.
     if (verdict.outcome !== "behind") {
       this.#deps.recordOutcome?.(network.name, provider.name, false, attempt.elapsedMs);
     }
@@ -120,8 +121,14 @@ export class HealthRecorder {
   penalise(attempt: AttemptRecord, verdict: FailureVerdict, methods: readonly string[]): void {
     const { network, slot } = attempt;
     const provider = slot.provider;
-    // Behind is not broken: the provider has not reached the block yet.
-    if (slot.emergency || verdict.outcome === "behind") return;
+    if (verdict.outcome === "behind") {
+      // Another provider answered about the block: a failed request ("failing often"), so one
+      // that is behind on every call while passing the monitor's checks leaves the quorum. No
+      // strike: behind is not broken.
+      this.#deps.recordOutcome?.(network.name, provider.name, false, attempt.elapsedMs);
+      return;
+    }
+    if (slot.emergency) return;
     if (verdict.outcome === "capability") {
       const now = this.#deps.clock();
       const until = now + network.settings.cooldown_seconds.capability * 1000;

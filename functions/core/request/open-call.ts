@@ -17,6 +17,11 @@ export interface OpenCall {
   readonly unpinned: Call | null;
   /** Answered by sending `unpinned` (the answer is about another block than the key's). */
   sentUnpinned: boolean;
+  /**
+   * `answer` is a provider's answer to `call` as sent (not the cache's, the served head's or
+   * the gateway's own): a provider behind that call's block was of no use to it.
+   */
+  answeredByProvider: boolean;
   readonly info: CallInfo;
   readonly order: readonly AttemptSlot[];
   /** The next slot of `order` to try. */
@@ -41,6 +46,7 @@ export function openCall(
     call,
     unpinned,
     sentUnpinned: false,
+    answeredByProvider: false,
     info: { method: call.method, params: call.params },
     order,
     next: 0,

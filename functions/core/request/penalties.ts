@@ -40,6 +40,16 @@ export function suspectRequest(
   return first.signature === "capability" || [...providers].every(servesOtherTraffic);
 }
 
+/**
+ * A call another provider answered about the same block: the one behind it was of no use to
+ * the call. A call every provider was behind on (a served head above the chain), answered
+ * then by the served head or only when resent as written (docs/behaviour.md §10.4), blames
+ * nobody for it.
+ */
+function reachedElsewhere(call: OpenCall): boolean {
+  return call.answeredByProvider;
+}
+
 /** A failed attempt whose penalty waits for the end of the request. */
 export interface HeldPenalty {
   readonly attempt: AttemptRecord;
@@ -61,7 +71,8 @@ export interface PenaltyDeps {
 /**
  * The penalties a request's failures earned, once its calls are settled: none for a call
  * every provider failed the same way (the request is suspect), none for a timeout the
- * deadline cut short, the rest as judged.
+ * deadline cut short, none for being behind on a call no other provider answered about its
+ * block, the rest as judged.
  */
 export function settlePenalties(
   held: readonly HeldPenalty[],
@@ -84,7 +95,10 @@ export function settlePenalties(
     if (penalty.cutShort && verdict.outcome === "retry" && verdict.kind === "timeout") continue;
     const suspected = penalty.calls.filter((call) => suspectRequest(call, servesOtherTraffic));
     for (const call of suspected) suspects.add(call);
-    const blamed = penalty.calls.filter((call) => !suspected.includes(call));
+    const blamed = penalty.calls.filter(
+      (call) =>
+        !suspected.includes(call) && (verdict.outcome !== "behind" || reachedElsewhere(call)),
+    );
     if (blamed.length > 0) {
       deps.penalise(
         penalty.attempt,
