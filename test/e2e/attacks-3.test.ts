@@ -1,10 +1,8 @@
-import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { GatewayClient, rpcCall } from "../support/gateway-client.ts";
+import { type FrontCall, startLyingFront } from "../support/lying-front.ts";
 
 /**
  * The unpinned resend and "behind is not a failed request" attacked on the local stack: four
@@ -18,11 +16,7 @@ const CHAIN_ID = 31337;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const account = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
 
-interface Call {
-  readonly id?: unknown;
-  readonly method: string;
-  readonly params?: unknown;
-}
+type Call = FrontCall;
 
 /** A front that forwards to the node, or says it has not reached any numbered block. */
 interface Front {
@@ -45,49 +39,13 @@ const namesANumber = (call: Call): string | undefined =>
 
 async function startFront(nodeUrl: string): Promise<Front> {
   const front = { behind: false, refused: [] as string[] };
-  const member = async (call: Call): Promise<unknown> => {
+  const lying = await startLyingFront(nodeUrl, (call, forward) => {
     const number = namesANumber(call);
-    if (front.behind && number !== undefined) {
-      front.refused.push(number);
-      return {
-        jsonrpc: "2.0",
-        id: call.id ?? null,
-        error: { code: -32000, message: "header not found" },
-      };
-    }
-    const response = await fetch(nodeUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", ...call }),
-    });
-    return response.json();
-  };
-  // A request whose forwarding fails (the node gone during teardown) ends in a reset.
-  const handleRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Call | Call[];
-    const answers = await Promise.all((Array.isArray(parsed) ? parsed : [parsed]).map(member));
-    const text = JSON.stringify(Array.isArray(parsed) ? answers : answers[0]);
-    res.writeHead(200, {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(text),
-    });
-    res.end(text);
-  };
-  const server: Server = createServer((req, res) => {
-    handleRequest(req, res).catch(() => req.socket.destroy());
+    if (!front.behind || number === undefined) return forward();
+    front.refused.push(number);
+    return { error: { code: -32000, message: "header not found" } };
   });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return Object.assign(front, {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  });
+  return Object.assign(front, lying);
 }
 
 let node: AnvilNode;

@@ -1,10 +1,8 @@
-import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { GatewayClient, rpcCall } from "../support/gateway-client.ts";
+import { type FrontAnswer, type FrontCall, startLyingFront } from "../support/lying-front.ts";
 
 /**
  * The newest chain-position changes attacked on the local stack: two proxy containers over one
@@ -17,15 +15,8 @@ const CHAIN_ID = 31337;
 const hex = (n: number) => `0x${n.toString(16)}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface Call {
-  readonly id?: unknown;
-  readonly method: string;
-  readonly params?: unknown;
-}
-interface Member {
-  result?: unknown;
-  error?: unknown;
-}
+type Call = FrontCall;
+type Member = FrontAnswer;
 /** Rewrites one answer member of the node's (in place or by returning a new one). */
 type Rewrite = (call: Call, answer: Member) => Member;
 
@@ -37,46 +28,10 @@ interface Liar {
 
 async function startLiar(nodeUrl: string): Promise<Liar> {
   const liar = { rewrite: ((_call, answer) => answer) as Rewrite };
-  const member = async (call: Call): Promise<Member & { jsonrpc: string; id: unknown }> => {
-    const response = await fetch(nodeUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", ...call }),
-    });
-    const { result, error } = liar.rewrite(call, (await response.json()) as Member);
-    return {
-      jsonrpc: "2.0",
-      id: call.id ?? null,
-      ...(error === undefined ? { result } : { error }),
-    };
-  };
-  // A request whose forwarding fails (the target gone while the suite tears down) ends in a
-  // reset, never a rejection nobody handles.
-  const handleRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Call | Call[];
-    const answers = await Promise.all((Array.isArray(parsed) ? parsed : [parsed]).map(member));
-    const text = JSON.stringify(Array.isArray(parsed) ? answers : answers[0]);
-    res.writeHead(200, {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(text),
-    });
-    res.end(text);
-  };
-  const server: Server = createServer((req, res) => {
-    handleRequest(req, res).catch(() => req.socket.destroy());
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return Object.assign(liar, {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  });
+  const front = await startLyingFront(nodeUrl, async (call, forward) =>
+    liar.rewrite(call, await forward()),
+  );
+  return Object.assign(liar, front);
 }
 
 const blockParam = (call: Call): unknown =>
