@@ -1,8 +1,18 @@
+import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createConfigSource } from "../../functions/adapters/config-source.ts";
+import { envSecretResolver } from "../../functions/adapters/secrets.ts";
+import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
+import { createUpstream } from "../../functions/adapters/upstream.ts";
+import { createProxyRuntime } from "../../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { rpcEvent } from "../support/api-gateway-event.ts";
 
 /**
  * Attacks on the fork check as a misbehaving provider would make them, on real parts: anvil
@@ -193,4 +203,47 @@ describe("a provider answering a huge garbage hash at the finalized height", () 
     expect(JSON.stringify(status)).not.toContain("abababab");
     expect(status.quorum.members).toEqual(["a", "b", "liar"]);
   });
+});
+
+describe("a DynamoDB that accepts connections and never answers", () => {
+  it("regression: a cold container's first request waited on its state read for good (the SDK only warned at its request timeout); now the read fails after two 2 s attempts and the request is served failing open", async () => {
+    const silent = createServer(() => undefined);
+    silent.listen(0, "127.0.0.1");
+    await once(silent, "listening");
+    const dir = await mkdtemp(join(tmpdir(), "attacks-4-"));
+    const upstream = createUpstream();
+    cleanups.push(async () => {
+      await upstream.close();
+      silent.closeAllConnections();
+      silent.close();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const configPath = join(dir, "config.json");
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        networks: { devnet: { chain_id: CHAIN_ID, providers: [{ name: "a", url: honest.url }] } },
+      }),
+    );
+    const runtime = createProxyRuntime({
+      configSource: createConfigSource({ kind: "file", path: configPath }),
+      secrets: envSecretResolver({}),
+      store: new DynamoStateStore({
+        client: createDynamoClient({
+          endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        }),
+        tableName: "silent",
+      }),
+      upstream,
+      writeMetrics: () => undefined,
+    });
+    const body = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
+    const startedAt = Date.now();
+
+    const answer = (await runtime.handle(rpcEvent(body))) as { statusCode: number; body: string };
+
+    expect(answer.statusCode).toBe(200);
+    expect(JSON.parse(answer.body)).toMatchObject({ result: hex(CHAIN_ID) });
+    expect(Date.now() - startedAt).toBeLessThan(10_000);
+  }, 20_000);
 });
