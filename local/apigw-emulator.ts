@@ -152,6 +152,8 @@ export async function startApiGateway(
 
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     serve(req, res).catch((error: unknown) => {
+      // A caller that hung up before its body ended is nobody to answer or to log about.
+      if (req.destroyed && !req.complete) return;
       console.error("[apigw-emulator] request failed:", error);
       if (res.headersSent) res.destroy();
       else sendMessage(res, 500, "Internal Server Error", "");

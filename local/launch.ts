@@ -1,7 +1,7 @@
 import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { build } from "esbuild";
+import { build, stop } from "esbuild";
 
 /**
  * `npm start`: bundles local/start.ts and its project imports into one ESM file (about
@@ -47,6 +47,8 @@ try {
     ],
   });
   renameSync(staging, target);
+  // esbuild's service process would otherwise live as long as the gateway.
+  await stop();
 } catch (error) {
   rmSync(staging, { force: true });
   console.error(

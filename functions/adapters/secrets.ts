@@ -84,7 +84,7 @@ export function envSecretResolver(env: Env = process.env): SecretResolver {
 /** Bounded, so a slow secrets service delays a config build by seconds, never indefinitely. */
 const CLIENT_OPTIONS = {
   maxAttempts: 2,
-  requestHandler: { connectionTimeout: 1000, requestTimeout: 3000 },
+  requestHandler: { connectionTimeout: 1000, requestTimeout: 3000, throwOnRequestTimeout: true },
 };
 
 /**

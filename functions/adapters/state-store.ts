@@ -83,7 +83,7 @@ export function createDynamoClient(
     region: options.region ?? process.env.AWS_REGION ?? "us-east-1",
     // Bounded: a slow or unreachable table must not hold requests (the proxy fails open).
     maxAttempts: 2,
-    requestHandler: { connectionTimeout: 1000, requestTimeout: 2000 },
+    requestHandler: { connectionTimeout: 1000, requestTimeout: 2000, throwOnRequestTimeout: true },
   });
 }
 

@@ -76,10 +76,11 @@ export async function runQuorumCheck(
   deps: QuorumCheckDeps,
   input: QuorumCheckInput,
 ): Promise<QuorumCheckResult> {
-  const { network, memory } = input;
-  const recorded = network.settings.quorum.fork_check
-    ? recordedFinalized(input.chainHead ?? null)
-    : null;
+  const { network } = input;
+  const forkCheck = network.settings.quorum.fork_check;
+  const recorded = forkCheck ? recordedFinalized(input.chainHead ?? null) : null;
+  // With the check off, a verdict it gave while on would otherwise stand for good.
+  const memory = forkCheck ? input.memory : withoutForkVerdicts(input.memory);
   const settings = network.settings.quorum;
   const options: CallOptions = {
     upstream: deps.upstream,
@@ -165,6 +166,14 @@ export async function runQuorumCheck(
     }
   }
   return { snapshot, finalizedMajority: result.finalizedMajority };
+}
+
+function withoutForkVerdicts(
+  memory: Readonly<Record<string, CheckMemory>>,
+): Record<string, CheckMemory> {
+  return Object.fromEntries(
+    Object.entries(memory).map(([provider, kept]) => [provider, { ...kept, wrongFork: false }]),
+  );
 }
 
 /** The recorded finalized block, when it has a hash to compare with. */

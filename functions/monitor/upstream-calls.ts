@@ -28,6 +28,8 @@ const CHAIN_ID_CALL: CallInfo = { method: "eth_chainId", params: [] };
 const MAX_DETAIL = 160;
 
 const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
+/** A block hash is 32 bytes: anything else (a provider's junk, megabytes of it) is no hash. */
+const BLOCK_HASH = /^0x[0-9a-f]{64}$/i;
 
 /**
  * A failure as the live traffic's classifier judges it: its kind and the reason it would
@@ -207,7 +209,7 @@ function blockOf(answer: Answer): LatestBlock {
   return {
     number: Number.parseInt(number, 16),
     timestamp: Number.parseInt(timestamp, 16),
-    ...(typeof block?.hash === "string" ? { hash: block.hash } : {}),
+    ...(typeof block?.hash === "string" && BLOCK_HASH.test(block.hash) ? { hash: block.hash } : {}),
   };
 }
 

@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { connect } from "node:net";
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
 import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -386,6 +388,31 @@ describe("timeouts", () => {
     try {
       expect((await send(`${api.url}/ethereum`, { method: "POST", body: "{}" })).status).toBe(500);
     } finally {
+      await api.close();
+    }
+  });
+});
+
+describe("a caller that hangs up", () => {
+  it("regression: a caller gone before its body ended was logged as a failed request with a stack trace; now it is dropped quietly and the function never runs", async () => {
+    const handler = vi.fn(async () => ok("{}"));
+    const api = await startApiGateway({ handler });
+    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    try {
+      const socket = connect(api.port, "127.0.0.1");
+      await once(socket, "connect");
+      socket.write(
+        "POST /ethereum HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n" + '{"jsonrpc"',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      socket.destroy();
+      await once(socket, "close");
+      // The server sees the close on its next turn of the event loop; a request after it proves so.
+      expect((await send(`${api.url}/health`)).status).toBe(200);
+      expect(logged).not.toHaveBeenCalled();
+      expect(handler).toHaveBeenCalledTimes(1);
+    } finally {
+      logged.mockRestore();
       await api.close();
     }
   });

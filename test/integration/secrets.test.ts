@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -266,6 +269,34 @@ describe("createSecretResolver", () => {
       process.env = saved;
     }
   });
+
+  it("regression: a secrets service that accepted the connection and never answered kept a lookup waiting for good (the SDK only warned at its request timeout); now each source gives up after two 3 s attempts", async () => {
+    const silent = createServer(() => undefined);
+    silent.listen(0, "127.0.0.1");
+    await once(silent, "listening");
+    const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_SSM: endpoint,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoint,
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: "test",
+      AWS_SECRET_ACCESS_KEY: "test",
+    });
+    try {
+      const lookups = ["ssm", "secretsmanager"].map((source) =>
+        createSecretResolver({ SECRETS_SOURCE: source, SECRETS_PREFIX: PREFIX }).lookup(["KEY"]),
+      );
+      for (const lookup of await Promise.all(lookups)) {
+        expect(lookup.values.size).toBe(0);
+        expect(lookup.unresolved.get("KEY")).toMatch(/TimeoutError/);
+      }
+    } finally {
+      process.env = saved;
+      silent.closeAllConnections();
+      silent.close();
+    }
+  }, 20_000);
 
   it("refuses an unknown SECRETS_SOURCE", () => {
     expect(() => createSecretResolver({ SECRETS_SOURCE: "vault" })).toThrow(
