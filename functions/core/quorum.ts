@@ -269,12 +269,14 @@ export function computeQuorum(input: QuorumInput): QuorumResult {
       now,
       failingOften.exclude_seconds,
     );
-    // The failing tick is reported as no_answer; the N ticks after it as failed_recently.
+    // The failing tick is reported as no_answer; the N ticks after it as failed_recently. So
+    // are the N ticks after a fork verdict: a provider flapping between forks would otherwise
+    // be a member every other tick, and its answers about finalized blocks cached for good.
     const failedRecently = head !== null && before.failedRecentlyRemaining > 0;
 
     memory[check.provider] = {
       failedRecentlyRemaining:
-        head === null
+        head === null || wrongFork
           ? settings.failed_recently_checks
           : Math.max(0, before.failedRecentlyRemaining - 1),
       recentChecks,

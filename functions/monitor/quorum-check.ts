@@ -172,7 +172,15 @@ function withoutForkVerdicts(
   memory: Readonly<Record<string, CheckMemory>>,
 ): Record<string, CheckMemory> {
   return Object.fromEntries(
-    Object.entries(memory).map(([provider, kept]) => [provider, { ...kept, wrongFork: false }]),
+    // The checks a fork verdict holds a provider out after it go with the verdict.
+    Object.entries(memory).map(([provider, kept]) => [
+      provider,
+      {
+        ...kept,
+        wrongFork: false,
+        failedRecentlyRemaining: kept.wrongFork === true ? 0 : kept.failedRecentlyRemaining,
+      },
+    ]),
   );
 }
 

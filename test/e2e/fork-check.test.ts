@@ -207,15 +207,22 @@ describe("a provider on another fork, its head level with the others", () => {
     expect(answer.body.result?.hash).toBe(await hashAt(honest, finalized - 1));
   });
 
-  it("stays out on later checks, and rejoins once it shows the recorded block again", async () => {
+  it("stays out on later checks, and rejoins once it has shown the recorded block for failed_recently_checks (2) checks", async () => {
     expect(provider(await stack.tick(), "f")?.quorum_reason).toBe("wrong_fork");
 
     front.target = honest;
+    // A provider flapping between forks must not be a member every other check.
+    expect(provider(await stack.tick(), "f")?.quorum_reason).toBe("failed_recently");
+    expect(provider(await stack.tick(), "f")?.quorum_reason).toBe("failed_recently");
     const status = await stack.tick();
 
     expect(status.quorum.members).toEqual(["a", "b", "f"]);
     expect(status.events).toContainEqual(
-      expect.objectContaining({ provider: "f", kind: "quorum_rejoined", reason: "wrong_fork" }),
+      expect.objectContaining({
+        provider: "f",
+        kind: "quorum_rejoined",
+        reason: "failed_recently",
+      }),
     );
   });
 });

@@ -732,16 +732,30 @@ describe("computeQuorum: forks across ticks", () => {
   const hashOf = (letter: string) => (letter === "R" ? RECORDED : OTHER);
   it.each<ForkTicksRow>([
     {
-      name: "a lone forked provider is out until it shows the recorded block again",
+      name: "a lone forked provider is out until it has shown the recorded block for failed_recently_checks (2) checks",
       ticks: [
         { seen: "RRO", recorded: RECORDED },
         { seen: "RRO", recorded: RECORDED },
         { seen: "RRR", recorded: RECORDED },
+        { seen: "RRR", recorded: RECORDED },
+        { seen: "RRR", recorded: RECORDED },
       ],
-      expected: "a,b|c a,b|c a,b,c|",
+      expected: "a,b|c a,b|c a,b|c a,b|c a,b,c|",
     },
     {
-      name: "a finality break reaching the nodes one after the other: nobody stays out",
+      name: "regression: a provider flapping between forks was a member every other check (its finalized answers cacheable); now it stays out",
+      ticks: [
+        { seen: "RRO", recorded: RECORDED },
+        { seen: "RRR", recorded: RECORDED },
+        { seen: "RRO", recorded: RECORDED },
+        { seen: "RRR", recorded: RECORDED },
+        { seen: "RRO", recorded: RECORDED },
+        { seen: "RRR", recorded: RECORDED },
+      ],
+      expected: "a,b|c a,b|c a,b|c a,b|c a,b|c a,b|c",
+    },
+    {
+      name: "a finality break reaching the nodes one after the other: nobody stays out for good",
       ticks: [
         // a reorgs first: alone against the record, it is out
         { seen: "ORR", recorded: RECORDED },
@@ -750,8 +764,11 @@ describe("computeQuorum: forks across ticks", () => {
         // every node moved; the break rule then records the new chain
         { seen: "OOO", recorded: RECORDED },
         { seen: "OOO", recorded: OTHER },
+        // a, out as on another fork for three checks, rejoins after failed_recently_checks
+        { seen: "OOO", recorded: OTHER },
+        { seen: "OOO", recorded: OTHER },
       ],
-      expected: "b,c|a b,c|a b,c|a a,b,c|",
+      expected: "b,c|a b,c|a b,c|a b,c|a b,c|a a,b,c|",
     },
     {
       name: "a genuine deep reorg of every node at once: nobody is ever out",
