@@ -48,12 +48,17 @@ export const LAGGING_BACKEND = new RegExp(
     /\bdoes(n't| not) exist yet\b|must be less than or equal to the current blockchain height|\bheader not found\b|\bunknown block\b|\binvalid block height\b/,
     /\bnot (yet )?synced\b|\bis syncing\b|\bupstream height \d+ is less than\b/,
     /\bblock height is \d+ but requested was \d+\b|\bBlockOutOfRangeError\b/,
-    /\bblock range extends beyond (the )?current head\b/,
   ]
     .map((part) => part.source)
     .join("|"),
   "i",
 );
+
+/**
+ * geth refusing a log query whose `toBlock` is above its head (-32602). The caller's answer
+ * when nobody knows that block exists; a provider behind when the gateway does (§10).
+ */
+export const RANGE_BEYOND_HEAD = /\bblock range extends beyond (the )?current head\b/i;
 
 /**
  * A provider refusing a log query as too big (docs/behaviour.md §12), in three kinds: the

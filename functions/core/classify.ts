@@ -12,6 +12,7 @@ import {
   FORBIDDEN,
   LAGGING_BACKEND,
   QUOTA,
+  RANGE_BEYOND_HEAD,
   RATE_LIMIT,
 } from "./classify-patterns.ts";
 import { judgeResult } from "./classify-result.ts";
@@ -173,6 +174,9 @@ export function classifyMember(
   if (verdict.outcome === "ok" && claimsRecentStatePruned(error, call, context.quorumHead)) {
     return retry(NO_RESULT, "pruned state claimed for a block every full node keeps");
   }
+  if (verdict.outcome === "ok" && refusesKnownRange(error, call, context.quorumHead)) {
+    return { outcome: "behind", detail: "log range beyond its head, within the known head" };
+  }
   // "Header not found" and its kin: the node has not reached the block yet (docs/behaviour.md §10).
   if (
     verdict.outcome === "retry" &&
@@ -207,6 +211,24 @@ function claimsRecentStatePruned(
     block?.kind === "number" &&
     quorumHead !== null &&
     block.number > quorumHead - RECENT_STATE_BLOCKS
+  );
+}
+
+/**
+ * geth's "block range extends beyond current head block" about a log range the known head
+ * covers: a `toBlock` the gateway pinned to the served head (or one a caller was told exists)
+ * met a provider a block behind, and the next provider takes the query. Beyond the known head
+ * it is the caller's answer, passed on as is.
+ */
+function refusesKnownRange(error: unknown, call: CallInfo, quorumHead: number | null): boolean {
+  const message = (error as { message?: unknown } | null)?.message;
+  if (typeof message !== "string" || !RANGE_BEYOND_HEAD.test(message)) return false;
+  const block = blockRefOf(call.method, call.params);
+  return (
+    block?.kind === "range" &&
+    block.to.kind === "number" &&
+    quorumHead !== null &&
+    block.to.number <= quorumHead
   );
 }
 

@@ -429,10 +429,6 @@ describe("classifyMember: the transient table (docs/behaviour.md §4)", () => {
       "failed to get block by number: height 101 must be less than or equal to the current blockchain height 100",
       BEHIND,
     ],
-    // geth (execution-apis test filter-error-future-block-range): eth_getLogs with toBlock
-    // above its head. A toBlock the gateway pinned to the served head meets it on a provider
-    // one block behind: the next provider takes the query, the caller never sees it.
-    [-32602, "block range extends beyond current head block", BEHIND],
     [-32000, "BlockOutOfRangeError: block height is 105 but requested was 106", BEHIND],
   ])("%i %s", (code, message, expected) => {
     expectVerdict(judgeError({ code, message }), expected);
@@ -843,6 +839,26 @@ describe("classifyMember: capability (-32601 and its cousins)", () => {
   });
 });
 
+describe("geth's 'block range extends beyond current head block': the caller's, unless the known head covers the range", () => {
+  // execution-apis test filter-error-future-block-range. A toBlock the gateway pinned to the
+  // served head (or one a caller was told exists) meets it on a provider a block behind.
+  const refusal = { code: -32602, message: "block range extends beyond current head block" };
+  const logs = (toBlock: unknown) => call("eth_getLogs", [{ fromBlock: "0x1", toBlock }]);
+  it.each<[string, CallInfo, ClassifyContext, Expected]>([
+    ["toBlock at the known head (100)", logs("0x64"), AT_HEAD, BEHIND],
+    ["toBlock under the known head", logs("0x10"), AT_HEAD, BEHIND],
+    ["toBlock above the known head", logs("0x65"), AT_HEAD, OK],
+    ["no known head", logs("0x10"), NO_HEAD, OK],
+    ["toBlock a tag", logs("latest"), AT_HEAD, OK],
+    ["another method", call("eth_getBalance", ["0x01", "0x10"]), AT_HEAD, OK],
+  ])("%s", (_name, info, context, expected) => {
+    expectVerdict(
+      classifyMember({ jsonrpc: "2.0", id: 1, error: refusal }, info, context),
+      expected,
+    );
+  });
+});
+
 describe("classifyMember: the caller's fault is ok", () => {
   it.each<[string, unknown, string]>([
     [
@@ -860,8 +876,8 @@ describe("classifyMember: the caller's fault is ok", () => {
       "eth_getBalance",
     ],
     [
-      "-32602 with any message but a lagging node's",
-      { code: -32602, message: "invalid argument 0: hex string without 0x prefix" },
+      "-32602 with any message (a log range beyond every known head included)",
+      { code: -32602, message: "block range extends beyond current head block" },
       "eth_getLogs",
     ],
     ["-32600 invalid request", { code: -32600, message: "invalid request" }, "eth_call"],
