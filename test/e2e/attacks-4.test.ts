@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import { createProxyRuntime } from "../../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { rpcEvent } from "../support/api-gateway-event.ts";
+import { startNodeFront } from "../support/lying-front.ts";
 
 /**
  * Attacks on the fork check as a misbehaving provider would make them, on real parts: anvil
@@ -26,59 +27,6 @@ const CHAIN_ID = 31337;
 /** anvil's `finalized` is 64 blocks behind its head: 100 blocks give a finalized block 36. */
 const BLOCKS = 100;
 const hex = (n: number) => `0x${n.toString(16)}`;
-
-type Call = { id: unknown; method: string; params: unknown[] };
-
-interface Front {
-  readonly url: string;
-  target: AnvilNode;
-  close(): Promise<void>;
-}
-
-/** Forwards every call (lone or batched) to `target`; `rewrite` may change a call's result. */
-async function startFront(
-  target: AnvilNode,
-  rewrite: (call: Call, result: unknown) => unknown = (_call, result) => result,
-): Promise<Front> {
-  const front: { target: AnvilNode } = { target };
-  const server: Server = createServer((request, response) => {
-    let raw = "";
-    request.on("data", (chunk: Buffer) => {
-      raw += chunk.toString();
-    });
-    request.on("end", async () => {
-      try {
-        const parsed = JSON.parse(raw) as Call | Call[];
-        const answers = await Promise.all(
-          (Array.isArray(parsed) ? parsed : [parsed]).map(async (call) => {
-            const result = await front.target.rpc(call.method, call.params ?? []);
-            return { jsonrpc: "2.0", id: call.id, result: rewrite(call, result) };
-          }),
-        );
-        response
-          .writeHead(200, { "content-type": "application/json" })
-          .end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
-      } catch (error) {
-        response.writeHead(500).end(String(error));
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    get target() {
-      return front.target;
-    },
-    set target(node: AnvilNode) {
-      front.target = node;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 interface Status {
   monitor: { last_tick_at: string | null };
@@ -159,7 +107,7 @@ const reasonOf = (status: Status, name: string) =>
 
 describe("fork_check turned off", () => {
   it("regression: a provider out as wrong_fork stayed out for good once fork_check was set false; now it rejoins at the next check", async () => {
-    const front = await startFront(forked);
+    const front = await startNodeFront(forked);
     cleanups.push(() => front.close());
     const providers: Providers = [
       { name: "a", url: honest.url },
@@ -184,7 +132,7 @@ describe("fork_check turned off", () => {
 describe("a provider answering a huge garbage hash at the finalized height", () => {
   it("regression: its whole 'hash' went into the published quorum detail; now a hash that is not 32 bytes of hex is no block, and nothing of it is published", async () => {
     const junk = `0x${"ab".repeat(200_000)}`;
-    const liar = await startFront(honest, (call, result) => {
+    const liar = await startNodeFront(honest, (call, result) => {
       const block = call.params[0];
       const numbered = typeof block === "string" && /^0x[0-9a-f]+$/.test(block);
       return call.method === "eth_getBlockByNumber" && numbered && result !== null

@@ -1,8 +1,7 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { type NodeFront, startNodeFront } from "../support/lying-front.ts";
 
 /**
  * A provider on another fork of the same chain id leaves the quorum, on real parts: two anvil
@@ -18,62 +17,7 @@ const CHAIN_ID = 31337;
 const BLOCKS = 100;
 const hex = (n: number) => `0x${n.toString(16)}`;
 
-interface Front {
-  readonly url: string;
-  /** Where the front forwards from now on. */
-  target: AnvilNode;
-  close(): Promise<void>;
-}
-
-type Call = { id: unknown; method: string; params: unknown[] };
-
-/**
- * Forwards every call to `target`; `rewrite` may change a call's result (the monitor's head
- * check sends batches: each member is answered as a lone call would be).
- */
-async function startFront(
-  target: AnvilNode,
-  rewrite: (call: Call, result: unknown) => unknown = (_call, result) => result,
-): Promise<Front> {
-  const front: { target: AnvilNode } = { target };
-  const server: Server = createServer((request, response) => {
-    let raw = "";
-    request.on("data", (chunk: Buffer) => {
-      raw += chunk.toString();
-    });
-    request.on("end", async () => {
-      try {
-        const parsed = JSON.parse(raw) as Call | Call[];
-        const answers = await Promise.all(
-          (Array.isArray(parsed) ? parsed : [parsed]).map(async (call) => {
-            const result = await front.target.rpc(call.method, call.params ?? []);
-            return { jsonrpc: "2.0", id: call.id, result: rewrite(call, result) };
-          }),
-        );
-        response
-          .writeHead(200, { "content-type": "application/json" })
-          .end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
-      } catch (error) {
-        response.writeHead(500).end(String(error));
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    get target() {
-      return front.target;
-    },
-    set target(node: AnvilNode) {
-      front.target = node;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+type Front = NodeFront & { target: AnvilNode };
 
 interface Status {
   monitor: { last_tick_at: string | null };
@@ -178,7 +122,7 @@ describe("a provider on another fork, its head level with the others", () => {
 
   beforeAll(async () => {
     // Preferred by priority: while it is in quorum, reads go to it.
-    front = await startFront(forked);
+    front = await startNodeFront(forked);
     cleanups.push(() => front.close());
     stack = await gateway([
       { name: "a", url: honest.url, priority: 1 },
@@ -245,7 +189,7 @@ describe("fork_check: false", () => {
 
 describe("the chain position first read from the forked provider", () => {
   it("regression: the first finalized block recorded was the lone forked provider's, and it stayed; now the majority's block replaces it and the forked one is out", async () => {
-    const front = await startFront(forked);
+    const front = await startNodeFront(forked);
     cleanups.push(() => front.close());
     // Listed first: the start-up tick, with no finalized block recorded, reads it from f.
     const stack = await gateway([
@@ -274,7 +218,7 @@ describe("the chain position first read from the forked provider", () => {
 describe("a provider that lies only about old blocks", () => {
   it("is out as wrong_fork: its head is the honest node's, its finalized blocks are not", async () => {
     const head = Number(await honest.rpc("eth_blockNumber"));
-    const liar = await startFront(honest, (call, result) => {
+    const liar = await startNodeFront(honest, (call, result) => {
       const block = call.params[0];
       const old = typeof block === "string" && block.startsWith("0x") && Number(block) < head - 32;
       return call.method === "eth_getBlockByNumber" && old && result !== null
@@ -300,7 +244,7 @@ describe("a deep reorg of every node at once", () => {
     const node = await startAnvil({ chainId: CHAIN_ID });
     cleanups.push(() => node.stop());
     await node.rpc("anvil_mine", [hex(BLOCKS)]);
-    const front = await startFront(node);
+    const front = await startNodeFront(node);
     cleanups.push(() => front.close());
     const stack = await gateway([
       { name: "a", url: node.url },

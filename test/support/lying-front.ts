@@ -30,10 +30,14 @@ export interface LyingFront {
   close(): Promise<void>;
 }
 
-export async function startLyingFront(nodeUrl: string, answer: AnswerCall): Promise<LyingFront> {
+/** `nodeUrl`: the node calls are forwarded to, or a function naming it at each call. */
+export async function startLyingFront(
+  nodeUrl: string | (() => string),
+  answer: AnswerCall,
+): Promise<LyingFront> {
   const member = async (call: FrontCall) => {
     const forward = async (): Promise<FrontAnswer> => {
-      const response = await fetch(nodeUrl, {
+      const response = await fetch(typeof nodeUrl === "string" ? nodeUrl : nodeUrl(), {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ jsonrpc: "2.0", ...call }),
@@ -74,4 +78,37 @@ export async function startLyingFront(nodeUrl: string, answer: AnswerCall): Prom
         server.closeAllConnections();
       }),
   };
+}
+
+/** A call as a node front rewrites it (the params are an array). */
+export interface NodeCall {
+  readonly id: unknown;
+  readonly method: string;
+  readonly params: unknown[];
+}
+
+export interface NodeFront extends LyingFront {
+  /** Where the front forwards from now on. */
+  target: { readonly url: string };
+}
+
+/**
+ * A front that forwards every call (lone or batched) to `target`, which a test may switch to
+ * another node; `rewrite` may change a call's result (an error answer passes as it is).
+ */
+export async function startNodeFront<Target extends { readonly url: string }>(
+  target: Target,
+  rewrite: (call: NodeCall, result: unknown) => unknown = (_call, result) => result,
+): Promise<NodeFront & { target: Target }> {
+  const front = { target };
+  const lying = await startLyingFront(
+    () => front.target.url,
+    async (call, forward) => {
+      const answer = await forward();
+      if (answer.error !== undefined) return answer;
+      const params = Array.isArray(call.params) ? call.params : [];
+      return { result: rewrite({ id: call.id, method: call.method, params }, answer.result) };
+    },
+  );
+  return Object.assign(front, lying);
 }
