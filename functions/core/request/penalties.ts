@@ -40,16 +40,6 @@ export function suspectRequest(
   return first.signature === "capability" || [...providers].every(servesOtherTraffic);
 }
 
-/**
- * A call another provider answered about the same block: the one behind it was of no use to
- * the call. A call every provider was behind on (a served head above the chain), answered
- * then by the served head or only when resent as written (docs/behaviour.md §10.4), blames
- * nobody for it.
- */
-function reachedElsewhere(call: OpenCall): boolean {
-  return call.answeredByProvider;
-}
-
 /** A failed attempt whose penalty waits for the end of the request. */
 export interface HeldPenalty {
   readonly attempt: AttemptRecord;
@@ -95,9 +85,12 @@ export function settlePenalties(
     if (penalty.cutShort && verdict.outcome === "retry" && verdict.kind === "timeout") continue;
     const suspected = penalty.calls.filter((call) => suspectRequest(call, servesOtherTraffic));
     for (const call of suspected) suspects.add(call);
+    // Behind blames a provider only when another provider's own answer settled the call; a
+    // call every provider was behind on (a served head above the chain), answered then by the
+    // served head or only when resent as written (docs/behaviour.md §10.4), blames nobody.
     const blamed = penalty.calls.filter(
       (call) =>
-        !suspected.includes(call) && (verdict.outcome !== "behind" || reachedElsewhere(call)),
+        !suspected.includes(call) && (verdict.outcome !== "behind" || call.answeredByProvider),
     );
     if (blamed.length > 0) {
       deps.penalise(
