@@ -27,6 +27,7 @@ import {
 import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
+import { reachCheckFor } from "./request/logs-reach.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, settlePenalties } from "./request/penalties.ts";
@@ -234,6 +235,15 @@ export class Gateway {
             deps: this.#deps,
             handle: (text, internal) =>
               this.handleRpc(network.name, text, { ...options, startedAt: started, internal }),
+            reach: reachCheckFor(
+              network,
+              scope.context,
+              { deadline },
+              {
+                ...this.#deps,
+                observed: this.#observed,
+              },
+            ),
           }));
     if (sending) {
       await settleSentTransactions(open, (call, hash) =>

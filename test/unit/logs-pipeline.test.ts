@@ -50,6 +50,11 @@ interface LogNode {
   readonly failAt?: number;
   /** Answers with more than the range: logs of the block before and a duplicate. */
   readonly sloppy?: boolean;
+  /**
+   * Its head (default: every block): a toBlock above it is clamped to it without a word, as
+   * anvil and older reth do, and a block above it is null.
+   */
+  readonly head?: number;
 }
 
 /** A fake upstream of log nodes by URL; counts calls and the most in flight at once. */
@@ -66,8 +71,20 @@ class LogNodes implements Upstream {
     return this;
   }
 
+  /** The blocks the gateway asked a node for (eth_getBlockByNumber), by URL. */
+  readonly blockChecks: Array<{ url: string; block: number }> = [];
+
   async send(request: UpstreamRequest) {
     const node = this.#nodes.get(request.url);
+    const asked = JSON.parse(request.body) as { id: unknown; method: string; params: unknown[] };
+    if (asked.method === "eth_getBlockByNumber") {
+      const block = Number.parseInt(String(asked.params[0]), 16);
+      this.blockChecks.push({ url: request.url, block });
+      const has = node !== undefined && block <= (node.head ?? Number.POSITIVE_INFINITY);
+      const result = has ? { number: asked.params[0] } : null;
+      const body = JSON.stringify({ jsonrpc: "2.0", id: asked.id, result });
+      return { ok: true as const, status: 200, body, elapsedMs: 1 };
+    }
     const call = JSON.parse(request.body) as {
       id: unknown;
       params: [{ fromBlock: string; toBlock: string }];
@@ -102,7 +119,7 @@ class LogNodes implements Upstream {
         JSON.stringify({ jsonrpc: "2.0", id: call.id, error: node.refusal(from, to) }),
       );
     }
-    const texts = logsIn(from, to);
+    const texts = logsIn(from, Math.min(to, node.head ?? to));
     if (node.sloppy && from > 0)
       texts.unshift(...logsIn(from - 1000, from - 1), ...texts.slice(0, 1));
     return respond(logsAnswer(call.id, texts));
@@ -196,6 +213,73 @@ describe("a query a provider in use takes whole", () => {
   });
 });
 
+/** A quorum snapshot with every named provider a member at `head`, computed now. */
+function quorumAt(head: number, members: readonly string[]) {
+  const at = { number: head, timestamp: NOW / 1000 };
+  return {
+    head,
+    headTimestamp: NOW / 1000,
+    members,
+    excluded: {},
+    heads: Object.fromEntries(members.map((name) => [name, at])),
+    computedAt: NOW,
+  };
+}
+
+describe("a provider that clamps toBlock to its head without a word (anvil, older reth)", () => {
+  it("regression: its logs up to its own head were handed on as the whole range; now a provider not seen at the range's end is asked for that block, and without it the query fails, naming why", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.node(P1, { head: 8_000 });
+    h.store.setQuorum("net", quorumAt(7_990, ["p1"]));
+    const response = await h.rpc(getLogs(1, 7_000, 8_005));
+    const body = JSON.parse(response.body) as { result?: unknown; error?: { message: string } };
+    expect(body.result).toBeUndefined();
+    expect(body.error?.message).toContain("p1 answered before it had block 0x1f45");
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_005 }]);
+  });
+
+  it("a provider that shows it has the range's last block has its answer taken whole", async () => {
+    const h = harness([
+      { name: "p1", url: P1, priority: 2 },
+      { name: "p2", url: P2, priority: 1 },
+    ]);
+    h.upstream.node(P1, { head: 8_010 }).node(P2, {});
+    h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"]));
+    const response = await h.rpc(getLogs(1, 7_000, 8_005));
+    expect(response.body).toBe(logsAnswer(1, logsIn(7_000, 8_005)));
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_005 }]);
+  });
+
+  it("a range the monitor saw the provider reach, or under the quorum's head by more than max_lag_seconds of blocks, is not checked", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.node(P1, {});
+    h.store.setQuorum("net", quorumAt(8_000, ["p1"]));
+    await h.rpc(getLogs(1, 7_000, 8_000));
+    await h.rpc(getLogs(2, 100, 7_900));
+    expect(h.upstream.blockChecks).toEqual([]);
+  });
+
+  it("a provider shown to have a block is not asked again for it", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.node(P1, {});
+    h.store.setQuorum("net", quorumAt(7_990, ["p1"]));
+    // 3 blocks over the quorum's head: as far as an observation counts
+    // (observed_head_max_ahead_blocks).
+    await h.rpc(getLogs(1, 7_000, 7_993));
+    await h.rpc(getLogs(2, 7_500, 7_993));
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 7_993 }]);
+  });
+
+  it("an error answer is never checked: it holds no logs", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.node(P1, { failAt: 8_001 });
+    h.store.setQuorum("net", quorumAt(7_990, ["p1"]));
+    const response = await h.rpc(getLogs(1, 8_000, 8_005));
+    expect(JSON.parse(response.body).error).toBeDefined();
+    expect(h.upstream.blockChecks).toEqual([]);
+  });
+});
+
 describe("a query no provider in use takes: cut into aligned pieces", () => {
   it("a 100,000-block query on providers capped at 10,000 returns exactly the node's logs, from 10 aligned pieces", async () => {
     const h = harness(
@@ -206,6 +290,8 @@ describe("a query no provider in use takes: cut into aligned pieces", () => {
       { logs_concurrency: 3 },
     );
     h.upstream.node(P1, {}).node(P2, {});
+    // The monitor saw both at the head: no piece needs their head checked.
+    h.store.setQuorum("net", quorumAt(100_000, ["p1", "p2"]));
     const response = await h.rpc(getLogs(3, 0, 99_999));
     expect(response.status).toBe(200);
     expect(response.body).toBe(logsAnswer(3, logsIn(0, 99_999)));

@@ -15,6 +15,7 @@ import {
   rangeText,
   spanOf,
 } from "./logs-range.ts";
+import { checkedReach, type ReachCheck } from "./logs-reach.ts";
 import { type PieceAnswer, type SplitOutcome, serveInPieces } from "./logs-split.ts";
 import type { OpenCall } from "./open-call.ts";
 
@@ -68,6 +69,8 @@ export interface LogQueryRequest {
   };
   /** Serves one call text through the gateway's pipeline as an internal call. */
   readonly handle: (text: string, internal: InternalCall) => Promise<unknown>;
+  /** Whether a provider had reached a range's last block when it answered (logs-reach.ts). */
+  readonly reach: ReachCheck;
 }
 
 interface LogQueryScope extends LogQueryRequest {
@@ -171,12 +174,16 @@ async function serveLogQuery(
     pieceSize,
     // The whole query goes as the caller wrote it (tags pinned); a piece as the caller's
     // filter with its own ends.
-    serve: (piece, budget) =>
-      scope.serve(
-        piece.from === query.from && piece.to === query.to
-          ? entry.call.raw
-          : pieceCall(query, piece, ++pieceId),
-        budget,
+    serve: async (piece, budget) =>
+      checkedReach(
+        piece,
+        await scope.serve(
+          piece.from === query.from && piece.to === query.to
+            ? entry.call.raw
+            : pieceCall(query, piece, ++pieceId),
+          budget,
+        ),
+        scope.reach,
       ),
     learn: scope.learn,
     share: scope.share,
