@@ -27,7 +27,7 @@ import {
 import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
-import { reachCheckFor } from "./request/logs-reach.ts";
+import { checksReach, runAttemptsCheckingReach } from "./request/logs-reach.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, settlePenalties } from "./request/penalties.ts";
@@ -210,7 +210,15 @@ export class Gateway {
       callsMade: sends.copies,
       hedging: this.#hedging.forRequest(network),
     };
-    let routedAttempts = await runAttempts(loop);
+    // A log answer from a provider not seen at its toBlock is checked before it is used.
+    let routedAttempts =
+      options.internal && checksReach(scope.context)
+        ? await runAttemptsCheckingReach(loop, scope, {
+            ...this.#deps,
+            observed: this.#observed,
+            noteFailure: (attempt, verdict) => this.#health.noteFailure(attempt, verdict),
+          })
+        : await runAttempts(loop);
     const retries = unpinnedRetries(routed, (call) =>
       unpinnedOrder(call, scope.ranked, scope.context),
     );
@@ -235,15 +243,6 @@ export class Gateway {
             deps: this.#deps,
             handle: (text, internal) =>
               this.handleRpc(network.name, text, { ...options, startedAt: started, internal }),
-            reach: reachCheckFor(
-              network,
-              scope.context,
-              { deadline },
-              {
-                ...this.#deps,
-                observed: this.#observed,
-              },
-            ),
           }));
     if (sending) {
       await settleSentTransactions(open, (call, hash) =>
@@ -349,6 +348,7 @@ export class Gateway {
       if (outcome.kind === "answer") {
         entry.answer = outcome.text;
         entry.answeredByProvider = true;
+        entry.answeredBy = slot;
       } else if (outcome.kind === "inner_error") {
         entry.fallback = { text: outcome.text, provider };
         entry.lastError = `inner error ${outcome.detail}`;

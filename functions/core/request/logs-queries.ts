@@ -15,7 +15,6 @@ import {
   rangeText,
   spanOf,
 } from "./logs-range.ts";
-import { checkedReach, type ReachCheck } from "./logs-reach.ts";
 import { type PieceAnswer, type SplitOutcome, serveInPieces } from "./logs-split.ts";
 import type { OpenCall } from "./open-call.ts";
 
@@ -69,8 +68,6 @@ export interface LogQueryRequest {
   };
   /** Serves one call text through the gateway's pipeline as an internal call. */
   readonly handle: (text: string, internal: InternalCall) => Promise<unknown>;
-  /** Whether a provider had reached a range's last block when it answered (logs-reach.ts). */
-  readonly reach: ReachCheck;
 }
 
 interface LogQueryScope extends LogQueryRequest {
@@ -174,22 +171,19 @@ async function serveLogQuery(
     pieceSize,
     // The whole query goes as the caller wrote it (tags pinned); a piece as the caller's
     // filter with its own ends.
-    serve: async (piece, budget) =>
-      checkedReach(
-        piece,
-        await scope.serve(
-          piece.from === query.from && piece.to === query.to
-            ? entry.call.raw
-            : pieceCall(query, piece, ++pieceId),
-          budget,
-        ),
-        scope.reach,
+    serve: (piece, budget) =>
+      scope.serve(
+        piece.from === query.from && piece.to === query.to
+          ? entry.call.raw
+          : pieceCall(query, piece, ++pieceId),
+        budget,
       ),
     learn: scope.learn,
     share: scope.share,
     concurrency: settings.logs_concurrency,
     maxUpstreamCalls: scope.budget,
-    attemptsPerPiece: settings.max_attempts,
+    // Each attempt may need one more call: the check that its provider had reached toBlock.
+    attemptsPerPiece: 2 * settings.max_attempts,
     maxBytes: settings.max_response_bytes,
     maxEscapedBytes: LAMBDA_RESPONSE_LIMIT_BYTES - RESPONSE_ENVELOPE_BYTES,
     clock: scope.deps.clock,

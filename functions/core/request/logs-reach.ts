@@ -1,118 +1,190 @@
-import type { Network } from "../network-model.ts";
+import { parseJsonOrUndefined } from "../json-raw.ts";
+import { quorumInForce } from "../network-state.ts";
 import type { Upstream } from "../ports.ts";
-import type { SelectionContext } from "../selection.ts";
-import { type BlockRange, quantity } from "./logs-range.ts";
-import type { PieceAnswer } from "./logs-split.ts";
+import type { AttemptSlot, SelectionContext } from "../selection.ts";
+import type { CallInfo } from "../verdict.ts";
+import { type AttemptLoop, runAttempts } from "./attempts.ts";
+import type { AttemptRecord } from "./health-recorder.ts";
+import type { FailureVerdict } from "./judge.ts";
+import { logQueryOf, quantity } from "./logs-range.ts";
+import { mayRaiseHead, type ObservedHeads } from "./observed-head.ts";
+import type { OpenCall } from "./open-call.ts";
+import type { RequestScope } from "./scope.ts";
 
 /**
  * Some nodes (anvil, older reth) answer an eth_getLogs whose `toBlock` is above their own head
  * with the logs up to their head and no error (geth refuses instead). A provider a block behind
- * the served head, which `latest` is pinned to, would then hand an indexer a range without its
- * newest blocks' logs, and the indexer would move past them for good (docs/behaviour.md §12).
- * So a log answer from a provider the gateway has not seen at the range's last block is checked:
- * the provider is asked for that block, and without it (or without an answer) the logs are not
- * used; the query fails, naming why, and the caller asks again.
+ * the served head, which `latest` is pinned to, would hand an indexer a range without its
+ * newest blocks' logs, and the indexer would move past them for good. So the logs of a
+ * provider not known to have reached `toBlock` are used only once it shows that block
+ * (`eth_getBlockByNumber`); without it, the provider is behind for that call: no strike, and
+ * the next provider takes it, as after geth's "block range extends beyond current head block".
  */
 
-export interface ReachCheck {
-  /** The highest block this provider was seen at (the monitor's check, its own answers). */
-  readonly seenAt: (provider: string) => number | null;
-  /** Whether the provider has the block; false when it answered null or did not answer. */
-  readonly hasBlock: (provider: string, block: number) => Promise<boolean>;
-}
-
-/** An answer whose result is a list (logs), not an error: looked for near the start only. */
-const LOGS_RESULT = /"result"\s*:\s*\[/;
-const LOOK_AT_CHARS = 256;
-
-export async function checkedReach(
-  piece: BlockRange,
-  answer: PieceAnswer,
-  check: ReachCheck,
-): Promise<PieceAnswer> {
-  const { provider, text } = answer;
-  if (provider === null || text === null || !LOGS_RESULT.test(text.slice(0, LOOK_AT_CHARS))) {
-    return answer;
-  }
-  if ((check.seenAt(provider) ?? -1) >= piece.to) return answer;
-  const upstreamCalls = answer.upstreamCalls + 1;
-  if (await check.hasBlock(provider, piece.to)) return { ...answer, upstreamCalls };
-  return {
-    text: null,
-    provider: null,
-    error: `${provider} answered before it had block ${quantity(piece.to)}: its logs may end before the range does`,
-    upstreamCalls,
-  };
-}
-
-export interface ReachDeps {
-  readonly upstream: Upstream;
-  readonly clock: () => number;
-  /** The observed heads in force; `observe` records one (a provider shown to have a block). */
-  readonly observed: {
-    inForce(network: Network, context: SelectionContext): Map<string, number>;
-    observe(network: string, provider: string, block: number, now: number): void;
-  };
+/** What decides whether one log answer must be checked. */
+export interface ReachQuestion {
+  readonly info: CallInfo;
+  /** The answer the provider gave (a result or an error). */
+  readonly answer: string;
+  /** The highest block the provider was seen at (the monitor's check, answers), or null. */
+  readonly confirmedHead: number | null;
 }
 
 /**
- * The check for one request's log queries. A provider is taken to have a block it was seen at
- * (the monitor's check, this container's observations, a check of this request), and so is
- * every quorum member for blocks `max_lag_seconds` of blocks under the quorum's head: a member
- * is never further behind. With no quorum snapshot (the monitor down) every near answer is
- * checked.
+ * The block a provider must show before its answer is used, or null when no check is
+ * needed: not a log query over numbered blocks (a `blockHash` filter names one block the
+ * provider found; a tag left as written is the provider's own head), `toBlock` at or under
+ * the provider's confirmed head, or an answer without logs (an error clamps nothing).
  */
-export function reachCheckFor(
-  network: Network,
-  context: SelectionContext,
-  limits: { readonly deadline: number },
-  deps: ReachDeps,
-): ReachCheck {
-  const observed = deps.observed.inForce(network, context);
-  const confirmed = new Map<string, number>();
-  const { settings } = network;
-  const quorum = context.state.quorum;
-  const lagBlocks = Math.ceil(settings.quorum.max_lag_seconds / settings.block_time_seconds) + 1;
-  const memberFloor = quorum === null || quorum.head === null ? undefined : quorum.head - lagBlocks;
-  return {
-    seenAt: (provider) => {
-      const heads = [
-        quorum?.heads[provider]?.number,
-        observed.get(provider),
-        confirmed.get(provider),
-        quorum?.members.includes(provider) ? memberFloor : undefined,
-      ];
-      const known = heads.filter((head): head is number => head !== undefined);
-      return known.length === 0 ? null : Math.max(...known);
-    },
-    hasBlock: async (provider, block) => {
-      const url = network.providers.find((candidate) => candidate.name === provider)?.url;
-      const timeoutMs = Math.floor(
-        Math.min(settings.request_timeout_ms, limits.deadline - deps.clock()),
-      );
-      if (url === undefined || timeoutMs <= 0) return false;
-      const result = await deps.upstream.send({
-        url,
-        body: `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["${quantity(block)}",false]}`,
-        timeoutMs,
-        maxResponseBytes: settings.max_response_bytes,
-        idempotent: true,
-      });
-      const has = result.ok && result.status === 200 && namesABlock(result.body);
-      if (has) {
-        confirmed.set(provider, Math.max(block, confirmed.get(provider) ?? block));
-        deps.observed.observe(network.name, provider, block, deps.clock());
-      }
-      return has;
-    },
-  };
+export function blockToConfirm(question: ReachQuestion): number | null {
+  const query = logQueryOf(question.info.method, question.info.params);
+  if (query === null) return null;
+  if (question.confirmedHead !== null && query.to <= question.confirmedHead) return null;
+  // Parsed only now: most log answers are about blocks the provider was seen at.
+  const result = (parseJsonOrUndefined(question.answer) as { result?: unknown } | undefined)
+    ?.result;
+  return Array.isArray(result) ? query.to : null;
 }
 
-function namesABlock(body: string): boolean {
-  try {
-    const result = (JSON.parse(body) as { result?: unknown })?.result;
-    return typeof result === "object" && result !== null;
-  } catch {
-    return false;
+/** What the checks lean on beside the request's scope. */
+export interface ReachDeps {
+  readonly upstream: Upstream;
+  readonly clock: () => number;
+  /** Heads seen in answers: a provider's confirmed head, and where a check is remembered. */
+  readonly observed: ObservedHeads;
+  /** Counts and logs a provider's failure of a call at once (its penalty waits). */
+  readonly noteFailure: (attempt: AttemptRecord, verdict: FailureVerdict) => void;
+}
+
+/** The highest block a provider was seen at: the monitor's check, or answers since. */
+function confirmedHead(scope: RequestScope, deps: ReachDeps, provider: string): number | null {
+  const checked = scope.context.state.quorum?.heads[provider]?.number ?? null;
+  // Read when asked: another piece's check of this query may have raised it.
+  const seen = deps.observed.inForce(scope.network, scope.context).get(provider) ?? null;
+  return checked === null ? seen : seen === null ? checked : Math.max(checked, seen);
+}
+
+/**
+ * Whether the gateway checks log answers at all: only while the monitor's snapshot is in
+ * force. Without it no provider's head is known, so every log query near the head would pay
+ * one more call (a network of one provider and no monitor on every query), and routing knows
+ * no provider to prefer over another anyway.
+ */
+export function checksReach(context: SelectionContext): boolean {
+  return quorumInForce(context.state, context.now, context.checkIntervalSeconds);
+}
+
+/**
+ * `runAttempts`, and then each log answer from a provider not known to have reached its
+ * `toBlock` is checked; a call whose provider lacks the block is open again and walks on to
+ * its next provider, whose answer is checked in turn. At most one check per provider a call
+ * reaches, each counted in `max_upstream_calls` and bound by the deadline. Returns the
+ * upstream calls made.
+ */
+export async function runAttemptsCheckingReach(
+  loop: AttemptLoop,
+  scope: RequestScope,
+  deps: ReachDeps,
+): Promise<number> {
+  let calls = await runAttempts(loop);
+  let open = loop.open;
+  for (;;) {
+    const reopened: OpenCall[] = [];
+    for (const entry of open) {
+      const slot = entry.answeredBy;
+      if (entry.answer === null || slot === null) continue;
+      const block = blockToConfirm({
+        info: entry.info,
+        answer: entry.answer,
+        confirmedHead: confirmedHead(scope, deps, slot.provider.name),
+      });
+      if (block === null) continue;
+      const room = loop.callsMade + calls < loop.settings.max_upstream_calls;
+      const timeoutMs = Math.floor(
+        Math.min(loop.settings.request_timeout_ms, loop.deadline - deps.clock()),
+      );
+      if (!room || timeoutMs <= 0) {
+        const why = room ? "the deadline passed" : "max_upstream_calls reached";
+        reopen(
+          entry,
+          scope,
+          `its logs were not used: not checked for block ${quantity(block)} (${why})`,
+        );
+        reopened.push(entry);
+        continue;
+      }
+      calls++;
+      const started = deps.clock();
+      const shown = await showsBlock(slot, block, timeoutMs, loop, deps.upstream);
+      if (shown) {
+        // Remembered as answers' heads are: only a quorum member's raises the known head.
+        if (mayRaiseHead(slot.provider.name, slot.emergency, scope.context)) {
+          deps.observed.observe(scope.network.name, slot.provider.name, block, deps.clock());
+        }
+        continue;
+      }
+      const verdict: FailureVerdict = {
+        outcome: "behind",
+        detail: `its answer came without block ${quantity(block)} (toBlock): its logs may end before the range does`,
+      };
+      reopen(entry, scope, verdict.detail);
+      entry.failures.push({ provider: slot.provider.name, signature: "behind" });
+      const attempt: AttemptRecord = {
+        network: scope.network,
+        context: scope.context,
+        slot,
+        elapsedMs: deps.clock() - started,
+        heavy: true,
+        writes: scope.writes,
+      };
+      // No strike: as any provider behind a call, it is blamed only if another one answers.
+      deps.noteFailure(attempt, verdict);
+      scope.held.push({ attempt, verdict, calls: [entry], cutShort: false });
+      reopened.push(entry);
+    }
+    if (reopened.length === 0) return calls;
+    calls += await runAttempts({
+      ...loop,
+      open: reopened,
+      callsMade: loop.callsMade + calls,
+      hedging: undefined,
+    });
+    open = reopened;
   }
+}
+
+/** The call's answer is set aside: the call walks on to its next provider. */
+function reopen(entry: OpenCall, scope: RequestScope, why: string): void {
+  const provider = entry.answeredBy?.provider.name ?? "";
+  entry.answer = null;
+  entry.answeredByProvider = false;
+  entry.answeredBy = null;
+  entry.lastError = `${provider}: ${why}`;
+  const index = scope.used.indexOf(provider);
+  if (index >= 0) scope.used.splice(index, 1);
+}
+
+const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
+
+/** Whether the provider answers `eth_getBlockByNumber(block)` with that block. */
+async function showsBlock(
+  slot: AttemptSlot,
+  block: number,
+  timeoutMs: number,
+  loop: AttemptLoop,
+  upstream: Upstream,
+): Promise<boolean> {
+  const number = quantity(block);
+  const result = await upstream.send({
+    url: slot.provider.url,
+    body: `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["${number}",false]}`,
+    timeoutMs,
+    maxResponseBytes: loop.settings.max_response_bytes,
+    idempotent: true,
+  });
+  if (!result.ok || result.status !== 200) return false;
+  const shown = (parseJsonOrUndefined(result.body) as { result?: unknown } | undefined)?.result;
+  if (typeof shown !== "object" || shown === null) return false;
+  const stated = (shown as { number?: unknown }).number;
+  return typeof stated === "string" && HEX_QUANTITY.test(stated) && Number(stated) === block;
 }

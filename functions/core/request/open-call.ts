@@ -22,6 +22,8 @@ export interface OpenCall {
    * the gateway's own): a provider behind that call's block was of no use to it.
    */
   answeredByProvider: boolean;
+  /** Where `answer` came from, when a provider gave it. */
+  answeredBy: AttemptSlot | null;
   readonly info: CallInfo;
   readonly order: readonly AttemptSlot[];
   /** The next slot of `order` to try. */
@@ -47,6 +49,7 @@ export function openCall(
     unpinned,
     sentUnpinned: false,
     answeredByProvider: false,
+    answeredBy: null,
     info: { method: call.method, params: call.params },
     order,
     next: 0,
