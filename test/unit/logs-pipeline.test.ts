@@ -274,15 +274,37 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
 
   it("when no provider has reached toBlock, the caller gets an error naming why, never the logs up to a provider's head", async () => {
     const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
-    h.store.setQuorum("net", quorumAt(7_990, ["p1"], 20_000));
+    // Block 8,005 is known to exist (the quorum's head); p1 was seen at 7,990 and stopped at 8,000.
+    h.store.setQuorum("net", quorumAt(8_005, ["p1"], 20_000, { p1: 7_990 }));
     h.upstream.node(P1, { head: 8_000 });
     const response = await h.rpc(getLogs(1, 7_000, 8_005));
+    expect(response.status).toBe(502);
     const body = resultOf(response.body);
     expect(body.result).toBeUndefined();
     expect(body.error?.message).toContain(
       "p1: its answer came without block 0x1f45 (toBlock): its logs may end before the range does",
     );
     expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_005 }]);
+  });
+
+  it("a toBlock above the chain head the gateway knows, which no provider shows: the caller's invalid params, not a provider failure", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      FAST_BLOCKS,
+    );
+    h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"]));
+    h.upstream.node(P1, { head: 7_990 }).node(P2, { head: 7_990 });
+    const response = await h.rpc(getLogs(1, 7_000, 0xffff_ffff));
+    expect(response.status).toBe(200);
+    expect(resultOf(response.body).error).toEqual({
+      code: -32602,
+      message:
+        "toBlock 0xffffffff is above the chain head this gateway knows (0x1f36): ask for blocks up to it",
+    });
+    expect(h.upstream.blockChecks).toHaveLength(2);
   });
 
   it("a provider that shows toBlock has its answer taken whole, and is not asked again for that block", async () => {

@@ -1,4 +1,5 @@
 import { parseJsonOrUndefined } from "../json-raw.ts";
+import { ErrorCode, errorResponse } from "../jsonrpc.ts";
 import { quorumInForce } from "../network-state.ts";
 import type { Upstream } from "../ports.ts";
 import type { AttemptSlot, SelectionContext } from "../selection.ts";
@@ -129,6 +130,18 @@ export async function runAttemptsCheckingReach(
       };
       reopen(entry, scope, verdict.detail);
       entry.failures.push({ provider: slot.provider.name, signature: "behind" });
+      const knownHead = scope.quorumHead;
+      if (knownHead !== null && block > knownHead) {
+        // A block nobody is known to have: the caller's to fix if no provider shows it.
+        entry.fallback = {
+          text: errorResponse(
+            entry.call.rawId ?? "null",
+            ErrorCode.invalidParams,
+            `toBlock ${quantity(block)} is above the chain head this gateway knows (${quantity(knownHead)}): ask for blocks up to it`,
+          ),
+          provider: slot.provider.name,
+        };
+      }
       const attempt: AttemptRecord = {
         network: scope.network,
         context: scope.context,
