@@ -217,6 +217,7 @@ export class Gateway {
             ...this.#deps,
             observed: this.#observed,
             noteFailure: (attempt, verdict) => this.#health.noteFailure(attempt, verdict),
+            lacking: options.internal.lacking,
           })
         : await runAttempts(loop);
     const retries = unpinnedRetries(routed, (call) =>

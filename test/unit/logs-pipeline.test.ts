@@ -389,6 +389,35 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     expect(h.upstream.blockChecks).toEqual([]);
   });
 
+  it("in one request, a provider found without a block is not asked for it again: its answers up to it are dropped", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      FAST_BLOCKS,
+    );
+    h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
+    h.upstream.node(P1, { head: 7_970 }).node(P2, {});
+    const response = await h.rpc(
+      `[${getLogs(1, 7_900, 7_975)},${getLogs(2, 7_950, 7_979)},${getLogs(3, 7_971, 7_979)}]`,
+    );
+    const answers = JSON.parse(response.body) as Array<{ id: number; result: unknown[] }>;
+    expect(answers.map((answer) => answer.result)).toEqual(
+      [
+        [7_900, 7_975],
+        [7_950, 7_979],
+        [7_971, 7_979],
+      ].map(([from, to]) => JSON.parse(logsAnswer(0, logsIn(from ?? 0, to ?? 0))).result),
+    );
+    // p1 is asked for block 7,975 once; p2, once shown at 7,975, only for 7,979.
+    expect(h.upstream.blockChecks).toEqual([
+      { url: P1, block: 7_975 },
+      { url: P2, block: 7_975 },
+      { url: P2, block: 7_979 },
+    ]);
+  });
+
   it("in a batch, the checked log query keeps its place and id among the other calls", async () => {
     const h = harness(
       [

@@ -55,6 +55,12 @@ export interface ReachDeps {
   readonly observed: ObservedHeads;
   /** Counts and logs a provider's failure of a call at once (its penalty waits). */
   readonly noteFailure: (attempt: AttemptRecord, verdict: FailureVerdict) => void;
+  /**
+   * The lowest block each provider was found without, shared by the request's log queries:
+   * an answer up to a block at or over it is dropped without asking again (a batch of
+   * near-head queries would otherwise pay a check per query while a provider lags).
+   */
+  readonly lacking: Map<string, number>;
 }
 
 /** The highest block a provider was seen at: the monitor's check, or answers since. */
@@ -100,6 +106,12 @@ export async function runAttemptsCheckingReach(
         confirmedHead: confirmedHead(scope, deps, slot.provider.name),
       });
       if (block === null) continue;
+      const provider = slot.provider.name;
+      if (block >= (deps.lacking.get(provider) ?? Number.POSITIVE_INFINITY)) {
+        behind(entry, slot, block, 0, scope, deps);
+        reopened.push(entry);
+        continue;
+      }
       const room = loop.callsMade + calls < loop.settings.max_upstream_calls;
       const timeoutMs = Math.floor(
         Math.min(loop.settings.request_timeout_ms, loop.deadline - deps.clock()),
@@ -124,35 +136,8 @@ export async function runAttemptsCheckingReach(
         }
         continue;
       }
-      const verdict: FailureVerdict = {
-        outcome: "behind",
-        detail: `its answer came without block ${quantity(block)} (toBlock): its logs may end before the range does`,
-      };
-      reopen(entry, scope, verdict.detail);
-      entry.failures.push({ provider: slot.provider.name, signature: "behind" });
-      const knownHead = scope.quorumHead;
-      if (knownHead !== null && block > knownHead) {
-        // A block nobody is known to have: the caller's to fix if no provider shows it.
-        entry.fallback = {
-          text: errorResponse(
-            entry.call.rawId ?? "null",
-            ErrorCode.invalidParams,
-            `toBlock ${quantity(block)} is above the chain head this gateway knows (${quantity(knownHead)}): ask for blocks up to it`,
-          ),
-          provider: slot.provider.name,
-        };
-      }
-      const attempt: AttemptRecord = {
-        network: scope.network,
-        context: scope.context,
-        slot,
-        elapsedMs: deps.clock() - started,
-        heavy: true,
-        writes: scope.writes,
-      };
-      // No strike: as any provider behind a call, it is blamed only if another one answers.
-      deps.noteFailure(attempt, verdict);
-      scope.held.push({ attempt, verdict, calls: [entry], cutShort: false });
+      deps.lacking.set(provider, Math.min(block, deps.lacking.get(provider) ?? block));
+      behind(entry, slot, block, deps.clock() - started, scope, deps);
       reopened.push(entry);
     }
     if (reopened.length === 0) return calls;
@@ -164,6 +149,49 @@ export async function runAttemptsCheckingReach(
     });
     open = reopened;
   }
+}
+
+/**
+ * The provider had not reached `block`: its answer is dropped and the call is open again, a
+ * `behind` failure of the provider (no strike: as any provider behind a call, it is blamed
+ * only if another one answers).
+ */
+function behind(
+  entry: OpenCall,
+  slot: AttemptSlot,
+  block: number,
+  elapsedMs: number,
+  scope: RequestScope,
+  deps: ReachDeps,
+): void {
+  const verdict: FailureVerdict = {
+    outcome: "behind",
+    detail: `its answer came without block ${quantity(block)} (toBlock): its logs may end before the range does`,
+  };
+  reopen(entry, scope, verdict.detail);
+  entry.failures.push({ provider: slot.provider.name, signature: "behind" });
+  const knownHead = scope.quorumHead;
+  if (knownHead !== null && block > knownHead) {
+    // A block nobody is known to have: the caller's to fix if no provider shows it.
+    entry.fallback = {
+      text: errorResponse(
+        entry.call.rawId ?? "null",
+        ErrorCode.invalidParams,
+        `toBlock ${quantity(block)} is above the chain head this gateway knows (${quantity(knownHead)}): ask for blocks up to it`,
+      ),
+      provider: slot.provider.name,
+    };
+  }
+  const attempt: AttemptRecord = {
+    network: scope.network,
+    context: scope.context,
+    slot,
+    elapsedMs,
+    heavy: true,
+    writes: scope.writes,
+  };
+  deps.noteFailure(attempt, verdict);
+  scope.held.push({ attempt, verdict, calls: [entry], cutShort: false });
 }
 
 /** The call's answer is set aside: the call walks on to its next provider. */
