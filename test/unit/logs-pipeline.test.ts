@@ -55,6 +55,8 @@ interface LogNode {
    * anvil and older reth do, and a block above it is null.
    */
   readonly head?: number;
+  /** Answers a block lookup with another block (its genesis), whichever was asked, had or not. */
+  readonly otherBlock?: boolean;
 }
 
 /** A fake upstream of log nodes by URL; counts calls and the most in flight at once. */
@@ -81,7 +83,11 @@ class LogNodes implements Upstream {
       const block = Number.parseInt(String(asked.params[0]), 16);
       this.blockChecks.push({ url: request.url, block });
       const has = node !== undefined && block <= (node.head ?? Number.POSITIVE_INFINITY);
-      const result = has ? { number: asked.params[0] } : null;
+      const result = node?.otherBlock
+        ? { number: "0x0" }
+        : has
+          ? { number: asked.params[0] }
+          : null;
       const body = JSON.stringify({ jsonrpc: "2.0", id: asked.id, result });
       return { ok: true as const, status: 200, body, elapsedMs: 1 };
     }
@@ -305,6 +311,21 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
         "toBlock 0xffffffff is above the chain head this gateway knows (0x1f36): ask for blocks up to it",
     });
     expect(h.upstream.blockChecks).toHaveLength(2);
+  });
+
+  it("a provider that answers the check with another block has not shown toBlock", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      FAST_BLOCKS,
+    );
+    h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
+    h.upstream.node(P1, { head: 7_970, otherBlock: true }).node(P2, {});
+    const response = await h.rpc(getLogs(1, 7_900, 7_979));
+    expect(response.body).toBe(logsAnswer(1, logsIn(7_900, 7_979)));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
   });
 
   it("a provider that shows toBlock has its answer taken whole, and is not asked again for that block", async () => {
