@@ -27,7 +27,7 @@ import {
 import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
-import { checksReach, runAttemptsCheckingReach } from "./request/logs-reach.ts";
+import { runLogAttempts } from "./request/logs-reach.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, settlePenalties } from "./request/penalties.ts";
@@ -210,16 +210,7 @@ export class Gateway {
       callsMade: sends.copies,
       hedging: this.#hedging.forRequest(network),
     };
-    // A log answer from a provider not seen at its toBlock is checked before it is used.
-    let routedAttempts =
-      options.internal && checksReach(scope.context)
-        ? await runAttemptsCheckingReach(loop, scope, {
-            ...this.#deps,
-            observed: this.#observed,
-            noteFailure: (attempt, verdict) => this.#health.noteFailure(attempt, verdict),
-            lacking: options.internal.lacking,
-          })
-        : await runAttempts(loop);
+    let routedAttempts = await runLogAttempts(loop, scope, this.#observed, this.#health, options);
     const retries = unpinnedRetries(routed, (call) =>
       unpinnedOrder(call, scope.ranked, scope.context),
     );
@@ -348,7 +339,6 @@ export class Gateway {
       if (entry === undefined || entry.answer !== null) return;
       if (outcome.kind === "answer") {
         entry.answer = outcome.text;
-        entry.answeredByProvider = true;
         entry.answeredBy = slot;
       } else if (outcome.kind === "inner_error") {
         entry.fallback = { text: outcome.text, provider };

@@ -7,6 +7,7 @@ import type { CallInfo } from "../verdict.ts";
 import { type AttemptLoop, runAttempts } from "./attempts.ts";
 import type { AttemptRecord } from "./health-recorder.ts";
 import type { FailureVerdict } from "./judge.ts";
+import type { InternalCall } from "./logs-queries.ts";
 import { logQueryOf, quantity } from "./logs-range.ts";
 import { mayRaiseHead, type ObservedHeads } from "./observed-head.ts";
 import type { OpenCall } from "./open-call.ts";
@@ -47,14 +48,12 @@ export function blockToConfirm(question: ReachQuestion): number | null {
   return Array.isArray(result) ? query.to : null;
 }
 
-/** What the checks lean on beside the request's scope. */
-export interface ReachDeps {
-  readonly upstream: Upstream;
-  readonly clock: () => number;
+/** What the checks lean on beside the attempt loop and the request's scope. */
+interface ReachDeps {
   /** Heads seen in answers: a provider's confirmed head, and where a check is remembered. */
   readonly observed: ObservedHeads;
   /** Counts and logs a provider's failure of a call at once (its penalty waits). */
-  readonly noteFailure: (attempt: AttemptRecord, verdict: FailureVerdict) => void;
+  readonly health: { noteFailure(attempt: AttemptRecord, verdict: FailureVerdict): void };
   /**
    * The lowest block each provider was found without, shared by the request's log queries:
    * an answer up to a block at or over it is dropped without asking again (a batch of
@@ -77,8 +76,25 @@ function confirmedHead(scope: RequestScope, deps: ReachDeps, provider: string): 
  * one more call (a network of one provider and no monitor on every query), and routing knows
  * no provider to prefer over another anyway.
  */
-export function checksReach(context: SelectionContext): boolean {
+function checksReach(context: SelectionContext): boolean {
   return quorumInForce(context.state, context.now, context.checkIntervalSeconds);
+}
+
+/**
+ * `runAttempts`; for a log query the gateway serves to itself (whole or a piece), while the
+ * monitor's snapshot is in force, each answer from a provider not known to have reached its
+ * `toBlock` is then checked (`runAttemptsCheckingReach`).
+ */
+export function runLogAttempts(
+  loop: AttemptLoop,
+  scope: RequestScope,
+  observed: ObservedHeads,
+  health: ReachDeps["health"],
+  options: { readonly internal?: InternalCall },
+): Promise<number> {
+  const { internal } = options;
+  if (internal === undefined || !checksReach(scope.context)) return runAttempts(loop);
+  return runAttemptsCheckingReach(loop, scope, { observed, health, lacking: internal.lacking });
 }
 
 /**
@@ -88,7 +104,7 @@ export function checksReach(context: SelectionContext): boolean {
  * reaches, each counted in `max_upstream_calls` and bound by the deadline. Returns the
  * upstream calls made.
  */
-export async function runAttemptsCheckingReach(
+async function runAttemptsCheckingReach(
   loop: AttemptLoop,
   scope: RequestScope,
   deps: ReachDeps,
@@ -114,7 +130,7 @@ export async function runAttemptsCheckingReach(
       }
       const room = loop.callsMade + calls < loop.settings.max_upstream_calls;
       const timeoutMs = Math.floor(
-        Math.min(loop.settings.request_timeout_ms, loop.deadline - deps.clock()),
+        Math.min(loop.settings.request_timeout_ms, loop.deadline - loop.clock()),
       );
       if (!room || timeoutMs <= 0) {
         const why = room ? "the deadline passed" : "max_upstream_calls reached";
@@ -127,17 +143,17 @@ export async function runAttemptsCheckingReach(
         continue;
       }
       calls++;
-      const started = deps.clock();
-      const shown = await showsBlock(slot, block, timeoutMs, loop, deps.upstream);
+      const started = loop.clock();
+      const shown = await showsBlock(slot, block, timeoutMs, loop, loop.upstream);
       if (shown) {
         // Remembered as answers' heads are: only a quorum member's raises the known head.
         if (mayRaiseHead(slot.provider.name, slot.emergency, scope.context)) {
-          deps.observed.observe(scope.network.name, slot.provider.name, block, deps.clock());
+          deps.observed.observe(scope.network.name, slot.provider.name, block, loop.clock());
         }
         continue;
       }
       deps.lacking.set(provider, Math.min(block, deps.lacking.get(provider) ?? block));
-      behind(entry, slot, block, deps.clock() - started, scope, deps);
+      behind(entry, slot, block, loop.clock() - started, scope, deps);
       reopened.push(entry);
     }
     if (reopened.length === 0) return calls;
@@ -190,7 +206,7 @@ function behind(
     heavy: true,
     writes: scope.writes,
   };
-  deps.noteFailure(attempt, verdict);
+  deps.health.noteFailure(attempt, verdict);
   scope.held.push({ attempt, verdict, calls: [entry], cutShort: false });
 }
 
@@ -198,7 +214,6 @@ function behind(
 function reopen(entry: OpenCall, scope: RequestScope, why: string): void {
   const provider = entry.answeredBy?.provider.name ?? "";
   entry.answer = null;
-  entry.answeredByProvider = false;
   entry.answeredBy = null;
   entry.lastError = `${provider}: ${why}`;
   const index = scope.used.indexOf(provider);

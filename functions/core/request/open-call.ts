@@ -18,11 +18,10 @@ export interface OpenCall {
   /** Answered by sending `unpinned` (the answer is about another block than the key's). */
   sentUnpinned: boolean;
   /**
-   * `answer` is a provider's answer to `call` as sent (not the cache's, the served head's or
-   * the gateway's own): a provider behind that call's block was of no use to it.
+   * The provider slot whose answer to `call` as sent `answer` is; null when it is not a
+   * provider's (the cache's, the served head's or the gateway's own). A provider behind that
+   * call's block was of no use to a call another provider answered.
    */
-  answeredByProvider: boolean;
-  /** Where `answer` came from, when a provider gave it. */
   answeredBy: AttemptSlot | null;
   readonly info: CallInfo;
   readonly order: readonly AttemptSlot[];
@@ -48,7 +47,6 @@ export function openCall(
     call,
     unpinned,
     sentUnpinned: false,
-    answeredByProvider: false,
     answeredBy: null,
     info: { method: call.method, params: call.params },
     order,

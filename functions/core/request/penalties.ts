@@ -47,7 +47,7 @@ export function suspectRequest(
  * nobody for it.
  */
 function reachedElsewhere(call: OpenCall): boolean {
-  return call.answeredByProvider;
+  return call.answeredBy !== null;
 }
 
 /** A failed attempt whose penalty waits for the end of the request. */
