@@ -313,6 +313,18 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     expect(h.upstream.blockChecks).toHaveLength(2);
   });
 
+  it("a dropped answer is never cached: asked again once the provider has the block, the caller gets the whole range", async () => {
+    const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
+    h.store.setQuorum("net", quorumAt(8_005, ["p1"], 20_000, { p1: 7_960 }));
+    h.upstream.node(P1, { head: 7_970 });
+    const first = await h.rpc(getLogs(1, 7_900, 7_979));
+    expect(resultOf(first.body).result).toBeUndefined();
+    h.upstream.node(P1, {});
+    const again = await h.rpc(getLogs(1, 7_900, 7_979));
+    expect(again.body).toBe(logsAnswer(1, logsIn(7_900, 7_979)));
+    expect(h.upstream.calls).toHaveLength(2);
+  });
+
   it("a provider that answers the check with another block has not shown toBlock", async () => {
     const h = harness(
       [
