@@ -5,6 +5,7 @@ import {
   STALE_LIMIT_SECONDS,
   TRAIL_LIMIT_SECONDS,
 } from "./config.ts";
+import type { LogComparison } from "./logs-check.ts";
 import type { HeadTracker, StatusSample } from "./observe.ts";
 import { attemptsOf, type OpRecord, providersOf, succeeded } from "./traffic.ts";
 
@@ -129,6 +130,8 @@ export interface ScenarioFigures {
   readonly failures: readonly OpSample[];
   /** The first few answers more than max_lag_seconds behind (or from a primary already out). */
   readonly staleSamples: readonly OpSample[];
+  /** eth_getLogs answers compared with the node's own logs for their range. */
+  readonly logs: LogComparison;
 }
 
 export interface AnalysisInput {
@@ -137,6 +140,7 @@ export interface AnalysisInput {
   readonly heads: HeadTracker;
   readonly timeline: Timeline;
   readonly allDown: boolean;
+  readonly logs: LogComparison;
 }
 
 /** A head sample older than this (at the op's start) is not used for the op. */
@@ -414,6 +418,7 @@ export function analyse(input: AnalysisInput): ScenarioFigures {
       .slice(0, 8)
       .map((op) => sample(op, timeline)),
     staleSamples,
+    logs: input.logs,
   };
 }
 
@@ -426,6 +431,11 @@ export function verdicts(figures: ScenarioFigures, allDown: boolean): Verdict[] 
     target: allDown ? "100 % success before and after the outage" : "100 % success",
     pass: success.total > 0 && success.ok === success.total,
     measured: `${success.ok}/${success.total} ops (${(rate * 100).toFixed(2)} %)${figures.wrong > 0 ? `, ${figures.wrong} wrong answers` : ""}`,
+  });
+  list.push({
+    target: "every eth_getLogs answer holds exactly the node's logs of its range",
+    pass: figures.logs.mismatches === 0,
+    measured: `${figures.logs.checked - figures.logs.mismatches}/${figures.logs.checked} match; ${figures.logs.mismatches} differ`,
   });
   list.push({
     target: "0 stale answers",

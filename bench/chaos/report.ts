@@ -112,7 +112,9 @@ export function renderChaosReport(report: ChaosReport): string {
     "### Targets",
     "",
     "With at least one healthy provider: **100 % success** (every op resolved in viem and its answer",
-    "is what the chain says), **0 stale answers**, **failover within one attempt** (the first request",
+    "is what the chain says), **every `eth_getLogs` answer holds exactly the logs of its range** (a",
+    "feeder has each node emit a log about every block; once the traffic is over, each answer is",
+    "compared with the logs of the node behind the provider that answered), **0 stale answers**, **failover within one attempt** (the first request",
     "that met the fault still succeeded, in at most one extra attempt), and **traffic returns to the",
     'primary** once the fault is removed. "All down": every request during the outage gets the',
     "gateway's own JSON-RPC answer (an error; in a batch an `eth_blockNumber` may come from the served",
@@ -228,6 +230,7 @@ function scenarioSection(result: ScenarioResult): string[] {
   lines.push(
     "",
     `- Ops: ${ops.total} (${ops.calls} JSON-RPC calls): ${ops.before} before the fault, ${ops.fault} during, ${ops.after} after; wrong answers ${figures.wrong}. Latency p50 ${latencyMs.p50} ms, p99 ${latencyMs.p99} ms, max ${latencyMs.max} ms.`,
+    `- Logs: ${figures.logs.checked} eth_getLogs answers compared with the node's logs, ${figures.logs.mismatches} differ${figures.logs.samples.map((m) => `; op ${m.seq} (blocks ${m.range}, ${m.providers}): ${m.answered} logs for ${m.expected}, first difference ${m.first}`).join("")}.`,
   );
   if (phases) {
     lines.push(

@@ -20,6 +20,7 @@ import {
   PROVIDERS,
   SECONDARY,
 } from "./config.ts";
+import { compareLogs, LogFeeder } from "./logs-check.ts";
 import { HeadTracker, providerOf, StatusPoller, waitFor } from "./observe.ts";
 import type { Scenario, ScenarioContext } from "./scenarios.ts";
 import type { SecretScanner } from "./secrets.ts";
@@ -153,6 +154,9 @@ export async function runScenario(
       FaultShim,
     ];
     for (const shim of shims) cleanups.push(() => shim.close());
+    const feeder = new LogFeeder(nodes);
+    await feeder.start();
+    cleanups.push(() => feeder.stop());
     const stack: LocalStack = await startLocalStack({
       config: chaosConfig([shims[0].url, shims[1].url, shims[2].url]),
       monitor: true,
@@ -285,8 +289,11 @@ export async function runScenario(
     await poller.stop();
     await heads.stop();
 
+    const logs = await compareLogs(traffic.ops, nodes, size.returnTimeoutMs);
+    await feeder.stop();
     const timeline: Timeline = { ready: readyAt, fault: faultAt, clear: clearAt, end: endAt };
     const figures = analyse({
+      logs,
       ops: traffic.ops,
       status: poller.samples,
       heads,

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { BaseError, createPublicClient, type Hex, http, type PublicClient, parseEther } from "viem";
 import { foundry } from "viem/chains";
 import { CHAIN_ID } from "./config.ts";
+import { logKey } from "./logs-check.ts";
 import type { SecretScanner } from "./secrets.ts";
 
 /**
@@ -67,6 +68,15 @@ export interface OpRecord {
   readonly exchanges: readonly Exchange[];
   /** Block timestamps (s) of the latest blocks in the answer, for the staleness check. */
   readonly latestTimestamps: readonly number[];
+  /** A log op's range and the logs the answer held, compared with the node's once over. */
+  readonly logQuery: LogQueryRecord | null;
+}
+
+export interface LogQueryRecord {
+  readonly from: number;
+  readonly to: number;
+  /** `logKey` of each log, in the answer's order. */
+  readonly logs: readonly string[];
 }
 
 export function succeeded(op: OpRecord): boolean {
@@ -204,7 +214,7 @@ export class Traffic {
     const start = Date.now();
     let resolved = false;
     let error: string | null = null;
-    let outcome: { wrong: string | null; latest: number[] } = { wrong: null, latest: [] };
+    let outcome: CallOutcome = { wrong: null, latest: [] };
     try {
       outcome = await this.#call(clients, kind, seq);
       resolved = true;
@@ -224,15 +234,12 @@ export class Traffic {
       wrong: outcome.wrong,
       exchanges: clients.holder.exchanges,
       latestTimestamps: outcome.latest,
+      logQuery: outcome.logQuery ?? null,
     };
   }
 
   /** Sends one op and checks its answer. */
-  async #call(
-    clients: WorkerClients,
-    kind: OpKind,
-    seq: number,
-  ): Promise<{ wrong: string | null; latest: number[] }> {
+  async #call(clients: WorkerClients, kind: OpKind, seq: number): Promise<CallOutcome> {
     const { single, batched } = clients;
     const data = `0x${seq.toString(16).padStart(8, "0")}c4a0` as Hex;
     const ok = { wrong: null, latest: [] as number[] };
@@ -256,8 +263,11 @@ export class Traffic {
       }
       case "logs": {
         const to = this.#options.settledBlock() ?? 0n;
-        const logs = await single.getLogs({ fromBlock: to > 3n ? to - 3n : 0n, toBlock: to });
-        return { wrong: Array.isArray(logs) ? null : "logs are not an array", latest: [] };
+        const from = to > 3n ? to - 3n : 0n;
+        const logs = await single.getLogs({ fromBlock: from, toBlock: to });
+        if (!Array.isArray(logs)) return { wrong: "logs are not an array", latest: [] };
+        const logQuery = { from: Number(from), to: Number(to), logs: logs.map(logKey) };
+        return { wrong: null, latest: [], logQuery };
       }
       case "call":
         return { wrong: checkCall(await single.call({ to: IDENTITY, data }), data), latest: [] };
@@ -284,6 +294,12 @@ export class Traffic {
       }
     }
   }
+}
+
+interface CallOutcome {
+  readonly wrong: string | null;
+  readonly latest: number[];
+  readonly logQuery?: LogQueryRecord;
 }
 
 function checkCall(answer: { data?: Hex | undefined }, data: Hex): string | null {

@@ -27,6 +27,7 @@ import {
 import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
+import { runLogAttempts } from "./request/logs-reach.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, settlePenalties } from "./request/penalties.ts";
@@ -209,7 +210,7 @@ export class Gateway {
       callsMade: sends.copies,
       hedging: this.#hedging.forRequest(network),
     };
-    let routedAttempts = await runAttempts(loop);
+    let routedAttempts = await runLogAttempts(loop, scope, this.#observed, this.#health, options);
     const retries = unpinnedRetries(routed, (call) =>
       unpinnedOrder(call, scope.ranked, scope.context),
     );
@@ -338,7 +339,7 @@ export class Gateway {
       if (entry === undefined || entry.answer !== null) return;
       if (outcome.kind === "answer") {
         entry.answer = outcome.text;
-        entry.answeredByProvider = true;
+        entry.answeredBy = slot;
       } else if (outcome.kind === "inner_error") {
         entry.fallback = { text: outcome.text, provider };
         entry.lastError = `inner error ${outcome.detail}`;

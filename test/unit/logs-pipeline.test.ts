@@ -50,6 +50,13 @@ interface LogNode {
   readonly failAt?: number;
   /** Answers with more than the range: logs of the block before and a duplicate. */
   readonly sloppy?: boolean;
+  /**
+   * Its head (default: every block): a toBlock above it is clamped to it without a word, as
+   * anvil and older reth do, and a block above it is null.
+   */
+  readonly head?: number;
+  /** Answers a block lookup with another block (its genesis), whichever was asked, had or not. */
+  readonly otherBlock?: boolean;
 }
 
 /** A fake upstream of log nodes by URL; counts calls and the most in flight at once. */
@@ -66,8 +73,24 @@ class LogNodes implements Upstream {
     return this;
   }
 
+  /** The blocks the gateway asked a node for (eth_getBlockByNumber), by URL. */
+  readonly blockChecks: Array<{ url: string; block: number }> = [];
+
   async send(request: UpstreamRequest) {
     const node = this.#nodes.get(request.url);
+    const asked = JSON.parse(request.body) as { id: unknown; method: string; params: unknown[] };
+    if (asked.method === "eth_getBlockByNumber") {
+      const block = Number.parseInt(String(asked.params[0]), 16);
+      this.blockChecks.push({ url: request.url, block });
+      const has = node !== undefined && block <= (node.head ?? Number.POSITIVE_INFINITY);
+      const result = node?.otherBlock
+        ? { number: "0x0" }
+        : has
+          ? { number: asked.params[0] }
+          : null;
+      const body = JSON.stringify({ jsonrpc: "2.0", id: asked.id, result });
+      return { ok: true as const, status: 200, body, elapsedMs: 1 };
+    }
     const call = JSON.parse(request.body) as {
       id: unknown;
       params: [{ fromBlock: string; toBlock: string }];
@@ -102,7 +125,7 @@ class LogNodes implements Upstream {
         JSON.stringify({ jsonrpc: "2.0", id: call.id, error: node.refusal(from, to) }),
       );
     }
-    const texts = logsIn(from, to);
+    const texts = logsIn(from, Math.min(to, node.head ?? to));
     if (node.sloppy && from > 0)
       texts.unshift(...logsIn(from - 1000, from - 1), ...texts.slice(0, 1));
     return respond(logsAnswer(call.id, texts));
@@ -196,6 +219,259 @@ describe("a query a provider in use takes whole", () => {
   });
 });
 
+/**
+ * A quorum snapshot with every named provider a member seen at `head`, computed `agoMs` ago:
+ * routing then takes each to have reached `head` plus the blocks made since (a block a
+ * second with `FAST_BLOCKS`), which a provider that stopped has not.
+ */
+function quorumAt(
+  head: number,
+  members: readonly string[],
+  agoMs = 0,
+  heads: Readonly<Record<string, number>> = {},
+) {
+  const timestamp = (NOW - agoMs) / 1000;
+  return {
+    head,
+    headTimestamp: timestamp,
+    members,
+    excluded: {},
+    heads: Object.fromEntries(
+      members.map((name) => [name, { number: heads[name] ?? head, timestamp }]),
+    ),
+    computedAt: NOW - agoMs,
+  };
+}
+
+const FAST_BLOCKS = { block_time_seconds: 1 };
+
+const resultOf = (body: string) =>
+  JSON.parse(body) as { result?: unknown; error?: { code: number; message: string } };
+
+describe("a provider that clamps toBlock to its head without a word (anvil, older reth)", () => {
+  it("regression: a provider a few blocks behind answered a near-head query with the logs up to its own head, and the caller got them as the whole range; now it is behind, and the next provider's logs are the answer", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      FAST_BLOCKS,
+    );
+    // Both seen at 7,960 twenty seconds ago: routing takes both to be at 7,980 by now, but
+    // p1 stopped at 7,970, before the logs of block 7,976.
+    h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
+    h.upstream.node(P1, { head: 7_970 }).node(P2, {});
+    const response = await h.rpc(getLogs(1, 5_000, 7_979));
+    expect(response.status).toBe(200);
+    expect(response.body).toBe(logsAnswer(1, logsIn(5_000, 7_979)));
+    expect(logsIn(5_000, 7_970)).not.toEqual(logsIn(5_000, 7_979));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.upstream.calls.map((call) => call.url)).toEqual([P1, P2]);
+    expect(h.upstream.blockChecks).toEqual([
+      { url: P1, block: 7_979 },
+      { url: P2, block: 7_979 },
+    ]);
+    // Three upstream calls for the logs, and one per provider to see the block.
+    expect(response.headers["x-gateway-attempts"]).toBe("4");
+    // Behind is no strike.
+    const { providers } = await h.store.readNetwork("net");
+    expect(providers.get("p1")?.strikes ?? 0).toBe(0);
+  });
+
+  it("when no provider has reached toBlock, the caller gets an error naming why, never the logs up to a provider's head", async () => {
+    const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
+    // Block 8,005 is known to exist (the quorum's head); p1 was seen at 7,990 and stopped at 8,000.
+    h.store.setQuorum("net", quorumAt(8_005, ["p1"], 20_000, { p1: 7_990 }));
+    h.upstream.node(P1, { head: 8_000 });
+    const response = await h.rpc(getLogs(1, 7_000, 8_005));
+    expect(response.status).toBe(502);
+    const body = resultOf(response.body);
+    expect(body.result).toBeUndefined();
+    expect(body.error?.message).toContain(
+      "p1: its answer came without block 0x1f45 (toBlock): its logs may end before the range does",
+    );
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_005 }]);
+  });
+
+  it("a toBlock above the chain head the gateway knows, which no provider shows: the caller's invalid params, not a provider failure", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      FAST_BLOCKS,
+    );
+    h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"]));
+    h.upstream.node(P1, { head: 7_990 }).node(P2, { head: 7_990 });
+    const response = await h.rpc(getLogs(1, 7_000, 0xffff_ffff));
+    expect(response.status).toBe(200);
+    expect(resultOf(response.body).error).toEqual({
+      code: -32602,
+      message:
+        "toBlock 0xffffffff is above the chain head this gateway knows (0x1f36): ask for blocks up to it",
+    });
+    expect(h.upstream.blockChecks).toHaveLength(2);
+  });
+
+  it("a dropped answer is never cached: asked again once the provider has the block, the caller gets the whole range", async () => {
+    const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
+    h.store.setQuorum("net", quorumAt(8_005, ["p1"], 20_000, { p1: 7_960 }));
+    h.upstream.node(P1, { head: 7_970 });
+    const first = await h.rpc(getLogs(1, 7_900, 7_979));
+    expect(resultOf(first.body).result).toBeUndefined();
+    h.upstream.node(P1, {});
+    const again = await h.rpc(getLogs(1, 7_900, 7_979));
+    expect(again.body).toBe(logsAnswer(1, logsIn(7_900, 7_979)));
+    expect(h.upstream.calls).toHaveLength(2);
+  });
+
+  it("a provider that answers the check with another block has not shown toBlock", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      FAST_BLOCKS,
+    );
+    h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
+    h.upstream.node(P1, { head: 7_970, otherBlock: true }).node(P2, {});
+    const response = await h.rpc(getLogs(1, 7_900, 7_979));
+    expect(response.body).toBe(logsAnswer(1, logsIn(7_900, 7_979)));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+  });
+
+  it("a provider that shows toBlock has its answer taken whole, and is not asked again for that block", async () => {
+    const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
+    h.upstream.node(P1, {});
+    h.store.setQuorum("net", quorumAt(7_990, ["p1"]));
+    // 3 blocks over the quorum's head: as far as a head seen in answers counts
+    // (observed_head_max_ahead_blocks).
+    const first = await h.rpc(getLogs(1, 7_000, 7_993));
+    expect(first.body).toBe(logsAnswer(1, logsIn(7_000, 7_993)));
+    await h.rpc(getLogs(2, 7_500, 7_993));
+    await h.rpc(getLogs(3, 7_993, 7_993));
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 7_993 }]);
+  });
+
+  it("no check for a toBlock the provider was seen at, a filter by block hash, or an error answer", async () => {
+    const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
+    h.upstream.node(P1, { failAt: 8_003 });
+    h.store.setQuorum("net", quorumAt(8_000, ["p1"]));
+    await h.rpc(getLogs(1, 7_000, 8_000));
+    await h.rpc(getLogs(2, 100, 7_900));
+    const failed = await h.rpc(getLogs(3, 8_001, 8_005));
+    expect(resultOf(failed.body).error).toBeDefined();
+    await h.rpc(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 4,
+        method: "eth_getLogs",
+        params: [{ blockHash: `0x${"12".repeat(32)}` }],
+      }),
+    );
+    expect(h.upstream.blockChecks).toEqual([]);
+  });
+
+  it("no check without the monitor's snapshot in force: no head is known, and every query would pay", async () => {
+    const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
+    h.upstream.node(P1, { head: 8_000 });
+    const response = await h.rpc(getLogs(1, 7_000, 8_005));
+    expect(response.body).toBe(logsAnswer(1, logsIn(7_000, 8_000)));
+    // A snapshot older than three check intervals counts as none.
+    h.store.setQuorum("net", quorumAt(7_990, ["p1"], 46_000));
+    await h.rpc(getLogs(2, 7_000, 8_005));
+    expect(h.upstream.blockChecks).toEqual([]);
+  });
+
+  it("a query cut in pieces: only the pieces above a provider's confirmed head are checked, and one found behind goes to the next provider", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2, max_logs_range: 1_000 },
+        { name: "p2", url: P2, priority: 1, max_logs_range: 1_000 },
+      ],
+      { ...FAST_BLOCKS, logs_concurrency: 1 },
+    );
+    // p2 was seen at the head; p1 at 7,960, and routing takes it to be at 8,000 by now.
+    h.store.setQuorum("net", quorumAt(7_999, ["p1", "p2"], 40_000, { p1: 7_960 }));
+    h.upstream.node(P1, { head: 7_970 }).node(P2, {});
+    const response = await h.rpc(getLogs(5, 5_000, 7_999));
+    expect(response.body).toBe(logsAnswer(5, logsIn(5_000, 7_999)));
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 7_999 }]);
+    expect(h.upstream.calls.map((call) => [call.url, call.to])).toEqual([
+      [P1, 5_999],
+      [P1, 6_999],
+      [P1, 7_999],
+      [P2, 7_999],
+    ]);
+  });
+
+  it("a check is an upstream call of the request: with none left, the logs are not used", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      { ...FAST_BLOCKS, max_attempts: 1, max_upstream_calls: 1 },
+    );
+    h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"], 20_000));
+    h.upstream.node(P1, { head: 8_000 }).node(P2, {});
+    const response = await h.rpc(getLogs(1, 7_000, 8_005));
+    const body = resultOf(response.body);
+    expect(body.result).toBeUndefined();
+    expect(body.error?.message).toContain("max_upstream_calls");
+    expect(h.upstream.blockChecks).toEqual([]);
+  });
+
+  it("in one request, a provider found without a block is not asked for it again: its answers up to it are dropped", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      FAST_BLOCKS,
+    );
+    h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
+    h.upstream.node(P1, { head: 7_970 }).node(P2, {});
+    const response = await h.rpc(
+      `[${getLogs(1, 7_900, 7_975)},${getLogs(2, 7_950, 7_979)},${getLogs(3, 7_971, 7_979)}]`,
+    );
+    const answers = JSON.parse(response.body) as Array<{ id: number; result: unknown[] }>;
+    expect(answers.map((answer) => answer.result)).toEqual(
+      [
+        [7_900, 7_975],
+        [7_950, 7_979],
+        [7_971, 7_979],
+      ].map(([from, to]) => JSON.parse(logsAnswer(0, logsIn(from ?? 0, to ?? 0))).result),
+    );
+    // p1 is asked for block 7,975 once; p2, once shown at 7,975, only for 7,979.
+    expect(h.upstream.blockChecks).toEqual([
+      { url: P1, block: 7_975 },
+      { url: P2, block: 7_975 },
+      { url: P2, block: 7_979 },
+    ]);
+  });
+
+  it("in a batch, the checked log query keeps its place and id among the other calls", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      FAST_BLOCKS,
+    );
+    h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
+    h.upstream.node(P1, { head: 7_970 }).node(P2, {});
+    const response = await h.rpc(
+      `[${getLogs(11, 7_000, 7_979)},${getLogs(12, 100, 200)},${getLogs(13, 7_975, 7_979)}]`,
+    );
+    const answers = JSON.parse(response.body) as Array<{ id: number; result: unknown[] }>;
+    expect(answers.map((answer) => answer.id)).toEqual([11, 12, 13]);
+    expect(answers[0]?.result).toEqual(JSON.parse(logsAnswer(0, logsIn(7_000, 7_979))).result);
+    expect(answers[2]?.result).toEqual(JSON.parse(logsAnswer(0, logsIn(7_975, 7_979))).result);
+    expect(answers[2]?.result).toHaveLength(2);
+  });
+});
+
 describe("a query no provider in use takes: cut into aligned pieces", () => {
   it("a 100,000-block query on providers capped at 10,000 returns exactly the node's logs, from 10 aligned pieces", async () => {
     const h = harness(
@@ -206,6 +482,8 @@ describe("a query no provider in use takes: cut into aligned pieces", () => {
       { logs_concurrency: 3 },
     );
     h.upstream.node(P1, {}).node(P2, {});
+    // The monitor saw both at the head: no piece needs their head checked.
+    h.store.setQuorum("net", quorumAt(100_000, ["p1", "p2"]));
     const response = await h.rpc(getLogs(3, 0, 99_999));
     expect(response.status).toBe(200);
     expect(response.body).toBe(logsAnswer(3, logsIn(0, 99_999)));

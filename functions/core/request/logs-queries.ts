@@ -42,6 +42,11 @@ export function logQueriesOf(open: readonly OpenCall[]): OpenCall[] {
  */
 export interface InternalCall {
   readonly budget: number;
+  /**
+   * The lowest block each provider was found without in this request (logs-reach.ts): its
+   * answers up to a block at or over it are dropped without asking again.
+   */
+  readonly lacking: Map<string, number>;
   served?: {
     readonly entry: OpenCall | undefined;
     readonly upstreamCalls: number;
@@ -93,10 +98,11 @@ export async function serveLogQueries(
   const learned = new Map(request.context.state.logsRanges);
   const shared = new Map(request.context.state.logsRanges);
   const ttlMs = request.network.settings.learned_limit_ttl_seconds * 1000;
+  const lacking = new Map<string, number>();
   const scope: LogQueryScope = {
     ...request,
     learned,
-    serve: (text, budget) => serveInternally(text, budget, request),
+    serve: (text, budget) => serveInternally(text, { budget, lacking }, request),
     learn: (provider, blocks) => {
       const now = request.deps.clock();
       const value = Math.max(
@@ -131,10 +137,9 @@ export async function serveLogQueries(
 /** One piece as an internal call: its answer, whose it is, and what it cost. */
 async function serveInternally(
   text: string,
-  budget: number,
+  internal: InternalCall,
   request: LogQueryRequest,
 ): Promise<PieceAnswer> {
-  const internal: InternalCall = { budget };
   await request.handle(text, internal);
   const served = internal.served;
   for (const provider of served?.used ?? []) {
@@ -182,7 +187,8 @@ async function serveLogQuery(
     share: scope.share,
     concurrency: settings.logs_concurrency,
     maxUpstreamCalls: scope.budget,
-    attemptsPerPiece: settings.max_attempts,
+    // Each attempt may need one more call: the check that its provider had reached toBlock.
+    attemptsPerPiece: 2 * settings.max_attempts,
     maxBytes: settings.max_response_bytes,
     maxEscapedBytes: LAMBDA_RESPONSE_LIMIT_BYTES - RESPONSE_ENVELOPE_BYTES,
     clock: scope.deps.clock,

@@ -18,10 +18,11 @@ export interface OpenCall {
   /** Answered by sending `unpinned` (the answer is about another block than the key's). */
   sentUnpinned: boolean;
   /**
-   * `answer` is a provider's answer to `call` as sent (not the cache's, the served head's or
-   * the gateway's own): a provider behind that call's block was of no use to it.
+   * The provider slot whose answer to `call` as sent `answer` is; null when it is not a
+   * provider's (the cache's, the served head's or the gateway's own). A provider behind that
+   * call's block was of no use to a call another provider answered.
    */
-  answeredByProvider: boolean;
+  answeredBy: AttemptSlot | null;
   readonly info: CallInfo;
   readonly order: readonly AttemptSlot[];
   /** The next slot of `order` to try. */
@@ -46,7 +47,7 @@ export function openCall(
     call,
     unpinned,
     sentUnpinned: false,
-    answeredByProvider: false,
+    answeredBy: null,
     info: { method: call.method, params: call.params },
     order,
     next: 0,

@@ -90,7 +90,7 @@ export function settlePenalties(
     // served head or only when resent as written (docs/behaviour.md §10.4), blames nobody.
     const blamed = penalty.calls.filter(
       (call) =>
-        !suspected.includes(call) && (verdict.outcome !== "behind" || call.answeredByProvider),
+        !suspected.includes(call) && (verdict.outcome !== "behind" || call.answeredBy !== null),
     );
     if (blamed.length > 0) {
       deps.penalise(
