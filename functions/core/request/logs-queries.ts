@@ -14,6 +14,7 @@ import {
   quantity,
   rangeText,
   spanOf,
+  unreadableToBlock,
 } from "./logs-range.ts";
 import { type PieceAnswer, type SplitOutcome, serveInPieces } from "./logs-split.ts";
 import type { OpenCall } from "./open-call.ts";
@@ -25,13 +26,17 @@ import type { OpenCall } from "./open-call.ts";
  * provider's text, the merged logs, or the gateway's own error naming the range.
  */
 
-/** The calls of a request this step serves: eth_getLogs with both ends numbers, not notifications. */
+/**
+ * The calls of a request this step serves, not notifications: eth_getLogs with both ends
+ * numbers, and those with a `toBlock` in hex no block can have (refused here).
+ */
 export function logQueriesOf(open: readonly OpenCall[]): OpenCall[] {
   return open.filter(
     (entry) =>
       entry.call.rawId !== null &&
       entry.answer === null &&
-      logQueryOf(entry.info.method, entry.info.params) !== null,
+      (logQueryOf(entry.info.method, entry.info.params) !== null ||
+        unreadableToBlock(entry.info.method, entry.info.params) !== null),
   );
 }
 
@@ -124,6 +129,15 @@ export async function serveLogQueries(
   };
   let upstreamCalls = 0;
   for (const entry of entries) {
+    const unreadable = unreadableToBlock(entry.info.method, entry.info.params);
+    if (unreadable !== null) {
+      entry.answer = errorResponse(
+        "null",
+        ErrorCode.invalidParams,
+        `toBlock ${unreadable.slice(0, 40)} is not a block number this gateway serves (at most 16 hex digits, under 2^53): ask for blocks up to the chain head`,
+      );
+      continue;
+    }
     const query = logQueryOf(entry.info.method, entry.info.params);
     if (query === null) continue;
     upstreamCalls += await serveLogQuery(entry, query, {
@@ -194,7 +208,13 @@ async function serveLogQuery(
     clock: scope.deps.clock,
     deadline: scope.deadline,
   });
-  settle(entry, query, outcome, settings.max_upstream_calls, scope.deps.scrub);
+  settle(
+    entry,
+    query,
+    outcome,
+    { max: settings.max_upstream_calls, left: scope.budget },
+    scope.deps.scrub,
+  );
   if (outcome.pieces > 1 || outcome.kind !== "logs") {
     scope.deps.telemetry.count("logs_queries_split", { network: scope.network.name });
     scope.deps.telemetry.log("info", "eth_getLogs served in pieces", {
@@ -212,7 +232,7 @@ function settle(
   entry: OpenCall,
   query: LogQuery,
   outcome: SplitOutcome,
-  maxUpstreamCalls: number,
+  upstreamCalls: { readonly max: number; readonly left: number },
   scrub: (text: string) => string,
 ): void {
   switch (outcome.kind) {
@@ -232,13 +252,16 @@ function settle(
       );
       return;
     }
-    case "too_many_pieces":
-      entry.answer = errorResponse(
-        "null",
-        ErrorCode.limitExceeded,
-        `blocks ${rangeText(query)} need ${outcome.needed} upstream calls of at most ${outcome.size} blocks, over max_upstream_calls (${maxUpstreamCalls}): narrow your range`,
-      );
+    case "too_many_pieces": {
+      const need = `blocks ${rangeText(query)} need ${outcome.needed} upstream calls of at most ${outcome.size} blocks`;
+      // Within the limit, but the request's other calls spent it: the batch is too big.
+      const why =
+        outcome.needed <= upstreamCalls.max
+          ? `${need}, more than the ${Math.max(0, upstreamCalls.left)} left of this request's max_upstream_calls (${upstreamCalls.max}): send fewer calls per batch`
+          : `${need}, over max_upstream_calls (${upstreamCalls.max}): narrow your range`;
+      entry.answer = errorResponse("null", ErrorCode.limitExceeded, why);
       return;
+    }
     case "failed": {
       const why = `blocks ${rangeText(outcome.piece)} of ${rangeText(query)} were not served (${outcome.detail}); no logs of the range are returned`;
       entry.fallback = null;

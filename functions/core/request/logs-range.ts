@@ -43,6 +43,22 @@ export function logQueryOf(method: string, params: unknown): LogQuery | null {
   return { from, to, filter, params };
 }
 
+const HEX_DIGITS = /^0x[0-9a-f]+$/i;
+
+/**
+ * The `toBlock` of an eth_getLogs call written in hex but not readable as a block number (over
+ * 16 digits, or past 2^53), or null. No chain is that high, but a node that clamps would
+ * answer it with the logs up to its own head, and such a call is not a log query the gateway
+ * can check.
+ */
+export function unreadableToBlock(method: string, params: unknown): string | null {
+  if (method !== GET_LOGS || !Array.isArray(params) || !isRecord(params[0])) return null;
+  const to = params[0].toBlock;
+  if (typeof to !== "string" || !HEX_DIGITS.test(to)) return null;
+  const readable = to.length <= 18 && Number.isSafeInteger(Number.parseInt(to.slice(2), 16));
+  return readable ? null : to;
+}
+
 function pointNumber(
   point: { kind: "number"; number: number } | { kind: "tag"; tag: string },
 ): number | null {

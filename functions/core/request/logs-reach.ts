@@ -109,6 +109,7 @@ async function runAttemptsCheckingReach(
   scope: RequestScope,
   deps: ReachDeps,
 ): Promise<number> {
+  skipLacking(loop.open, scope, deps);
   let calls = await runAttempts(loop);
   let open = loop.open;
   for (;;) {
@@ -157,6 +158,7 @@ async function runAttemptsCheckingReach(
       reopened.push(entry);
     }
     if (reopened.length === 0) return calls;
+    skipLacking(reopened, scope, deps);
     calls += await runAttempts({
       ...loop,
       open: reopened,
@@ -186,18 +188,7 @@ function behind(
   };
   reopen(entry, scope, verdict.detail);
   entry.failures.push({ provider: slot.provider.name, signature: "behind" });
-  const knownHead = scope.quorumHead;
-  if (knownHead !== null && block > knownHead) {
-    // A block nobody is known to have: the caller's to fix if no provider shows it.
-    entry.fallback = {
-      text: errorResponse(
-        entry.call.rawId ?? "null",
-        ErrorCode.invalidParams,
-        `toBlock ${quantity(block)} is above the chain head this gateway knows (${quantity(knownHead)}): ask for blocks up to it`,
-      ),
-      provider: slot.provider.name,
-    };
-  }
+  keepAboveHeadRefusal(entry, block, slot.provider.name, scope);
   const attempt: AttemptRecord = {
     network: scope.network,
     context: scope.context,
@@ -208,6 +199,46 @@ function behind(
   };
   deps.health.noteFailure(attempt, verdict);
   scope.held.push({ attempt, verdict, calls: [entry], cutShort: false });
+}
+
+/** A block nobody is known to have: the caller's to fix if no provider shows it. */
+function keepAboveHeadRefusal(
+  entry: OpenCall,
+  block: number,
+  provider: string,
+  scope: RequestScope,
+): void {
+  const knownHead = scope.quorumHead;
+  if (knownHead === null || block <= knownHead) return;
+  entry.fallback = {
+    text: errorResponse(
+      entry.call.rawId ?? "null",
+      ErrorCode.invalidParams,
+      `toBlock ${quantity(block)} is above the chain head this gateway knows (${quantity(knownHead)}): ask for blocks up to it`,
+    ),
+    provider,
+  };
+}
+
+/**
+ * Each open log query walks past the providers this request already found without a block at
+ * or under its `toBlock`: their answer would be dropped unchecked, so asking them would only
+ * spend a call (a batch of near-head queries would pay one per query while a provider lags,
+ * and run out of `max_upstream_calls`).
+ */
+function skipLacking(open: readonly OpenCall[], scope: RequestScope, deps: ReachDeps): void {
+  for (const entry of open) {
+    if (entry.answer !== null) continue;
+    const query = logQueryOf(entry.info.method, entry.info.params);
+    if (query === null) continue;
+    for (let slot = entry.order[entry.next]; slot !== undefined; slot = entry.order[entry.next]) {
+      const lacking = deps.lacking.get(slot.provider.name);
+      if (lacking === undefined || query.to < lacking) break;
+      entry.next++;
+      entry.lastError = `${slot.provider.name}: not asked: found without block ${quantity(lacking)} earlier in this request`;
+      keepAboveHeadRefusal(entry, query.to, slot.provider.name, scope);
+    }
+  }
 }
 
 /** The call's answer is set aside: the call walks on to its next provider. */

@@ -127,8 +127,7 @@ class PieceRun {
     for (;;) {
       while (this.#stillGoing() && this.#inFlight.size < this.#deps.concurrency) {
         const piece = this.#pending.shift();
-        if (piece === undefined) break;
-        this.#start(piece);
+        if (piece === undefined || !this.#start(piece)) break;
       }
       if (this.#inFlight.size === 0) break;
       await Promise.race(this.#inFlight);
@@ -144,23 +143,31 @@ class PieceRun {
     return this.#failure === null && !this.#tooLarge && this.#tooMany === null;
   }
 
-  #start(piece: Piece): void {
+  /**
+   * Starts a piece, or fails the query (deadline, calls spent); false when it waits instead:
+   * the calls left are held for pieces in flight, which may not need them all.
+   */
+  #start(piece: Piece): boolean {
     const deps = this.#deps;
     if (deps.clock() >= deps.deadline) {
       this.#failure = { piece, detail: "the request's deadline passed", code: null };
-      return;
+      return true;
     }
     const budget = Math.min(
       deps.attemptsPerPiece,
       deps.maxUpstreamCalls - this.#upstreamCalls - this.#reserved,
     );
+    if (budget < 1 && this.#reserved > 0) {
+      this.#pending.unshift(piece);
+      return false;
+    }
     if (budget < 1) {
       this.#failure = {
         piece,
         detail: `max_upstream_calls (${deps.maxUpstreamCalls}) reached before this part was served`,
         code: null,
       };
-      return;
+      return true;
     }
     this.#reserved += budget;
     const running: Promise<void> = deps
@@ -181,6 +188,7 @@ class PieceRun {
       })
       .finally(() => this.#inFlight.delete(running));
     this.#inFlight.add(running);
+    return true;
   }
 
   #settle(piece: Piece, answer: PieceAnswer): void {

@@ -61,7 +61,7 @@ export class ObservedHeads {
       this.#heads.set(network, heads);
     }
     const seen = heads.get(provider);
-    if (seen === undefined || seen.block < block) heads.set(provider, { block, at: now });
+    if (seen === undefined || seen.block <= block) heads.set(provider, { block, at: now });
   }
 
   /** Each provider's observed head still in force, by provider. */
