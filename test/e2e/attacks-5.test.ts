@@ -167,6 +167,7 @@ describe("the check answered badly by a provider that clamps", () => {
       result: { ...(await block(laggingHead)), number: `${hex(asked)}zz` },
     }),
     "number as a JSON number": (asked) => ({ result: { number: asked } }),
+    "its number but no hash": (asked) => ({ result: { number: hex(asked) } }),
     "an error": () => ({ error: { code: -32000, message: "boom" } }),
     "no answer within request_timeout_ms": async () => {
       await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS * 2));
@@ -188,7 +189,7 @@ describe("the check answered badly by a provider that clamps", () => {
   }
 
   it("limit: a provider that shows the block to the check but clamps its logs is believed (no second opinion)", async () => {
-    check = (asked) => ({ result: { number: hex(asked) } });
+    check = (asked) => ({ result: { number: hex(asked), hash: `0x${"cd".repeat(32)}` } });
     await freshSnapshot();
     const from = chain.head - 10;
     const answer = await getLogs({ fromBlock: hex(from), toBlock: hex(chain.head) });

@@ -57,6 +57,8 @@ interface LogNode {
   readonly head?: number;
   /** Answers a block lookup with another block (its genesis), whichever was asked, had or not. */
   readonly otherBlock?: boolean;
+  /** Answers the check with a block that has its number but no hash. */
+  readonly noHash?: boolean;
 }
 
 /** A fake upstream of log nodes by URL; counts calls and the most in flight at once. */
@@ -86,7 +88,7 @@ class LogNodes implements Upstream {
       const result = node?.otherBlock
         ? { number: "0x0" }
         : has
-          ? { number: asked.params[0] }
+          ? { number: asked.params[0], ...(node.noHash ? {} : { hash: `0x${"ab".repeat(32)}` }) }
           : null;
       const body = JSON.stringify({ jsonrpc: "2.0", id: asked.id, result });
       return { ok: true as const, status: 200, body, elapsedMs: 1 };
@@ -372,15 +374,50 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     expect(h.upstream.blockChecks).toEqual([]);
   });
 
-  it("no check without the monitor's snapshot in force: no head is known, and every query would pay", async () => {
+  it("no check before the monitor's first snapshot: no head is known, and every query would pay", async () => {
     const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
     h.upstream.node(P1, { head: 8_000 });
     const response = await h.rpc(getLogs(1, 7_000, 8_005));
     expect(response.body).toBe(logsAnswer(1, logsIn(7_000, 8_000)));
-    // A snapshot older than three check intervals counts as none.
-    h.store.setQuorum("net", quorumAt(7_990, ["p1"], 46_000));
-    await h.rpc(getLogs(2, 7_000, 8_005));
     expect(h.upstream.blockChecks).toEqual([]);
+  });
+
+  it("regression: with the monitor stalled (its snapshot older than three check intervals) a clamped answer went to the caller unchecked; now it is checked", async () => {
+    const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
+    h.upstream.node(P1, { head: 8_000 });
+    h.store.setQuorum("net", quorumAt(7_990, ["p1"], 46_000));
+    const response = await h.rpc(getLogs(2, 7_000, 8_005));
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_005 }]);
+    expect(resultOf(response.body).result).toBeUndefined();
+    expect(resultOf(response.body).error?.code).toBe(-32602);
+  });
+
+  it("regression: a check answered with a block that had no hash was believed; now it is not", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1, priority: 2 },
+        { name: "p2", url: P2, priority: 1 },
+      ],
+      FAST_BLOCKS,
+    );
+    h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"], 20_000));
+    h.upstream.node(P1, { head: 8_000, noHash: true }).node(P2, {});
+    const response = await h.rpc(getLogs(1, 7_000, 8_000));
+    expect(response.body).toBe(logsAnswer(1, logsIn(7_000, 8_000)));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+  });
+
+  it("regression: a cut query up to a block made since the monitor's snapshot (another container may have served that head) was refused as above the head; now it is served, its last piece checked", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 1_000 }], FAST_BLOCKS);
+    h.upstream.node(P1, { head: 8_003 });
+    h.store.setQuorum("net", quorumAt(7_999, ["p1"], 5_000));
+    const response = await h.rpc(getLogs(1, 5_000, 8_003));
+    expect(response.body).toBe(logsAnswer(1, logsIn(5_000, 8_003)));
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_003 }]);
+    // Past what the chain can have made since, it is refused before any call.
+    const far = await h.rpc(getLogs(2, 5_000, 8_100));
+    expect(resultOf(far.body).error?.code).toBe(-32602);
+    expect(h.upstream.blockChecks).toHaveLength(1);
   });
 
   it("a query cut in pieces: only the pieces above a provider's confirmed head are checked, and one found behind goes to the next provider", async () => {

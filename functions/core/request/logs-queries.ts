@@ -169,6 +169,19 @@ async function serveInternally(
   };
 }
 
+/**
+ * The blocks the chain can have made since the monitor's snapshot. Another container, on a
+ * newer copy of the state, may already have told the caller of a head this one has not seen:
+ * a cut query up to it is not refused, and the check of its last piece (logs-reach.ts)
+ * decides whether the block exists.
+ */
+function blocksSinceSnapshot(scope: LogQueryScope): number {
+  const quorum = scope.context.state.quorum;
+  if (quorum === null) return 0;
+  const blockTimeMs = scope.network.settings.block_time_seconds * 1000;
+  return Math.ceil(Math.max(0, scope.context.now - quorum.computedAt) / blockTimeMs);
+}
+
 async function serveLogQuery(
   entry: OpenCall,
   query: LogQuery,
@@ -177,7 +190,7 @@ async function serveLogQuery(
   const { settings } = scope.network;
   const pieceSize = (range: BlockRange) => sizeFor(range, scope);
   const cut = pieceSize(query) < spanOf(query);
-  if (cut && scope.knownHead !== null && query.to > scope.knownHead) {
+  if (cut && scope.knownHead !== null && query.to > scope.knownHead + blocksSinceSnapshot(scope)) {
     entry.answer = errorResponse(
       "null",
       ErrorCode.invalidParams,

@@ -1,6 +1,5 @@
 import { parseJsonOrUndefined } from "../json-raw.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
-import { quorumInForce } from "../network-state.ts";
 import type { Upstream } from "../ports.ts";
 import type { AttemptSlot, SelectionContext } from "../selection.ts";
 import type { CallInfo } from "../verdict.ts";
@@ -71,18 +70,19 @@ function confirmedHead(scope: RequestScope, deps: ReachDeps, provider: string): 
 }
 
 /**
- * Whether the gateway checks log answers at all: only while the monitor's snapshot is in
- * force. Without it no provider's head is known, so every log query near the head would pay
- * one more call (a network of one provider and no monitor on every query), and routing knows
- * no provider to prefer over another anyway.
+ * Whether the gateway checks log answers at all: once the monitor has written a snapshot, in
+ * force or stale. A stalled monitor is when providers drift apart unseen, so the check stays
+ * (its heads are then mostly those seen in answers, and a block shown is remembered). With no
+ * snapshot ever (no monitor) no provider's head is known: every query near the head would pay
+ * one more call, a lone provider's on every query, for no provider to prefer over another.
  */
 function checksReach(context: SelectionContext): boolean {
-  return quorumInForce(context.state, context.now, context.checkIntervalSeconds);
+  return context.state.quorum !== null;
 }
 
 /**
- * `runAttempts`; for a log query the gateway serves to itself (whole or a piece), while the
- * monitor's snapshot is in force, each answer from a provider not known to have reached its
+ * `runAttempts`; for a log query the gateway serves to itself (whole or a piece), once the
+ * monitor has written a snapshot, each answer from a provider not known to have reached its
  * `toBlock` is then checked (`runAttemptsCheckingReach`).
  */
 export function runLogAttempts(
@@ -252,8 +252,9 @@ function reopen(entry: OpenCall, scope: RequestScope, why: string): void {
 }
 
 const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
+const BLOCK_HASH = /^0x[0-9a-f]{64}$/i;
 
-/** Whether the provider answers `eth_getBlockByNumber(block)` with that block. */
+/** Whether the provider answers `eth_getBlockByNumber(block)` with that block (number and hash). */
 async function showsBlock(
   slot: AttemptSlot,
   block: number,
@@ -272,6 +273,12 @@ async function showsBlock(
   if (!result.ok || result.status !== 200) return false;
   const shown = (parseJsonOrUndefined(result.body) as { result?: unknown } | undefined)?.result;
   if (typeof shown !== "object" || shown === null) return false;
-  const stated = (shown as { number?: unknown }).number;
-  return typeof stated === "string" && HEX_QUANTITY.test(stated) && Number(stated) === block;
+  const { number: stated, hash } = shown as { number?: unknown; hash?: unknown };
+  return (
+    typeof stated === "string" &&
+    HEX_QUANTITY.test(stated) &&
+    Number(stated) === block &&
+    typeof hash === "string" &&
+    BLOCK_HASH.test(hash)
+  );
 }
