@@ -3,7 +3,12 @@ import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { buildLogChain, type LogChain } from "../../local/log-chain.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { type FrontAnswer, type LyingFront, startLyingFront } from "../support/lying-front.ts";
+import {
+  type FrontAnswer,
+  type LyingFront,
+  startClampingFront,
+  startLyingFront,
+} from "../support/lying-front.ts";
 
 /**
  * Attacks on the near-head eth_getLogs check: `lagging`, preferred, stands BEHIND blocks back,
@@ -40,29 +45,13 @@ const reset = () => {
   calls.upToDate.clear();
 };
 
-async function clampedLogs(params: unknown[]): Promise<FrontAnswer> {
-  const filter = params[0] as Record<string, string>;
-  const to =
-    filter.toBlock === undefined || Number.isNaN(Number(filter.toBlock))
-      ? filter.toBlock
-      : hex(Math.min(Number(filter.toBlock), laggingHead));
-  return { result: await node.rpc("eth_getLogs", [{ ...filter, toBlock: to }]) };
-}
-
 beforeAll(async () => {
   node = await startAnvil({ chainId: 31337 });
   chain = await buildLogChain(node, { blocks: BLOCKS, every: 2 });
   laggingHead = chain.head - BEHIND;
-  lagging = await startLyingFront(node.url, async (call, forward) => {
-    count(calls.lagging, call.method);
-    const params = (call.params ?? []) as unknown[];
-    if (call.method === "eth_blockNumber") return { result: hex(laggingHead) };
-    if (call.method === "eth_getBlockByNumber" && typeof params[0] === "string") {
-      const asked = params[0] === "latest" ? laggingHead : Number(params[0]);
-      if (asked > laggingHead) return check(asked, forward);
-    }
-    if (call.method === "eth_getLogs") return clampedLogs(params);
-    return forward();
+  lagging = await startClampingFront(node.url, () => laggingHead, {
+    seen: calls.lagging,
+    aboveHead: (asked, forward) => check(asked, forward),
   });
   upToDate = await startLyingFront(node.url, (call, forward) => {
     count(calls.upToDate, call.method);

@@ -3,7 +3,7 @@ import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { buildLogChain, type LogChain } from "../../local/log-chain.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { type LyingFront, startLyingFront } from "../support/lying-front.ts";
+import { type LyingFront, startClampingFront, startLyingFront } from "../support/lying-front.ts";
 
 /**
  * An indexer's eth_getLogs near the head, on a real node with logs in most blocks, behind two
@@ -34,32 +34,7 @@ beforeAll(async () => {
   node = await startAnvil({ chainId: 31337 });
   chain = await buildLogChain(node, { blocks: BLOCKS, every: 2 });
   const laggingHead = chain.head - BEHIND;
-  lagging = await startLyingFront(node.url, async (call, forward) => {
-    count(calls.lagging, call.method);
-    const params = (call.params ?? []) as unknown[];
-    if (call.method === "eth_blockNumber") return { result: hex(laggingHead) };
-    if (call.method === "eth_getBlockByNumber" && typeof params[0] === "string") {
-      const asked = params[0] === "latest" ? laggingHead : Number(params[0]);
-      if (asked > laggingHead) return { result: null };
-    }
-    if (call.method === "eth_getLogs") {
-      // Its head is laggingHead: a toBlock above it is cut to it without a word.
-      const filter = params[0] as { fromBlock: string; toBlock: string };
-      const to = Math.min(Number(filter.toBlock), laggingHead);
-      const response = await fetch(node.url, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "eth_getLogs",
-          params: [{ ...filter, toBlock: hex(to) }],
-        }),
-      });
-      return (await response.json()) as { result: unknown };
-    }
-    return forward();
-  });
+  lagging = await startClampingFront(node.url, () => laggingHead, { seen: calls.lagging });
   upToDate = await startLyingFront(node.url, (call, forward) => {
     count(calls.upToDate, call.method);
     return forward();

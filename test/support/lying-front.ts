@@ -20,9 +20,10 @@ export interface FrontAnswer {
   error?: unknown;
 }
 
+/** `forward` sends the call to the node as it came, or `instead` of it when given. */
 export type AnswerCall = (
   call: FrontCall,
-  forward: () => Promise<FrontAnswer>,
+  forward: (instead?: FrontCall) => Promise<FrontAnswer>,
 ) => FrontAnswer | Promise<FrontAnswer>;
 
 export interface LyingFront {
@@ -36,11 +37,11 @@ export async function startLyingFront(
   answer: AnswerCall,
 ): Promise<LyingFront> {
   const member = async (call: FrontCall) => {
-    const forward = async (): Promise<FrontAnswer> => {
+    const forward = async (instead: FrontCall = call): Promise<FrontAnswer> => {
       const response = await fetch(typeof nodeUrl === "string" ? nodeUrl : nodeUrl(), {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", ...call }),
+        body: JSON.stringify({ jsonrpc: "2.0", ...instead }),
       });
       return (await response.json()) as FrontAnswer;
     };
@@ -112,3 +113,38 @@ export async function startNodeFront<Target extends { readonly url: string }>(
   );
   return Object.assign(front, lying);
 }
+
+/**
+ * A provider that stands at `head()` in front of a node further on, as anvil and older reth
+ * do: `eth_blockNumber` says its head, a block above it is answered by `aboveHead` (null by
+ * default: it has no such block), and an `eth_getLogs` whose `toBlock` is above it gets the
+ * logs up to its head and no error. `seen` counts the calls it receives, by method.
+ */
+export function startClampingFront(
+  nodeUrl: string,
+  head: () => number,
+  options: {
+    readonly seen?: Map<string, number>;
+    readonly aboveHead?: (asked: number, forward: () => Promise<FrontAnswer>) => AnswerOrPromise;
+  } = {},
+): Promise<LyingFront> {
+  const hex = (n: number) => `0x${n.toString(16)}`;
+  return startLyingFront(nodeUrl, (call, forward) => {
+    options.seen?.set(call.method, (options.seen.get(call.method) ?? 0) + 1);
+    const params = Array.isArray(call.params) ? (call.params as unknown[]) : [];
+    if (call.method === "eth_blockNumber") return { result: hex(head()) };
+    if (call.method === "eth_getBlockByNumber" && typeof params[0] === "string") {
+      const asked = params[0] === "latest" ? head() : Number(params[0]);
+      if (asked > head()) return (options.aboveHead ?? (() => ({ result: null })))(asked, forward);
+    }
+    if (call.method === "eth_getLogs") {
+      const filter = params[0] as Record<string, unknown>;
+      const to = Number(filter.toBlock);
+      const clamped = Number.isNaN(to) ? filter : { ...filter, toBlock: hex(Math.min(to, head())) };
+      return forward({ ...call, params: [clamped] });
+    }
+    return forward();
+  });
+}
+
+type AnswerOrPromise = FrontAnswer | Promise<FrontAnswer>;
