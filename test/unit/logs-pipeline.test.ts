@@ -247,18 +247,18 @@ function quorumAt(
 
 const FAST_BLOCKS = { block_time_seconds: 1 };
 
+/** Two providers, p1 preferred. */
+const P1_THEN_P2 = [
+  { name: "p1", url: P1, priority: 2 },
+  { name: "p2", url: P2, priority: 1 },
+];
+
 const resultOf = (body: string) =>
   JSON.parse(body) as { result?: unknown; error?: { code: number; message: string } };
 
 describe("a provider that clamps toBlock to its head without a word (anvil, older reth)", () => {
   it("regression: a provider a few blocks behind answered a near-head query with the logs up to its own head, and the caller got them as the whole range; now it is behind, and the next provider's logs are the answer", async () => {
-    const h = harness(
-      [
-        { name: "p1", url: P1, priority: 2 },
-        { name: "p2", url: P2, priority: 1 },
-      ],
-      FAST_BLOCKS,
-    );
+    const h = harness(P1_THEN_P2, FAST_BLOCKS);
     // Both seen at 7,960 twenty seconds ago: routing takes both to be at 7,980 by now, but
     // p1 stopped at 7,970, before the logs of block 7,976.
     h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
@@ -296,13 +296,7 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
   });
 
   it("a toBlock above the chain head the gateway knows, which no provider shows: the caller's invalid params, not a provider failure", async () => {
-    const h = harness(
-      [
-        { name: "p1", url: P1, priority: 2 },
-        { name: "p2", url: P2, priority: 1 },
-      ],
-      FAST_BLOCKS,
-    );
+    const h = harness(P1_THEN_P2, FAST_BLOCKS);
     h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"]));
     h.upstream.node(P1, { head: 7_990 }).node(P2, { head: 7_990 });
     const response = await h.rpc(getLogs(1, 7_000, 0xffff_ffff));
@@ -328,13 +322,7 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
   });
 
   it("a provider that answers the check with another block has not shown toBlock", async () => {
-    const h = harness(
-      [
-        { name: "p1", url: P1, priority: 2 },
-        { name: "p2", url: P2, priority: 1 },
-      ],
-      FAST_BLOCKS,
-    );
+    const h = harness(P1_THEN_P2, FAST_BLOCKS);
     h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
     h.upstream.node(P1, { head: 7_970, otherBlock: true }).node(P2, {});
     const response = await h.rpc(getLogs(1, 7_900, 7_979));
@@ -393,13 +381,7 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
   });
 
   it("regression: a check answered with a block that had no hash was believed; now it is not", async () => {
-    const h = harness(
-      [
-        { name: "p1", url: P1, priority: 2 },
-        { name: "p2", url: P2, priority: 1 },
-      ],
-      FAST_BLOCKS,
-    );
+    const h = harness(P1_THEN_P2, FAST_BLOCKS);
     h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"], 20_000));
     h.upstream.node(P1, { head: 8_000, noHash: true }).node(P2, {});
     const response = await h.rpc(getLogs(1, 7_000, 8_000));
@@ -460,13 +442,7 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
   });
 
   it("in one request, a provider found without a block is not asked for it again: its answers up to it are dropped", async () => {
-    const h = harness(
-      [
-        { name: "p1", url: P1, priority: 2 },
-        { name: "p2", url: P2, priority: 1 },
-      ],
-      FAST_BLOCKS,
-    );
+    const h = harness(P1_THEN_P2, FAST_BLOCKS);
     h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
     h.upstream.node(P1, { head: 7_970 }).node(P2, {});
     const response = await h.rpc(
@@ -489,13 +465,7 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
   });
 
   it("in a batch, the checked log query keeps its place and id among the other calls", async () => {
-    const h = harness(
-      [
-        { name: "p1", url: P1, priority: 2 },
-        { name: "p2", url: P2, priority: 1 },
-      ],
-      FAST_BLOCKS,
-    );
+    const h = harness(P1_THEN_P2, FAST_BLOCKS);
     h.store.setQuorum("net", quorumAt(7_960, ["p1", "p2"], 20_000));
     h.upstream.node(P1, { head: 7_970 }).node(P2, {});
     const response = await h.rpc(
