@@ -145,7 +145,10 @@ function bucketFromItem(item: Item): StatsBucket {
 export interface StatsFlusher {
   /** Counts one attempt's outcome in memory (no I/O). */
   record(network: string, provider: string, ok: boolean, latencyMs: number): void;
-  /** Flushes when `intervalMs` has passed since the last flush; never rejects. */
+  /**
+   * Flushes the first time it is called in a new `intervalMs` slot of the clock (slots start at
+   * multiples of `intervalMs`); never rejects.
+   */
   flushIfDue(): Promise<void>;
   /** Writes the accumulated deltas now and starts counting afresh; never rejects. */
   flush(): Promise<void>;
@@ -161,7 +164,13 @@ export interface StatsFlusherOptions {
   readonly onError: (network: string, error: unknown) => void;
 }
 
-/** The proxy container's accumulator: no DynamoDB write per request, one batch per interval. */
+/**
+ * The proxy container's accumulator: no DynamoDB write per request, one batch per interval.
+ * Flushes fall due when the clock enters a new slot of `intervalMs` rather than `intervalMs`
+ * after the last one: a batch then holds only outcomes of one slot, and with slots that divide
+ * the buckets, one bucket, so a flush writes one item per provider instead of two whenever the
+ * counts straddled a bucket's start (with 5 s flushes and 10 s buckets, every other flush).
+ */
 export function createStatsFlusher(options: StatsFlusherOptions): StatsFlusher {
   const { statsStore, clock, onError } = options;
   const intervalMs = options.intervalMs ?? STATS_FLUSH_INTERVAL_MS;
@@ -191,7 +200,8 @@ export function createStatsFlusher(options: StatsFlusherOptions): StatsFlusher {
       recordOutcome(stats, provider, ok, latencyMs, clock(), bucketSeconds);
     },
     async flushIfDue() {
-      if (pending.size === 0 || clock() - lastFlush < intervalMs) return;
+      if (pending.size === 0) return;
+      if (Math.floor(clock() / intervalMs) === Math.floor(lastFlush / intervalMs)) return;
       await flush();
     },
     flush,

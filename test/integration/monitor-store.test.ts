@@ -278,6 +278,49 @@ describe.each(dynamoBackends())("monitor storage on $name", ({ start }) => {
       expect(windowOf(all.a ?? [], now, 3600).requests).toBe(7);
     });
 
+    it("flushes once per clock slot, so a flush holds one bucket per provider", async () => {
+      let now = T0 + 4_000;
+      const flushed: Array<Record<string, number[]>> = [];
+      const flusher = createStatsFlusher({
+        statsStore: {
+          flush: async (_network, stats) => {
+            flushed.push(
+              Object.fromEntries(
+                Object.entries(stats).map(([provider, buckets]) => [
+                  provider,
+                  buckets.map((bucket) => bucket.start - T0),
+                ]),
+              ),
+            );
+          },
+        },
+        clock: () => now,
+        intervalMs: 5_000,
+        bucketSeconds: 10,
+        onError: () => undefined,
+      });
+      flusher.record("x", "a", true, 10);
+      now = T0 + 4_999;
+      await flusher.flushIfDue();
+      expect(flushed).toEqual([]);
+      // The slot [5 s, 10 s) begins: due, one second after the flusher started.
+      now = T0 + 5_000;
+      await flusher.flushIfDue();
+      for (const at of [6_000, 9_900]) {
+        now = T0 + at;
+        flusher.record("x", "a", true, 10);
+        flusher.record("x", "b", false, 10);
+        await flusher.flushIfDue();
+      }
+      // Due as the bucket [10 s, 20 s) begins: the counts before it go alone.
+      now = T0 + 10_050;
+      await flusher.flushIfDue();
+      flusher.record("x", "a", true, 10);
+      now = T0 + 15_000;
+      await flusher.flushIfDue();
+      expect(flushed).toEqual([{ a: [0] }, { a: [0], b: [0] }, { a: [10_000] }]);
+    });
+
     it("a failed flush is reported and dropped, not retried", async () => {
       let now = T0;
       const failures: string[] = [];
