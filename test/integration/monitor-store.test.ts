@@ -278,7 +278,7 @@ describe.each(dynamoBackends())("monitor storage on $name", ({ start }) => {
       expect(windowOf(all.a ?? [], now, 3600).requests).toBe(7);
     });
 
-    it("flushes once per clock slot, so a flush holds one bucket per provider", async () => {
+    it("flushes once per clock slot, so a flush holds one bucket per provider: every 10 s while all succeeds, every 5 s with a failure", async () => {
       let now = T0 + 4_000;
       const flushed: Array<Record<string, number[]>> = [];
       const flusher = createStatsFlusher({
@@ -296,29 +296,31 @@ describe.each(dynamoBackends())("monitor storage on $name", ({ start }) => {
         },
         clock: () => now,
         intervalMs: 5_000,
+        quietIntervalMs: 10_000,
         bucketSeconds: 10,
         onError: () => undefined,
       });
-      flusher.record("x", "a", true, 10);
-      now = T0 + 4_999;
-      await flusher.flushIfDue();
-      expect(flushed).toEqual([]);
-      // The slot [5 s, 10 s) begins: due, one second after the flusher started.
-      now = T0 + 5_000;
-      await flusher.flushIfDue();
-      for (const at of [6_000, 9_900]) {
-        now = T0 + at;
-        flusher.record("x", "a", true, 10);
-        flusher.record("x", "b", false, 10);
+      const at = async (ms: number, record?: () => void) => {
+        now = T0 + ms;
+        record?.();
         await flusher.flushIfDue();
-      }
-      // Due as the bucket [10 s, 20 s) begins: the counts before it go alone.
-      now = T0 + 10_050;
-      await flusher.flushIfDue();
-      flusher.record("x", "a", true, 10);
-      now = T0 + 15_000;
-      await flusher.flushIfDue();
-      expect(flushed).toEqual([{ a: [0] }, { a: [0], b: [0] }, { a: [10_000] }]);
+      };
+      await at(4_000, () => flusher.record("x", "a", true, 10));
+      // Successes only: not due until the bucket [0 s, 10 s) ends.
+      await at(5_000);
+      await at(9_900, () => flusher.record("x", "a", true, 10));
+      expect(flushed).toEqual([]);
+      await at(10_050);
+      expect(flushed).toEqual([{ a: [0] }]);
+      // A failure: due when the 5 s slot ends.
+      await at(12_000, () => flusher.record("x", "b", false, 10));
+      await at(14_999);
+      expect(flushed).toHaveLength(1);
+      await at(15_000);
+      await at(16_000, () => flusher.record("x", "a", true, 10));
+      await at(19_999);
+      await at(20_000);
+      expect(flushed).toEqual([{ a: [0] }, { b: [10_000] }, { a: [10_000] }]);
     });
 
     it("a failed flush is reported and dropped, not retried", async () => {
