@@ -85,7 +85,12 @@ export class StateCache {
     if (entry === undefined) return this.#refresh(network);
     const age = now - entry.loadedAt;
     const ttl = this.#options.ttlMs(network);
-    if (age < ttl) return entry.state;
+    if (age < ttl) {
+      // Refreshed ahead in its last tenth, so a request that needs a copy no older than the
+      // TTL (the served head) rarely waits for DynamoDB.
+      if (age >= ttl * 0.9 && entry.refreshing === null) void this.#refresh(network);
+      return entry.state;
+    }
     if (maxAgeMs !== undefined && age > maxAgeMs) return entry.refreshing ?? this.#refresh(network);
     const refreshing = entry.refreshing ?? this.#refresh(network);
     const maxStale =
