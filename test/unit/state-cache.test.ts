@@ -78,6 +78,9 @@ describe("StateCache", () => {
     await h.cache.get("eth", 1000);
     expect(h.reads()).toBe(1);
     h.advance(1);
+    // A request that needs no fresh copy does not read ahead.
+    await h.cache.get("eth");
+    expect(h.reads()).toBe(1);
     // Still fresh: answered at once with the copy in hand, while the next one is read.
     expect(await h.cache.get("eth", 1000)).toEqual(stateWith({}));
     expect(h.reads()).toBe(2);
