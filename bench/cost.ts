@@ -15,6 +15,20 @@ export const PRICES = {
   dynamoWriteUnitPerMillion: 0.625,
 } as const;
 
+/** Paced invocations before the measured ones: a container's first seconds are its start. */
+export const COST_WARMUP_SECONDS = 5;
+
+/** The bench network's block time: a block is mined this often while the cost is measured. */
+export const COST_BLOCK_TIME_SECONDS = 12;
+
+/**
+ * The call the cost is measured with: one the gateway forwards every time (`pending` is never
+ * served from the answer cache, and it is not `eth_blockNumber`, which the served head answers
+ * without a provider most of the time), so the figure is for the costlier case.
+ */
+export const COST_CALL =
+  '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionCount","params":["0x00000000000000000000000000000000000000aa","pending"]}';
+
 /** Lambda gives a function one full vCPU at 1,769 MB and a proportional share below. */
 const FULL_VCPU_MB = 1769;
 
@@ -90,7 +104,12 @@ export function costPerMillion(options: {
     const units = capacityUnits(call);
     read += units.read;
     write += units.write;
-    calls[call.operation] = (calls[call.operation] ?? 0) + 1;
+    // Named by the kind of item as well (`UpdateItem STATS`, `Query NET`): which writes they are.
+    const name =
+      call.partition === undefined
+        ? call.operation
+        : `${call.operation} ${call.partition.split("#")[0]}`;
+    calls[name] = (calls[name] ?? 0) + 1;
   }
   const perRequest = (value: number) => value / Math.max(1, requests);
   const readUnitsPerRequest = perRequest(read);

@@ -8,7 +8,10 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
+import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
+import { createDynamoClient } from "../functions/adapters/state-store.ts";
 import { startDynalite } from "../local/dynamodb.ts";
+import { COST_BLOCK_TIME_SECONDS } from "./cost.ts";
 
 /**
  * What a proxy Lambda talks to, on this machine: the config object in an S3-compatible server
@@ -32,6 +35,8 @@ export interface DynamoCall {
   readonly at: number;
   readonly requestBytes: number;
   readonly responseBytes: number;
+  /** The item's or query's partition key (`NET#bench`, `STATS#bench`, …), when it names one. */
+  readonly partition?: string;
 }
 
 export interface LambdaEnvironment {
@@ -41,6 +46,13 @@ export interface LambdaEnvironment {
   dynamoCalls(since: number): DynamoCall[];
   /** Runs one Lambda container (bench/lambda-child.ts) and returns its figures. */
   runChild<T>(job: ChildJob, nodeArgs?: readonly string[]): Promise<T>;
+  /**
+   * Writes the upstream's chain position as the monitor of a deployed stack writes it every
+   * check; not counted among the handler's DynamoDB calls.
+   */
+  writeChainPosition(): Promise<void>;
+  /** Mines one block on the upstream (anvil), as a live chain moves on. */
+  mineBlock(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -88,6 +100,7 @@ export async function startLambdaEnvironment(upstreamUrl: string): Promise<Lambd
           networks: {
             [LAMBDA_NETWORK]: {
               chain_id: 31337,
+              block_time_seconds: COST_BLOCK_TIME_SECONDS,
               providers: [{ name: "anvil", url: upstreamUrl }],
             },
           },
@@ -147,10 +160,40 @@ export async function startLambdaEnvironment(upstreamUrl: string): Promise<Lambd
       return JSON.parse(readFileSync(out, "utf8")) as T;
     };
 
+    const monitorClient = createDynamoClient({ endpoint: dynamo.endpoint });
+    closers.push(async () => monitorClient.destroy());
+    const monitorStore = new DynamoMonitorStore({ client: monitorClient, tableName: TABLE });
+    const block = async (tag: string) => {
+      const found = await rpc<{ number: string; hash: string }>(
+        upstreamUrl,
+        "eth_getBlockByNumber",
+        [tag, false],
+      );
+      return { number: Number.parseInt(found.number, 16), hash: found.hash };
+    };
+
     return {
       env,
       dynamoCalls: (since) => calls.filter((call) => call.at >= since),
       runChild,
+      async writeChainPosition() {
+        const [latest, safe, finalized] = await Promise.all(
+          ["latest", "safe", "finalized"].map(block),
+        );
+        if (latest === undefined) throw new Error("the upstream has no latest block");
+        await monitorStore.writeHead(LAMBDA_NETWORK, {
+          latest,
+          safe: safe ?? null,
+          finalized: finalized ?? null,
+          served: null,
+          previousServed: null,
+          updatedAt: Date.now(),
+          reorgSeenAt: 0,
+        });
+      },
+      mineBlock: async () => {
+        await rpc(upstreamUrl, "anvil_mine", ["0x1"]);
+      },
       close,
     };
   } catch (error) {
@@ -185,11 +228,13 @@ async function startCountingRelay(
         answer.on("data", (part: Buffer) => parts.push(part));
         answer.on("end", () => {
           const payload = Buffer.concat(parts);
+          const partition = partitionOf(body);
           record({
             operation,
             at: Date.now(),
             requestBytes: body.length,
             responseBytes: payload.length,
+            ...(partition === undefined ? {} : { partition }),
           });
           res.writeHead(answer.statusCode ?? 500, answer.headers).end(payload);
         });
@@ -209,4 +254,30 @@ async function startCountingRelay(
       agent.destroy();
     },
   };
+}
+
+/** The partition key a DynamoDB request names: an item's `Key.pk`, or a Query's `:pk`. */
+function partitionOf(body: Buffer): string | undefined {
+  try {
+    const request = JSON.parse(body.toString("utf8")) as {
+      Key?: { pk?: { S?: string } };
+      ExpressionAttributeValues?: { ":pk"?: { S?: string } };
+    };
+    return request.Key?.pk?.S ?? request.ExpressionAttributeValues?.[":pk"]?.S;
+  } catch {
+    return undefined;
+  }
+}
+
+async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
+  const answer = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await answer.json()) as { result?: T; error?: { message?: string } };
+  if (body.error !== undefined || !("result" in body)) {
+    throw new Error(`${method}: ${body.error?.message ?? "no result"}`);
+  }
+  return body.result as T;
 }

@@ -5,7 +5,12 @@ import {
   GATEWAY_ENTRY,
   type UpstreamClientName,
 } from "./bundles.ts";
-import { type CostBreakdown, costPerMillion } from "./cost.ts";
+import {
+  COST_BLOCK_TIME_SECONDS,
+  COST_WARMUP_SECONDS,
+  type CostBreakdown,
+  costPerMillion,
+} from "./cost.ts";
 import type { LambdaEnvironment } from "./lambda-env.ts";
 import { median, spread } from "./machine.ts";
 
@@ -214,19 +219,29 @@ export async function measureCost(
 ): Promise<CostRecord[]> {
   const records: CostRecord[] = [];
   for (const rate of plan.rates) {
-    const figures = await environment.runChild<{
-      durationsMs: number[];
-      cpuMs: number[];
-      waitMs: number[];
-      measuredFrom: number;
-      measuredTo: number;
-    }>({
-      module: gateway.bundle.file,
-      mode: "paced",
-      event: plan.event,
-      rate,
-      seconds: plan.seconds,
-    });
+    // As deployed: the monitor has written the chain position, and the chain moves on at its
+    // block time, so containers publish the served head as often as a live chain makes them.
+    await environment.writeChainPosition();
+    const mining = setInterval(
+      () => environment.mineBlock().catch(() => undefined),
+      COST_BLOCK_TIME_SECONDS * 1000,
+    );
+    const figures = await environment
+      .runChild<{
+        durationsMs: number[];
+        cpuMs: number[];
+        waitMs: number[];
+        measuredFrom: number;
+        measuredTo: number;
+      }>({
+        module: gateway.bundle.file,
+        mode: "paced",
+        event: plan.event,
+        rate,
+        seconds: plan.seconds,
+        warmup: Math.round(rate * COST_WARMUP_SECONDS),
+      })
+      .finally(() => clearInterval(mining));
     const dynamoCalls = environment
       .dynamoCalls(figures.measuredFrom)
       .filter((call) => call.at <= figures.measuredTo);

@@ -1,5 +1,10 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { dollarsPerMillionPerMs, PRICES } from "./cost.ts";
+import {
+  COST_BLOCK_TIME_SECONDS,
+  COST_WARMUP_SECONDS,
+  dollarsPerMillionPerMs,
+  PRICES,
+} from "./cost.ts";
 import { renderHedge } from "./hedge.ts";
 import { formatLoad } from "./machine.ts";
 import type {
@@ -196,7 +201,7 @@ function renderCost(part: CostPart): string[] {
     "## Cost per million requests",
     "",
     `- Measured: ${when(part)}`,
-    `- The gateway's bundle in one container, invoked at a steady rate for ${part.seconds} s after its cold start, healthy provider (anvil on this machine). List prices (us-east-1): HTTP API $${PRICES.httpApiPerMillion.toFixed(2)}/M, Lambda requests $${PRICES.lambdaRequestsPerMillion.toFixed(2)}/M, arm64 duration $${PRICES.lambdaArmPerGbSecond}/GB-s at ${part.memoryMb} MB (prod), DynamoDB on demand $${PRICES.dynamoReadUnitPerMillion}/M read units and $${PRICES.dynamoWriteUnitPerMillion}/M write units.`,
+    `- The gateway's bundle in one container, invoked at a steady rate for ${part.seconds} s after its cold start and ${COST_WARMUP_SECONDS} s of warm-up at that rate, healthy provider (anvil on this machine, a block every ${COST_BLOCK_TIME_SECONDS} s, the chain position written as the monitor writes it), with a call the gateway forwards every time (\`eth_getTransactionCount\` at \`pending\`: never cached, and not \`eth_blockNumber\`, which the served head answers without a provider). DynamoDB calls are named by operation and item (NET: the network's state and served head, STATS: request stats). List prices (us-east-1): HTTP API $${PRICES.httpApiPerMillion.toFixed(2)}/M, Lambda requests $${PRICES.lambdaRequestsPerMillion.toFixed(2)}/M, arm64 duration $${PRICES.lambdaArmPerGbSecond}/GB-s at ${part.memoryMb} MB (prod), DynamoDB on demand $${PRICES.dynamoReadUnitPerMillion}/M read units and $${PRICES.dynamoWriteUnitPerMillion}/M write units.`,
     `- Billed duration, per invocation: its wall time here, less the time it waited for a core (other processes' load, from /proc schedstat), plus its CPU time × (1769/${part.memoryMb} − 1) (Lambda gives ${part.memoryMb} MB that share of a vCPU), rounded up to 1 ms. DynamoDB: every call the handler made (counted at a relay in front of dynalite), a Query at 0.5 read unit per 4 KB answered, a write at 1 unit per KB sent. A provider's own latency adds ${dollars(dollarsPerMillionPerMs(part.memoryMb))} per ms per million on top.`,
     "",
     "| requests/s per container | requests | wall ms (median) | CPU ms (median) | waiting for a core ms (median) | billed ms (mean) | DynamoDB calls/request | read units/request | write units/request | HTTP API | Lambda requests | Lambda duration | DynamoDB | total per million |",

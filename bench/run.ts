@@ -36,6 +36,7 @@ import { ENVIRONMENTS } from "../infra/environments.ts";
 import { type AnvilNode, startAnvil } from "../local/anvil.ts";
 import { rpcEvent } from "../test/support/api-gateway-event.ts";
 import type { UpstreamClientName } from "./bundles.ts";
+import { COST_CALL } from "./cost.ts";
 import { hedgeVerdicts, measureHedging } from "./hedge.ts";
 import {
   buildVariants,
@@ -397,7 +398,7 @@ async function main(): Promise<number> {
         const records = await measureCost(
           environment,
           of("gateway", "undici"),
-          { rates, seconds: costSeconds, memoryMb, event },
+          { rates, seconds: costSeconds, memoryMb, event: rpcEvent(COST_CALL, LAMBDA_NETWORK) },
           log,
         );
         const [headline] = records;

@@ -4,7 +4,11 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { STATS_BUCKET_SECONDS, STATS_FLUSH_INTERVAL_MS } from "../core/policies.ts";
+import {
+  STATS_BUCKET_SECONDS,
+  STATS_FLUSH_INTERVAL_MS,
+  STATS_QUIET_FLUSH_INTERVAL_MS,
+} from "../core/policies.ts";
 import {
   LATENCY_BOUNDS_MS,
   type RequestStats,
@@ -145,7 +149,11 @@ function bucketFromItem(item: Item): StatsBucket {
 export interface StatsFlusher {
   /** Counts one attempt's outcome in memory (no I/O). */
   record(network: string, provider: string, ok: boolean, latencyMs: number): void;
-  /** Flushes when `intervalMs` has passed since the last flush; never rejects. */
+  /**
+   * Flushes the first time it is called in a new slot of the clock (slots start at multiples
+   * of their length): `intervalMs` slots while the counts hold a failure, `quietIntervalMs`
+   * slots otherwise. Never rejects.
+   */
   flushIfDue(): Promise<void>;
   /** Writes the accumulated deltas now and starts counting afresh; never rejects. */
   flush(): Promise<void>;
@@ -155,18 +163,29 @@ export interface StatsFlusherOptions {
   readonly statsStore: StatsWriter;
   readonly clock: () => number;
   readonly intervalMs?: number;
+  /** The flush interval while every counted outcome succeeded; a multiple of `intervalMs`. */
+  readonly quietIntervalMs?: number;
   /** Bucket length; every writer of a network must use the same one. */
   readonly bucketSeconds?: number;
   /** A failed flush is dropped, not retried: an ADD that timed out may still have landed. */
   readonly onError: (network: string, error: unknown) => void;
 }
 
-/** The proxy container's accumulator: no DynamoDB write per request, one batch per interval. */
+/**
+ * The proxy container's accumulator: no DynamoDB write per request, one batch per interval.
+ * Flushes fall due when the clock enters a new slot rather than an interval after the last
+ * one: a batch then holds only outcomes of one slot, and with slots that divide the buckets,
+ * one bucket, so a flush writes one item per provider instead of two whenever the counts
+ * straddled a bucket's start. Failures go out every `intervalMs` (5 s), for "failing often";
+ * while all is well a bucket's counts go out once, when it ends (every 10 s).
+ */
 export function createStatsFlusher(options: StatsFlusherOptions): StatsFlusher {
   const { statsStore, clock, onError } = options;
   const intervalMs = options.intervalMs ?? STATS_FLUSH_INTERVAL_MS;
+  const quietIntervalMs = options.quietIntervalMs ?? STATS_QUIET_FLUSH_INTERVAL_MS;
   const bucketSeconds = options.bucketSeconds ?? STATS_BUCKET_SECONDS;
   let pending = new Map<string, RequestStats>();
+  let pendingFailure = false;
   let lastFlush = clock();
 
   async function flush(): Promise<void> {
@@ -174,6 +193,7 @@ export function createStatsFlusher(options: StatsFlusherOptions): StatsFlusher {
     // Swapped before the first await, so concurrent requests count into the next batch.
     const batch = pending;
     pending = new Map();
+    pendingFailure = false;
     await Promise.all(
       [...batch].map(([network, stats]) =>
         statsStore.flush(network, stats).catch((error: unknown) => onError(network, error)),
@@ -189,9 +209,12 @@ export function createStatsFlusher(options: StatsFlusherOptions): StatsFlusher {
         pending.set(network, stats);
       }
       recordOutcome(stats, provider, ok, latencyMs, clock(), bucketSeconds);
+      if (!ok) pendingFailure = true;
     },
     async flushIfDue() {
-      if (pending.size === 0 || clock() - lastFlush < intervalMs) return;
+      if (pending.size === 0) return;
+      const slotMs = pendingFailure ? intervalMs : quietIntervalMs;
+      if (Math.floor(clock() / slotMs) === Math.floor(lastFlush / slotMs)) return;
       await flush();
     },
     flush,

@@ -75,8 +75,17 @@ export const STATS_WINDOW_SECONDS = 300;
 /** Request stats are added up in buckets of this length; every writer of a network agrees. */
 export const STATS_BUCKET_SECONDS = 10;
 
-/** A container flushes its request stats (and metrics) at most this often. */
+/**
+ * A container flushes its request stats at most this often while they hold a failure, so
+ * "failing often" sees failures within this of a monitor check.
+ */
 export const STATS_FLUSH_INTERVAL_MS = 5000;
+
+/**
+ * With no failure to report, once a bucket: one write per provider and bucket is the least the
+ * buckets allow, and the successes reach the window at most one bucket late.
+ */
+export const STATS_QUIET_FLUSH_INTERVAL_MS = STATS_BUCKET_SECONDS * 1000;
 
 /**
  * Failures whose cooldown would end within this of a provider's current expiry are the same

@@ -85,7 +85,15 @@ export class StateCache {
     if (entry === undefined) return this.#refresh(network);
     const age = now - entry.loadedAt;
     const ttl = this.#options.ttlMs(network);
-    if (age < ttl) return entry.state;
+    if (age < ttl) {
+      // A request that will need a copy no older than `maxAgeMs` (the served head) has it read
+      // ahead in its TTL's last tenth, so the next such request rarely waits for DynamoDB.
+      // Other requests do not: past the TTL they are served the old copy while it is re-read.
+      if (maxAgeMs !== undefined && age >= ttl * 0.9 && entry.refreshing === null) {
+        void this.#refresh(network);
+      }
+      return entry.state;
+    }
     if (maxAgeMs !== undefined && age > maxAgeMs) return entry.refreshing ?? this.#refresh(network);
     const refreshing = entry.refreshing ?? this.#refresh(network);
     const maxStale =

@@ -125,9 +125,9 @@ describe("request metrics (network dimension)", () => {
 
 describe("the status route's traffic figures", () => {
   it("shows each provider's requests, errors and latency over the window", async () => {
-    // The stats are flushed to DynamoDB with the first request after the flush interval
-    // (5 s), beside it: wait for the flush to land.
-    skipped += 5_000;
+    // The stats are flushed to DynamoDB with the first request in a new flush slot (10 s
+    // while all succeeds, 5 s with a failure), beside it: wait for the flush to land.
+    skipped += 10_000;
     await fetch(`${stack.url}/health`).then((response) => response.text());
     let stats: Record<string, ProviderStats> = {};
     await vi.waitFor(

@@ -278,6 +278,51 @@ describe.each(dynamoBackends())("monitor storage on $name", ({ start }) => {
       expect(windowOf(all.a ?? [], now, 3600).requests).toBe(7);
     });
 
+    it("flushes once per clock slot, so a flush holds one bucket per provider: every 10 s while all succeeds, every 5 s with a failure", async () => {
+      let now = T0 + 4_000;
+      const flushed: Array<Record<string, number[]>> = [];
+      const flusher = createStatsFlusher({
+        statsStore: {
+          flush: async (_network, stats) => {
+            flushed.push(
+              Object.fromEntries(
+                Object.entries(stats).map(([provider, buckets]) => [
+                  provider,
+                  buckets.map((bucket) => bucket.start - T0),
+                ]),
+              ),
+            );
+          },
+        },
+        clock: () => now,
+        intervalMs: 5_000,
+        quietIntervalMs: 10_000,
+        bucketSeconds: 10,
+        onError: () => undefined,
+      });
+      const at = async (ms: number, record?: () => void) => {
+        now = T0 + ms;
+        record?.();
+        await flusher.flushIfDue();
+      };
+      await at(4_000, () => flusher.record("x", "a", true, 10));
+      // Successes only: not due until the bucket [0 s, 10 s) ends.
+      await at(5_000);
+      await at(9_900, () => flusher.record("x", "a", true, 10));
+      expect(flushed).toEqual([]);
+      await at(10_050);
+      expect(flushed).toEqual([{ a: [0] }]);
+      // A failure: due when the 5 s slot ends.
+      await at(12_000, () => flusher.record("x", "b", false, 10));
+      await at(14_999);
+      expect(flushed).toHaveLength(1);
+      await at(15_000);
+      await at(16_000, () => flusher.record("x", "a", true, 10));
+      await at(19_999);
+      await at(20_000);
+      expect(flushed).toEqual([{ a: [0] }, { b: [10_000] }, { a: [10_000] }]);
+    });
+
     it("a failed flush is reported and dropped, not retried", async () => {
       let now = T0;
       const failures: string[] = [];

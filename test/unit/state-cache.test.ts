@@ -69,6 +69,30 @@ describe("StateCache", () => {
     expect(h.reads()).toBe(2);
   });
 
+  it("refreshes ahead in the TTL's last tenth, so a request that needs a copy no older than the TTL does not wait", async () => {
+    const h = harness();
+    const first = h.cache.get("eth");
+    h.release(stateWith({}));
+    await first;
+    h.advance(899);
+    await h.cache.get("eth", 1000);
+    expect(h.reads()).toBe(1);
+    h.advance(1);
+    // A request that needs no fresh copy does not read ahead.
+    await h.cache.get("eth");
+    expect(h.reads()).toBe(1);
+    // Still fresh: answered at once with the copy in hand, while the next one is read.
+    expect(await h.cache.get("eth", 1000)).toEqual(stateWith({}));
+    expect(h.reads()).toBe(2);
+    await h.cache.get("eth", 1000);
+    expect(h.reads()).toBe(2);
+    h.release(stateWith({ a: blacklisted }));
+    await Promise.resolve();
+    h.advance(150);
+    expect(await h.cache.get("eth", 1000)).toEqual(stateWith({ a: blacklisted }));
+    expect(h.reads()).toBe(2);
+  });
+
   it("a refresh that started before this container's own blacklist does not undo it", async () => {
     const h = harness();
     const first = h.cache.get("eth");
