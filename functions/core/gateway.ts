@@ -167,10 +167,9 @@ export class Gateway {
     const wantsHead = callsOf(request).some(
       (call) => "method" in call && call.method === "eth_blockNumber",
     );
-    const state = await this.#deps.cache.get(
-      network.name,
-      wantsHead ? settings.state_cache_ms : undefined,
-    );
+    const state =
+      this.#deps.cache.fresh(network.name) ??
+      (await this.#deps.cache.get(network.name, wantsHead ? settings.state_cache_ms : undefined));
     const scope = requestScope(model, network, request, body, state, started, {
       random: this.#deps.random,
       demoted: (target, now) => this.#health.demoted(target, now),
@@ -184,7 +183,8 @@ export class Gateway {
       scope.pin,
     );
     const fromHead = answerFromServedHead(open, scope.servedHead);
-    const cached = await this.#answers.lookup(model, network, request, open, state.head);
+    const lookedUp = this.#answers.lookup(model, network, request, open, state.head);
+    const cached = lookedUp instanceof Promise ? await lookedUp : lookedUp;
     // Most requests send no transaction and hold no log query: those steps, and their awaits,
     // are skipped for them.
     const sending = open.some(isSend);
