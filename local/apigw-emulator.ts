@@ -189,10 +189,13 @@ export async function startApiGateway(
       return sendMessage(res, 413, "Request Too Long", requestId);
     }
     const container = pickContainer();
-    const outcome = await invoke(container, event, {
+    container.inFlight++;
+    const outcome = await invoke(container.handler, event, {
       functionName,
       functionTimeoutMs,
       integrationTimeoutMs,
+    }).finally(() => {
+      container.inFlight--;
     });
     switch (outcome.kind) {
       case "integration_timeout":
@@ -310,36 +313,33 @@ interface InvokeTimeouts {
 }
 
 /**
- * Runs the container's handler until it settles or a timeout fires; the container counts as
- * busy until then. A handler that timed out keeps running in the background: the emulator
- * cannot stop it, only stop waiting for it. Only the earlier of the two timeouts can end the
- * wait (the function's on a tie), so one timer serves.
+ * Runs the handler until it settles or a timeout fires. A handler that timed out keeps
+ * running in the background: the emulator cannot stop it, only stop waiting for it. Only the
+ * earlier of the two timeouts can end the wait (the function's on a tie), so one timer serves.
  */
 function invoke(
-  container: Container,
+  handler: ApiGatewayHandler,
   event: APIGatewayProxyEventV2,
   timeouts: InvokeTimeouts,
 ): Promise<Outcome> {
   const functionFirst = timeouts.functionTimeoutMs <= timeouts.integrationTimeoutMs;
-  container.inFlight++;
+  const timedOut: Outcome = functionFirst
+    ? { kind: "function_timeout" }
+    : { kind: "integration_timeout" };
   return new Promise<Outcome>((resolve) => {
-    let settled = false;
+    const timer = setTimeout(
+      resolve,
+      functionFirst ? timeouts.functionTimeoutMs : timeouts.integrationTimeoutMs,
+      timedOut,
+    );
     const settle = (outcome: Outcome) => {
-      if (settled) return;
-      settled = true;
       clearTimeout(timer);
-      container.inFlight--;
       resolve(outcome);
     };
-    const timer = setTimeout(
-      settle,
-      functionFirst ? timeouts.functionTimeoutMs : timeouts.integrationTimeoutMs,
-      functionFirst ? FUNCTION_TIMED_OUT : INTEGRATION_TIMED_OUT,
-    );
     const context = new LambdaContext(timeouts.functionName, timeouts.functionTimeoutMs);
     let handled: Promise<unknown>;
     try {
-      handled = container.handler(event, context);
+      handled = handler(event, context);
     } catch (error) {
       handled = Promise.reject(error);
     }
@@ -350,9 +350,6 @@ function invoke(
     );
   });
 }
-
-const FUNCTION_TIMED_OUT: Outcome = { kind: "function_timeout" };
-const INTEGRATION_TIMED_OUT: Outcome = { kind: "integration_timeout" };
 
 /**
  * The result as payload format 2.0 reads it: an object with a `statusCode` is structured

@@ -39,18 +39,15 @@ interface Target {
   readonly headers: Readonly<Record<string, string>>;
 }
 
-/** What every attempt of this client shares. */
-interface Client {
-  readonly agent: Dispatcher;
-  readonly clock: () => number;
+type AttemptOutcome = { readonly result: UpstreamResult; readonly resendable: boolean };
+
+export function createUpstream(options: { clock?: () => number } = {}): UpstreamClient {
+  const clock = options.clock ?? (() => performance.now());
+
   /**
    * Errors of sockets that had already received bytes since they connected: a keep-alive
    * socket the provider dropped while it sat in the pool, not a provider refusing this request.
    */
-  readonly afterEarlierAnswers: WeakSet<Error>;
-}
-
-export function createUpstream(options: { clock?: () => number } = {}): UpstreamClient {
   const afterEarlierAnswers = new WeakSet<Error>();
   const connectSocket = buildSocketConnector({ timeout: CONNECT_TIMEOUT_MS });
   const connect: buildConnector.connector = (connectOptions, callback) =>
@@ -69,11 +66,6 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
     bodyTimeout: 0,
     connect,
   });
-  const client: Client = {
-    agent,
-    clock: options.clock ?? (() => performance.now()),
-    afterEarlierAnswers,
-  };
 
   // Provider URLs are few and fixed: each is parsed once, not on every request.
   const targets = new Map<string, Target>();
@@ -86,246 +78,168 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
     return target;
   };
 
+  function attempt(req: UpstreamRequest, target: Target, started: number) {
+    return new Promise<AttemptOutcome>((resolve) => {
+      const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
+      const elapsed = () => clock() - started;
+      let settled = false;
+      let answered = false;
+      let controller: Dispatcher.DispatchController | null = null;
+      /** Set once the attempt is over but undici still holds the request (queued or running). */
+      let abandonReason: Error | null = null;
+      let status = 0;
+      let retryAfter: string | undefined;
+      const chunks: Buffer[] = [];
+      let size = 0;
+
+      const finish = (result: UpstreamResult, resendable = false) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        req.signal?.removeEventListener("abort", onAbort);
+        resolve({ result, resendable });
+      };
+      /** Ends the attempt now and tells undici to drop the request and its socket. */
+      const abandon = (result: UpstreamResult, reason: Error) => {
+        finish(result);
+        abandonReason = reason;
+        if (controller !== null && !controller.aborted) controller.abort(reason);
+      };
+      const tooLarge = () =>
+        abandon(
+          { ok: false, tooLarge: true, limit: req.maxResponseBytes, elapsedMs: elapsed() },
+          new Error("answer over the size limit"),
+        );
+      const onAbort = () => {
+        const reason = req.signal?.reason;
+        const why = reason instanceof Error ? reason.message : String(reason ?? "no reason given");
+        abandon(
+          {
+            ok: false,
+            failure: { kind: "connection", message: `aborted by the caller: ${why}` },
+            elapsedMs: elapsed(),
+          },
+          new Error("aborted by the caller"),
+        );
+      };
+
+      const timer = setTimeout(
+        () =>
+          abandon(
+            {
+              ok: false,
+              failure: {
+                kind: "timeout",
+                message: `timeout: no complete answer within ${timeoutMs} ms`,
+              },
+              elapsedMs: elapsed(),
+            },
+            new Error("attempt timed out"),
+          ),
+        timeoutMs,
+      );
+      if (req.signal) {
+        if (req.signal.aborted) {
+          onAbort();
+          return;
+        }
+        req.signal.addEventListener("abort", onAbort, { once: true });
+      }
+
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart(started) {
+          controller = started;
+          // The attempt ended while the request waited for a connection: nothing is written.
+          if (abandonReason !== null) started.abort(abandonReason);
+        },
+        onResponseStart(_controller, statusCode, headers) {
+          if (statusCode < 200) return; // 1xx: the real answer follows
+          answered = true;
+          const declared = Number(headers["content-length"]);
+          if (Number.isFinite(declared) && declared > req.maxResponseBytes) {
+            tooLarge();
+            return;
+          }
+          status = statusCode;
+          const header = headers["retry-after"];
+          retryAfter = Array.isArray(header) ? header[0] : header;
+        },
+        onResponseData(_controller, chunk) {
+          if (settled) return;
+          size += chunk.length;
+          if (size > req.maxResponseBytes) tooLarge();
+          else chunks.push(chunk);
+        },
+        onResponseEnd() {
+          const body =
+            chunks.length === 1
+              ? (chunks[0] as Buffer).toString("utf8")
+              : Buffer.concat(chunks, size).toString("utf8");
+          finish({
+            ok: true,
+            status,
+            body,
+            elapsedMs: elapsed(),
+            ...(retryAfter === undefined ? {} : { retryAfter }),
+          });
+        },
+        onResponseError(_controller, error) {
+          if (settled) return;
+          if (answered) {
+            // A body cut short (reset, premature close) is a connection failure, not an answer.
+            finish({
+              ok: false,
+              failure: {
+                kind: "connection",
+                message: `connection: the answer was cut short (${describe(error)})`,
+              },
+              elapsedMs: elapsed(),
+            });
+            return;
+          }
+          finish(
+            { ok: false, failure: transportFailure(error), elapsedMs: elapsed() },
+            afterEarlierAnswers.has(error),
+          );
+        },
+      };
+      try {
+        agent.dispatch(
+          {
+            origin: target.origin,
+            path: target.path,
+            method: "POST",
+            headers: target.headers,
+            body: req.body,
+          },
+          handler,
+        );
+      } catch (error) {
+        finish({ ok: false, failure: transportFailure(error), elapsedMs: elapsed() });
+      }
+    });
+  }
+
   return {
-    send(req) {
-      const started = client.clock();
+    async send(req) {
+      const started = clock();
       let target: Target;
       try {
         target = targetOf(req.url);
       } catch (error) {
-        return Promise.resolve({
-          ok: false,
-          failure: transportFailure(error),
-          elapsedMs: client.clock() - started,
-        });
+        return { ok: false, failure: transportFailure(error), elapsedMs: clock() - started };
       }
-      return new Promise<UpstreamResult>((resolve) => {
-        new Attempt(client, req, target, started, resolve, req.idempotent === true).start();
-      });
+      const first = await attempt(req, target, started);
+      const left = req.timeoutMs - (clock() - started);
+      if (first.resendable && req.idempotent === true && left >= 1 && !req.signal?.aborted) {
+        return (await attempt({ ...req, timeoutMs: left }, target, started)).result;
+      }
+      return first.result;
     },
     async close() {
       await agent.destroy();
     },
   };
-}
-
-/**
- * One attempt of a call: the undici dispatch handler, the abort listener (`handleEvent`) and
- * the timer's subject in one object, so an attempt allocates no closures.
- */
-class Attempt implements Dispatcher.DispatchHandler {
-  readonly #client: Client;
-  readonly #req: UpstreamRequest;
-  readonly #target: Target;
-  /** When the call's first attempt began: elapsed times and the resend's budget count from it. */
-  readonly #started: number;
-  readonly #resolve: (result: UpstreamResult) => void;
-  /** Whether this attempt may be followed by a resend (an idempotent call's first attempt). */
-  readonly #mayResend: boolean;
-  readonly #timeoutMs: number;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #settled = false;
-  #answered = false;
-  #controller: Dispatcher.DispatchController | null = null;
-  /** Set once the attempt is over but undici still holds the request (queued or running). */
-  #abandonReason: Error | null = null;
-  #status = 0;
-  #retryAfter: string | undefined;
-  #chunks: Buffer[] = [];
-  #size = 0;
-
-  constructor(
-    client: Client,
-    req: UpstreamRequest,
-    target: Target,
-    started: number,
-    resolve: (result: UpstreamResult) => void,
-    mayResend: boolean,
-  ) {
-    this.#client = client;
-    this.#req = req;
-    this.#target = target;
-    this.#started = started;
-    this.#resolve = resolve;
-    this.#mayResend = mayResend;
-    this.#timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
-  }
-
-  start(): void {
-    // One timer for the whole exchange: connect, send, headers, body.
-    this.#timer = setTimeout(expire, this.#timeoutMs, this);
-    const { signal } = this.#req;
-    if (signal) {
-      if (signal.aborted) {
-        this.handleEvent();
-        return;
-      }
-      signal.addEventListener("abort", this, { once: true });
-    }
-    try {
-      this.#client.agent.dispatch(
-        {
-          origin: this.#target.origin,
-          path: this.#target.path,
-          method: "POST",
-          headers: this.#target.headers,
-          body: this.#req.body,
-        },
-        this,
-      );
-    } catch (error) {
-      this.#finish({ ok: false, failure: transportFailure(error), elapsedMs: this.#elapsed() });
-    }
-  }
-
-  #elapsed(): number {
-    return this.#client.clock() - this.#started;
-  }
-
-  #finish(result: UpstreamResult, resendable = false): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    clearTimeout(this.#timer);
-    const { signal } = this.#req;
-    signal?.removeEventListener("abort", this);
-    if (resendable && this.#mayResend) {
-      // A keep-alive socket found dead before this request got any answer: sent once more,
-      // within what is left of the call's time.
-      const left = this.#req.timeoutMs - this.#elapsed();
-      if (left >= 1 && !signal?.aborted) {
-        const resend = new Attempt(
-          this.#client,
-          { ...this.#req, timeoutMs: left },
-          this.#target,
-          this.#started,
-          this.#resolve,
-          false,
-        );
-        // Not from inside undici's error callback: the resend starts once it has returned.
-        queueMicrotask(() => resend.start());
-        return;
-      }
-    }
-    this.#resolve(result);
-  }
-
-  /** Ends the attempt now and tells undici to drop the request and its socket. */
-  #abandon(result: UpstreamResult, reason: Error): void {
-    this.#finish(result);
-    this.#abandonReason = reason;
-    const controller = this.#controller;
-    if (controller !== null && !controller.aborted) controller.abort(reason);
-  }
-
-  #tooLarge(): void {
-    this.#abandon(
-      {
-        ok: false,
-        tooLarge: true,
-        limit: this.#req.maxResponseBytes,
-        elapsedMs: this.#elapsed(),
-      },
-      new Error("answer over the size limit"),
-    );
-  }
-
-  timeOut(): void {
-    this.#abandon(
-      {
-        ok: false,
-        failure: {
-          kind: "timeout",
-          message: `timeout: no complete answer within ${this.#timeoutMs} ms`,
-        },
-        elapsedMs: this.#elapsed(),
-      },
-      new Error("attempt timed out"),
-    );
-  }
-
-  /** The caller's AbortSignal fired (an EventTarget listener object). */
-  handleEvent(): void {
-    const reason = this.#req.signal?.reason;
-    const why = reason instanceof Error ? reason.message : String(reason ?? "no reason given");
-    this.#abandon(
-      {
-        ok: false,
-        failure: { kind: "connection", message: `aborted by the caller: ${why}` },
-        elapsedMs: this.#elapsed(),
-      },
-      new Error("aborted by the caller"),
-    );
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
-    // The attempt ended while the request waited for a connection: nothing is written.
-    if (this.#abandonReason !== null) controller.abort(this.#abandonReason);
-  }
-
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Record<string, string | string[] | undefined>,
-  ): void {
-    if (statusCode < 200) return; // 1xx: the real answer follows
-    this.#answered = true;
-    const declared = Number(headers["content-length"]);
-    if (Number.isFinite(declared) && declared > this.#req.maxResponseBytes) {
-      this.#tooLarge();
-      return;
-    }
-    this.#status = statusCode;
-    const header = headers["retry-after"];
-    this.#retryAfter = Array.isArray(header) ? header[0] : header;
-  }
-
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.#settled) return;
-    this.#size += chunk.length;
-    if (this.#size > this.#req.maxResponseBytes) this.#tooLarge();
-    else this.#chunks.push(chunk);
-  }
-
-  onResponseEnd(): void {
-    const chunks = this.#chunks;
-    const body =
-      chunks.length === 1
-        ? (chunks[0] as Buffer).toString("utf8")
-        : Buffer.concat(chunks, this.#size).toString("utf8");
-    const retryAfter = this.#retryAfter;
-    this.#finish({
-      ok: true,
-      status: this.#status,
-      body,
-      elapsedMs: this.#elapsed(),
-      ...(retryAfter === undefined ? {} : { retryAfter }),
-    });
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    if (this.#settled) return;
-    if (this.#answered) {
-      // A body cut short (reset, premature close) is a connection failure, not an answer.
-      this.#finish({
-        ok: false,
-        failure: {
-          kind: "connection",
-          message: `connection: the answer was cut short (${describe(error)})`,
-        },
-        elapsedMs: this.#elapsed(),
-      });
-      return;
-    }
-    this.#finish(
-      { ok: false, failure: transportFailure(error), elapsedMs: this.#elapsed() },
-      this.#client.afterEarlierAnswers.has(error),
-    );
-  }
-}
-
-function expire(attempt: Attempt): void {
-  attempt.timeOut();
 }
 
 /** Origin, path and headers for a provider URL; credentials in it become Basic auth. */

@@ -19,9 +19,6 @@ export const CORS_EXPOSE_HEADERS = [
 /** How long a browser may reuse a preflight answer. */
 export const CORS_MAX_AGE_SECONDS = 86_400;
 
-/** The header's value, joined once: every answer carries it. */
-const EXPOSE_HEADERS_VALUE = CORS_EXPOSE_HEADERS.join(",");
-
 export const ANY_ORIGIN = "*";
 export const DEFAULT_CORS_ORIGINS: readonly string[] = [ANY_ORIGIN];
 
@@ -47,13 +44,14 @@ export function corsResponseHeaders(
   origins: readonly string[],
   requestOrigin: string | undefined,
 ): Record<string, string> {
-  const anyOrigin = origins.includes(ANY_ORIGIN);
-  const allowed = anyOrigin ? ANY_ORIGIN : allowedOrigin(origins, requestOrigin);
-  const headers: Record<string, string> = anyOrigin ? {} : { vary: "origin" };
-  if (allowed === null) return headers;
-  headers["access-control-allow-origin"] = allowed;
-  headers["access-control-expose-headers"] = EXPOSE_HEADERS_VALUE;
-  return headers;
+  const varies: Record<string, string> = origins.includes(ANY_ORIGIN) ? {} : { vary: "origin" };
+  const allowed = allowedOrigin(origins, requestOrigin);
+  if (allowed === null) return varies;
+  return {
+    ...varies,
+    "access-control-allow-origin": allowed,
+    "access-control-expose-headers": CORS_EXPOSE_HEADERS.join(","),
+  };
 }
 
 /** A CORS preflight: OPTIONS with both `Origin` and `Access-Control-Request-Method`. */

@@ -167,9 +167,10 @@ export class Gateway {
     const wantsHead = callsOf(request).some(
       (call) => "method" in call && call.method === "eth_blockNumber",
     );
-    const state =
-      this.#deps.cache.fresh(network.name) ??
-      (await this.#deps.cache.get(network.name, wantsHead ? settings.state_cache_ms : undefined));
+    const state = await this.#deps.cache.get(
+      network.name,
+      wantsHead ? settings.state_cache_ms : undefined,
+    );
     const scope = requestScope(model, network, request, body, state, started, {
       random: this.#deps.random,
       demoted: (target, now) => this.#health.demoted(target, now),
@@ -183,8 +184,7 @@ export class Gateway {
       scope.pin,
     );
     const fromHead = answerFromServedHead(open, scope.servedHead);
-    const lookedUp = this.#answers.lookup(model, network, request, open, state.head);
-    const cached = lookedUp instanceof Promise ? await lookedUp : lookedUp;
+    const cached = await this.#answers.lookup(model, network, request, open, state.head);
     // Most requests send no transaction and hold no log query: those steps, and their awaits,
     // are skipped for them.
     const sending = open.some(isSend);

@@ -79,18 +79,6 @@ export class StateCache {
    * The network's state; with `maxAgeMs`, a copy no older than that, waiting for a refresh if
    * need be (the served head relies on it).
    */
-  /**
-   * The network's copy when it is fresh (younger than its TTL), else undefined: the request
-   * path takes it without an await, and calls `get` only when a refresh may be involved.
-   */
-  fresh(network: string): NetworkState | undefined {
-    const entry = this.#entries.get(network);
-    if (entry === undefined) return undefined;
-    return this.#options.clock() - entry.loadedAt < this.#options.ttlMs(network)
-      ? entry.state
-      : undefined;
-  }
-
   async get(network: string, maxAgeMs?: number): Promise<NetworkState> {
     const now = this.#options.clock();
     const entry = this.#entries.get(network);

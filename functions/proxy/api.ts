@@ -74,20 +74,16 @@ function decodeBody(event: APIGatewayProxyEventV2): string {
   return event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
 }
 
-/**
- * The result with the CORS headers every answer carries, whatever produced it. Every route
- * builds its result and headers afresh, so they are added in place.
- */
+/** The result with the CORS headers every answer carries, whatever produced it. */
 function withCors(
   result: Result,
   event: APIGatewayProxyEventV2,
   origins: readonly string[],
 ): Result {
-  result.headers = Object.assign(
-    result.headers ?? {},
-    corsResponseHeaders(origins, event.headers?.origin),
-  );
-  return result;
+  return {
+    ...result,
+    headers: { ...result.headers, ...corsResponseHeaders(origins, event.headers?.origin) },
+  };
 }
 
 /**

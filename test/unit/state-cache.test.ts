@@ -117,26 +117,3 @@ describe("StateCache", () => {
     expect((await h.cache.get("eth")).providers.get("p")).toEqual(blacklisted);
   });
 });
-
-describe("StateCache.fresh", () => {
-  it.each([
-    { case: "nothing read yet", read: false, after: 0, fresh: false },
-    { case: "a copy younger than the TTL", read: true, after: 999, fresh: true },
-    { case: "a copy as old as the TTL", read: true, after: 1000, fresh: false },
-    { case: "a copy older than the TTL", read: true, after: 5000, fresh: false },
-  ])(
-    "gives the copy without a read only when it is fresh: $case",
-    async ({ read, after, fresh }) => {
-      const h = harness();
-      const state = stateWith({ a: blacklisted });
-      if (read) {
-        const first = h.cache.get("eth");
-        h.release(state);
-        await first;
-      }
-      h.advance(after);
-      expect(h.cache.fresh("eth")).toBe(fresh ? state : undefined);
-      expect(h.reads()).toBe(read ? 1 : 0);
-    },
-  );
-});

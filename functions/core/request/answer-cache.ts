@@ -79,13 +79,13 @@ export class AnswerCache {
    * Answers what the cache holds (sets `answer` of each hit) and notes every call's status.
    * Calls already answered, or whose answer can never be kept, are bypassed.
    */
-  lookup(
+  async lookup(
     model: GatewayModel,
     network: Network,
     request: AcceptedRequest,
     open: readonly OpenCall[],
     head: ChainHead | null,
-  ): CacheLookup | Promise<CacheLookup> {
+  ): Promise<CacheLookup> {
     const now = this.#deps.clock();
     const known = knownFinality(head, now, model.checkIntervalSeconds);
     const calls = new Map<number, LookedUp>();
@@ -124,10 +124,8 @@ export class AnswerCache {
         plan.kind === "by-answer" || (plan.kind === "known" && plan.class === "immutable");
       if (mayBeShared && this.#deps.shared !== undefined) sharedWanted.push(looked);
     }
-    const lookup = { network, single: request.kind === "single", head: known, calls };
-    // Only a read of the shared tier waits; the rest of the request path goes on without an await.
-    if (sharedWanted.length === 0) return lookup;
-    return this.#readShared(model, network, sharedWanted).then(() => lookup);
+    if (sharedWanted.length > 0) await this.#readShared(model, network, sharedWanted);
+    return { network, single: request.kind === "single", head: known, calls };
   }
 
   /**

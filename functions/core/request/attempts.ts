@@ -46,23 +46,20 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
   const { upstream, clock, deadline, settings, hedging } = loop;
   let attempts = 0;
   /** `remaining`: the time left before the deadline when the attempt's round (or hedge) began. */
-  // Plain promise chains, not async functions: every async layer costs a promise and a turn.
-  const send = (
+  const send = async (
     group: AttemptGroup,
     remaining: number,
     signal?: AbortSignal,
   ): Promise<SentAttempt> => {
-    const cutShort = remaining < settings.request_timeout_ms;
-    return upstream
-      .send({
-        url: group.slot.provider.url,
-        body: upstreamBody(group, loop.single, loop.body),
-        timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
-        maxResponseBytes: settings.max_response_bytes,
-        idempotent: group.calls.every((entry) => safeToResend(entry.info.method)),
-        ...(signal === undefined ? {} : { signal }),
-      })
-      .then((result) => ({ result, cutShort }));
+    const result = await upstream.send({
+      url: group.slot.provider.url,
+      body: upstreamBody(group, loop.single, loop.body),
+      timeoutMs: Math.max(1, Math.floor(Math.min(settings.request_timeout_ms, remaining))),
+      maxResponseBytes: settings.max_response_bytes,
+      idempotent: group.calls.every((entry) => safeToResend(entry.info.method)),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    return { result, cutShort: remaining < settings.request_timeout_ms };
   };
   const settle = (group: AttemptGroup, { result, cutShort }: SentAttempt) => {
     loop.onResult(group, result, cutShort);
@@ -86,12 +83,13 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     if (sent.length === 0) return attempts;
     attempts += sent.length;
     if (round === 0) hedging?.requestStarted();
-    const attemptGroup = (group: AttemptGroup): Promise<void> => {
+    const attemptGroup = async (group: AttemptGroup): Promise<void> => {
       // Only a call's first attempt is hedged: a retry already moved on to the next provider.
       if (round > 0 || hedging === undefined) {
-        return send(group, remaining).then((sent) => settle(group, sent));
+        settle(group, await send(group, remaining));
+        return;
       }
-      return attemptHedged(group, hedging, {
+      await attemptHedged(group, hedging, {
         send: (attempt, signal) =>
           send(attempt, attempt === group ? remaining : deadline - clock(), signal),
         settle,

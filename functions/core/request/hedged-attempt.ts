@@ -34,24 +34,17 @@ const LOST_THE_RACE = new Error("hedged read: the other attempt answered first")
  * so it counts neither for nor against its provider. An attempt that fails while the other
  * runs counts as any failure does, and the other one is the call's retry.
  */
-export function attemptHedged(
+export async function attemptHedged(
   group: AttemptGroup,
   hedging: RequestHedging,
   race: HedgeRace,
 ): Promise<void> {
-  // Without a provider to hedge on, no hedge can start: no abort signal, no timer, and no
-  // async layer of its own.
+  // Without a provider to hedge on, no hedge can start: no abort signal, no timer.
   const delay = hedgeSlotOf(group, race) === null ? null : hedging.delayFor(group);
-  if (delay === null) return race.send(group).then((sent) => race.settle(group, sent));
-  return raceWithHedge(group, hedging, race, delay);
-}
-
-async function raceWithHedge(
-  group: AttemptGroup,
-  hedging: RequestHedging,
-  race: HedgeRace,
-  delay: number,
-): Promise<void> {
+  if (delay === null) {
+    race.settle(group, await race.send(group));
+    return;
+  }
   const firstController = new AbortController();
   const first = race
     .send(group, firstController.signal)
