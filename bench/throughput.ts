@@ -35,6 +35,12 @@ export const WORKLOADS: readonly Workload[] = [
     name: "eth_getBlockByNumber",
     body: '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}',
   },
+  // The two above are mostly answered by the gateway itself (the served head, the answer
+  // cache): this one goes to the provider every time (`pending` is never cached).
+  {
+    name: "eth_getTransactionCount (forwarded)",
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionCount","params":["0x00000000000000000000000000000000000000aa","pending"]}',
+  },
 ];
 
 /** A target: the upstream itself, the pass-through, or the gateway on one HTTP client. */
