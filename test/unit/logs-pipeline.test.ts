@@ -380,6 +380,32 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     expect(resultOf(response.body).error?.code).toBe(-32602);
   });
 
+  it("regression: with the monitor stalled, a block a provider showed to the check was not remembered and an indexer paid a check on every query; now once per block", async () => {
+    const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
+    // 46 blocks made since the stalled monitor's last snapshot.
+    h.upstream.node(P1, { head: 8_036 });
+    h.store.setQuorum("net", quorumAt(7_990, ["p1"], 46_000));
+    for (const id of [1, 2, 3]) {
+      const response = await h.rpc(getLogs(id, 8_030, 8_035));
+      expect(response.body).toBe(logsAnswer(id, logsIn(8_030, 8_035)));
+    }
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_035 }]);
+    await h.rpc(getLogs(4, 8_036, 8_036));
+    expect(h.upstream.blockChecks).toHaveLength(2);
+  });
+
+  it("regression: with the monitor stalled, a batch of near-head queries paid a check per query; now one", async () => {
+    const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
+    h.upstream.node(P1, { head: 8_036 });
+    h.store.setQuorum("net", quorumAt(7_990, ["p1"], 46_000));
+    const batch = `[${[1, 2, 3, 4].map((id) => getLogs(id, 8_030 + id, 8_035)).join(",")}]`;
+    const response = await h.rpc(batch);
+    expect(JSON.parse(response.body)).toEqual(
+      [1, 2, 3, 4].map((id) => JSON.parse(logsAnswer(id, logsIn(8_030 + id, 8_035)))),
+    );
+    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_035 }]);
+  });
+
   it("regression: a check answered with a block that had no hash was believed; now it is not", async () => {
     const h = harness(P1_THEN_P2, FAST_BLOCKS);
     h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"], 20_000));

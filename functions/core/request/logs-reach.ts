@@ -66,7 +66,9 @@ function confirmedHead(scope: RequestScope, deps: ReachDeps, provider: string): 
   const checked = scope.context.state.quorum?.heads[provider]?.number ?? null;
   // Read when asked: another piece's check of this query may have raised it.
   const seen = deps.observed.inForce(scope.network, scope.context).get(provider) ?? null;
-  return checked === null ? seen : seen === null ? checked : Math.max(checked, seen);
+  const shown = deps.observed.shownBy(scope.network, scope.context, provider);
+  const known = [checked, seen, shown].filter((block) => block !== null);
+  return known.length === 0 ? null : Math.max(...known);
 }
 
 /**
@@ -147,9 +149,12 @@ async function runAttemptsCheckingReach(
       const started = loop.clock();
       const shown = await showsBlock(slot, block, timeoutMs, loop, loop.upstream);
       if (shown) {
-        // Remembered as answers' heads are: only a quorum member's raises the known head.
-        if (mayRaiseHead(slot.provider.name, slot.emergency, scope.context)) {
-          deps.observed.observe(scope.network.name, slot.provider.name, block, loop.clock());
+        // Remembered for this provider's next answers, whoever it is (a stalled monitor's
+        // snapshot lets no provider raise the known head, and each query would pay a check);
+        // as answers' heads are, only a quorum member's raises the known head.
+        deps.observed.showed(scope.network.name, provider, block, loop.clock());
+        if (mayRaiseHead(provider, slot.emergency, scope.context)) {
+          deps.observed.observe(scope.network.name, provider, block, loop.clock());
         }
         continue;
       }

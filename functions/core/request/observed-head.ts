@@ -53,32 +53,29 @@ interface Observation {
  */
 export class ObservedHeads {
   readonly #heads = new Map<string, Map<string, Observation>>();
+  /**
+   * Blocks providers showed to the log check, whoever they are: proof of that provider's own
+   * reach only, so it spares its next answers up to that block a check without raising the
+   * known head (a stalled monitor's snapshot lets no provider raise it).
+   */
+  readonly #shown = new Map<string, Map<string, Observation>>();
 
   observe(network: string, provider: string, block: number, now: number): void {
-    let heads = this.#heads.get(network);
-    if (!heads) {
-      heads = new Map();
-      this.#heads.set(network, heads);
-    }
-    const seen = heads.get(provider);
-    if (seen === undefined || seen.block <= block) heads.set(provider, { block, at: now });
+    record(this.#heads, network, provider, block, now);
+  }
+
+  showed(network: string, provider: string, block: number, now: number): void {
+    record(this.#shown, network, provider, block, now);
   }
 
   /** Each provider's observed head still in force, by provider. */
   inForce(network: Network, context: SelectionContext): Map<string, number> {
-    const quorum = context.state.quorum;
-    const heads = new Map<string, number>();
-    if (quorum === null || quorum.head === null) return heads;
-    const since = Math.max(0, context.now - quorum.computedAt);
-    const lead =
-      Math.ceil(since / (network.settings.block_time_seconds * 1000)) +
-      network.settings.observed_head_max_ahead_blocks;
-    for (const [provider, seen] of this.#heads.get(network.name) ?? []) {
-      if (seen.at < quorum.computedAt) continue;
-      if (seen.block > quorum.head + lead) continue;
-      heads.set(provider, seen.block);
-    }
-    return heads;
+    return stillInForce(this.#heads.get(network.name), network, context);
+  }
+
+  /** The highest block the provider showed to the log check, still in force, or null. */
+  shownBy(network: Network, context: SelectionContext, provider: string): number | null {
+    return stillInForce(this.#shown.get(network.name), network, context).get(provider) ?? null;
   }
 
   /** The highest observed head in force, or null. */
@@ -86,4 +83,41 @@ export class ObservedHeads {
     const heads = [...this.inForce(network, context).values()];
     return heads.length === 0 ? null : Math.max(...heads);
   }
+}
+
+function record(
+  byNetwork: Map<string, Map<string, Observation>>,
+  network: string,
+  provider: string,
+  block: number,
+  now: number,
+): void {
+  let heads = byNetwork.get(network);
+  if (!heads) {
+    heads = new Map();
+    byNetwork.set(network, heads);
+  }
+  const seen = heads.get(provider);
+  if (seen === undefined || seen.block <= block) heads.set(provider, { block, at: now });
+}
+
+/** The observations made since the snapshot and within what the chain can have made since. */
+function stillInForce(
+  observations: ReadonlyMap<string, Observation> | undefined,
+  network: Network,
+  context: SelectionContext,
+): Map<string, number> {
+  const quorum = context.state.quorum;
+  const heads = new Map<string, number>();
+  if (quorum === null || quorum.head === null) return heads;
+  const since = Math.max(0, context.now - quorum.computedAt);
+  const lead =
+    Math.ceil(since / (network.settings.block_time_seconds * 1000)) +
+    network.settings.observed_head_max_ahead_blocks;
+  for (const [provider, seen] of observations ?? []) {
+    if (seen.at < quorum.computedAt) continue;
+    if (seen.block > quorum.head + lead) continue;
+    heads.set(provider, seen.block);
+  }
+  return heads;
 }

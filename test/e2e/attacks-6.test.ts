@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
+import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
+import { buildLogChain, type LogChain } from "../../local/log-chain.ts";
+import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { type FrontAnswer, type LyingFront, startLyingFront } from "../support/lying-front.ts";
+
+/**
+ * Attacks on the near-head eth_getLogs check while the monitor is stalled: its last snapshot
+ * (written by hand, clock fixed) is ten minutes old and saw the chain STALE_BY blocks back.
+ * `lone` is the network's only provider (anvil behind a front that counts each method and
+ * answers the check as each test makes it); four proxy containers.
+ */
+
+const NOW = Date.UTC(2026, 11, 1, 6);
+const BLOCKS = 40;
+const STALE_BY = 5;
+const STALLED_MS = 10 * 60_000;
+
+const now = NOW;
+let node: AnvilNode;
+let chain: LogChain;
+let lone: LyingFront;
+let stack: LocalStack;
+const seen = new Map<string, number>();
+/** How the front answers eth_getBlockByNumber (the check); by default, as the node does. */
+let check: (forward: () => Promise<FrontAnswer>) => Promise<FrontAnswer> | FrontAnswer = (
+  forward,
+) => forward();
+
+const hex = (n: number) => `0x${n.toString(16)}`;
+
+beforeAll(async () => {
+  node = await startAnvil({ chainId: 31337 });
+  chain = await buildLogChain(node, { blocks: BLOCKS, every: 2 });
+  lone = await startLyingFront(node.url, (call, forward) => {
+    seen.set(call.method, (seen.get(call.method) ?? 0) + 1);
+    return call.method === "eth_getBlockByNumber" ? check(forward) : forward();
+  });
+  stack = await startLocalStack({
+    clock: () => now,
+    containers: 4,
+    config: {
+      networks: {
+        devnet: {
+          chain_id: 31337,
+          block_time_seconds: 1,
+          providers: [{ name: "lone", url: lone.url }],
+        },
+        cut: {
+          chain_id: 31337,
+          block_time_seconds: 1,
+          providers: [{ name: "lone", url: lone.url, max_logs_range: 10 }],
+        },
+      },
+    },
+  });
+  const monitorStore = new DynamoMonitorStore({
+    client: stack.store.client,
+    tableName: stack.store.tableName,
+  });
+  const head = chain.head - STALE_BY;
+  const at = { number: head, timestamp: (now - STALLED_MS) / 1000 };
+  for (const network of ["devnet", "cut"]) {
+    await monitorStore.writeQuorum(network, {
+      head,
+      headTimestamp: at.timestamp,
+      members: ["lone"],
+      excluded: {},
+      heads: { lone: at },
+      computedAt: now - STALLED_MS,
+    });
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await stack?.close();
+  await lone?.close();
+  await node?.stop();
+});
+
+async function getLogs(from: number, to: number, id = 1, network = "devnet") {
+  const response = await fetch(`${stack.url}/${network}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method: "eth_getLogs",
+      params: [{ fromBlock: hex(from), toBlock: hex(to) }],
+    }),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: answers of every shape are inspected
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+describe("the log check with the monitor stalled", () => {
+  it("regression: an indexer asking near the head paid a check on every query while the monitor was stalled; now a block shown is remembered (at most one check per container)", async () => {
+    seen.clear();
+    const queries = 12;
+    const expected = await node.rpc<unknown[]>("eth_getLogs", [
+      { fromBlock: hex(chain.head - 3), toBlock: hex(chain.head) },
+    ]);
+    for (let id = 1; id <= queries; id++) {
+      const answer = await getLogs(chain.head - 3, chain.head, id);
+      expect(answer.body.result).toEqual(expected);
+    }
+    expect(seen.get("eth_getLogs")).toBe(queries);
+    expect(seen.get("eth_getBlockByNumber") ?? 0).toBeGreaterThanOrEqual(1);
+    expect(seen.get("eth_getBlockByNumber") ?? 0).toBeLessThanOrEqual(4);
+  });
+
+  it("a cut range 400 blocks past the head, within the 600 blocks a snapshot ten minutes old allows: a handful of calls, then a clear error", async () => {
+    seen.clear();
+    const answer = await getLogs(chain.head - 25, chain.head + 400, 1, "cut");
+    const calls = [...seen.values()].reduce((a, b) => a + b, 0);
+    expect(answer.body.result).toBeUndefined();
+    expect(answer.body.error.code).toBe(-32602);
+    // Measured: 6 eth_getLogs and 2 checks; the pieces stop at the first one refused.
+    expect(calls).toBeLessThanOrEqual(10);
+  });
+  it("a lone provider whose check always fails: a query up to a new block gets a clear -32602 naming the head the gateway knows, after two calls, and never the logs", async () => {
+    await node.rpc("evm_mine", []);
+    const newest = chain.head + 1;
+    check = () => ({ result: null });
+    seen.clear();
+    const answer = await getLogs(newest - 1, newest);
+    check = (forward) => forward();
+    expect(answer.status).toBe(200);
+    expect(answer.body.result).toBeUndefined();
+    expect(answer.body.error.code).toBe(-32602);
+    expect(answer.body.error.message).toBe(
+      `toBlock ${hex(newest)} is above the chain head this gateway knows (${hex(chain.head - STALE_BY)}): ask for blocks up to it`,
+    );
+    expect(Object.fromEntries(seen)).toEqual({ eth_getLogs: 1, eth_getBlockByNumber: 1 });
+  });
+});
