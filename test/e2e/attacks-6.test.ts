@@ -119,19 +119,17 @@ describe("the log check with the monitor stalled", () => {
     // Measured: 6 eth_getLogs and 2 checks; the pieces stop at the first one refused.
     expect(calls).toBeLessThanOrEqual(10);
   });
-  it("a lone provider whose check always fails: a query up to a new block gets a clear -32602 naming the head the gateway knows, after two calls, and never the logs", async () => {
+  it("a lone provider whose check always fails: a query up to a new block gets 502 naming the missing block (the stalled monitor's head is no reason to blame the caller), after two calls, and never the logs", async () => {
     await node.rpc("evm_mine", []);
     const newest = chain.head + 1;
     check = () => ({ result: null });
     seen.clear();
     const answer = await getLogs(newest - 1, newest);
     check = (forward) => forward();
-    expect(answer.status).toBe(200);
+    expect(answer.status).toBe(502);
     expect(answer.body.result).toBeUndefined();
-    expect(answer.body.error.code).toBe(-32602);
-    expect(answer.body.error.message).toBe(
-      `toBlock ${hex(newest)} is above the chain head this gateway knows (${hex(chain.head - STALE_BY)}): ask for blocks up to it`,
-    );
+    expect(answer.body.error.code).toBe(-32603);
+    expect(answer.body.error.message).toContain(`its answer came without block ${hex(newest)}`);
     expect(Object.fromEntries(seen)).toEqual({ eth_getLogs: 1, eth_getBlockByNumber: 1 });
   });
 });

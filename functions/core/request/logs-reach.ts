@@ -1,5 +1,6 @@
 import { parseJsonOrUndefined } from "../json-raw.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
+import { quorumInForce } from "../network-state.ts";
 import type { Upstream } from "../ports.ts";
 import type { AttemptSlot, SelectionContext } from "../selection.ts";
 import type { CallInfo } from "../verdict.ts";
@@ -215,6 +216,10 @@ function keepAboveHeadRefusal(
 ): void {
   const knownHead = scope.quorumHead;
   if (knownHead === null || block <= knownHead) return;
+  // A stalled monitor's head is old news: the block may well exist, and the fault is the
+  // providers' (502, retry), not the caller's.
+  const { state, now, checkIntervalSeconds } = scope.context;
+  if (!quorumInForce(state, now, checkIntervalSeconds)) return;
   entry.fallback = {
     text: errorResponse(
       entry.call.rawId ?? "null",
