@@ -202,6 +202,7 @@ export class Gateway {
       clock,
       deadline,
       settings: budget === undefined ? settings : { ...settings, max_upstream_calls: budget },
+      configuredMaxUpstreamCalls: settings.max_upstream_calls,
       single: scope.single,
       body,
       open: routed,

@@ -733,3 +733,27 @@ describe("what the caller gets when the query cannot be served", () => {
     expect(error.message).toContain("Try with this block range [0x0, 0x270f]");
   });
 });
+
+describe("a batch whose log queries spend the request's calls", () => {
+  it("regression: the query left without calls was told its own share as the limit ('max_upstream_calls (1 upstream calls)'); now the configured limit", async () => {
+    const h = harness(
+      [
+        { name: "p1", url: P1 },
+        { name: "p2", url: P2 },
+        { name: "p3", url: "http://p3.test/" },
+      ],
+      { max_attempts: 3, max_upstream_calls: 4 },
+    );
+    // No node answers: the first query spends three calls, the second has one left.
+    const response = await h.rpc(`[${getLogs(1, 0, 99)},${getLogs(2, 100, 199)}]`);
+    const [first, second] = JSON.parse(response.body) as Array<{
+      error: { code: number; message: string };
+    }>;
+    expect(first?.error.message).toContain("all providers failed for eth_getLogs");
+    expect(second?.error).toEqual({
+      code: -32005,
+      message:
+        "this request reached max_upstream_calls (4 upstream calls): send fewer calls per batch",
+    });
+  });
+});

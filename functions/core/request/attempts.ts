@@ -32,6 +32,11 @@ export interface AttemptLoop {
   readonly onResult: (group: AttemptGroup, result: UpstreamResult, cutShort: boolean) => void;
   /** Upstream calls of the request already made or spoken for (transaction copies). */
   readonly callsMade: number;
+  /**
+   * The configured `max_upstream_calls`, named when the budget runs out, where `settings`
+   * carries an internal call's share of it (a log query or piece) instead.
+   */
+  readonly configuredMaxUpstreamCalls?: number;
   /** Hedged reads (the first round's attempts); absent: never hedged. */
   readonly hedging?: RequestHedging;
 }
@@ -74,7 +79,9 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     if (groups.length === 0) return attempts;
     // A batch retried across providers must not multiply into unbounded paid calls.
     const { send: sent, refused } = withinCallBudget(settings, loop.callsMade + attempts, groups);
-    const over = callBudgetError(settings);
+    const over = callBudgetError({
+      max_upstream_calls: loop.configuredMaxUpstreamCalls ?? settings.max_upstream_calls,
+    });
     for (const group of refused) {
       for (const entry of group.calls) {
         entry.answer = errorResponse(entry.call.rawId ?? "null", over.code, over.message);
