@@ -129,7 +129,7 @@ export class Gateway {
   reachable(network: Network, context: SelectionContext): (provider: string) => number | null {
     return reachableBlocks(
       context.state.quorum,
-      this.#observed.inForce(network, context),
+      this.#observed.sightings(network, context),
       context.now,
       network.settings.block_time_seconds * 1000,
     );

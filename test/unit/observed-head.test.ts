@@ -3,6 +3,7 @@ import { configSchema } from "../../functions/core/config-schema.ts";
 import { buildModel } from "../../functions/core/network-model.ts";
 import { EMPTY_NETWORK_STATE } from "../../functions/core/network-state.ts";
 import { headStatedBy, ObservedHeads } from "../../functions/core/request/observed-head.ts";
+import { reachableBlocks } from "../../functions/core/request/served-head.ts";
 import type { SelectionContext } from "../../functions/core/selection.ts";
 
 /** Heads seen in answers (docs/behaviour.md §5.4): which answers state one, and how long it counts. */
@@ -63,5 +64,43 @@ describe("ObservedHeads", () => {
     const heads = new ObservedHeads();
     heads.observe("net", "a", 5, T);
     expect(heads.highest(network, { ...context(T, 0), state: EMPTY_NETWORK_STATE })).toBeNull();
+  });
+});
+
+describe("reachableBlocks", () => {
+  const T = 1_800_000_000_000;
+  const quorum = {
+    head: 100,
+    headTimestamp: 0,
+    members: ["a", "b"],
+    excluded: {},
+    heads: { a: { number: 100, timestamp: 0 }, b: { number: 98, timestamp: 0 } },
+    computedAt: T,
+  };
+  // 1 s blocks; now is 10 s after the snapshot.
+  it.each<[string, string, { block: number; at: number } | undefined, number | null]>([
+    ["the monitor's head plus the blocks made since the snapshot", "a", undefined, 110],
+    [
+      "an answer's head plus the blocks made since the answer",
+      "b",
+      { block: 105, at: T + 8_000 },
+      108,
+    ],
+    [
+      "regression: an answer's head 8 s after the snapshot was counted from the snapshot (+10, not +2); now from the answer",
+      "b",
+      { block: 101, at: T + 8_000 },
+      108,
+    ],
+    ["whichever reaches higher: the monitor's estimate", "a", { block: 101, at: T + 9_000 }, 110],
+    ["no head known", "c", undefined, null],
+    ["a head seen only in answers", "c", { block: 104, at: T + 5_000 }, 109],
+  ])("%s", (_name, provider, seen, expected) => {
+    const observed = new Map(seen === undefined ? [] : [[provider, seen]]);
+    expect(reachableBlocks(quorum, observed, T + 10_000, 1_000)(provider)).toBe(expected);
+  });
+
+  it("no snapshot: nothing is known to be reachable", () => {
+    expect(reachableBlocks(null, new Map([["a", { block: 5, at: T }]]), T, 1_000)("a")).toBeNull();
   });
 });

@@ -39,7 +39,8 @@ export function mayRaiseHead(
   return context.state.quorum?.members.includes(provider) ?? false;
 }
 
-interface Observation {
+/** A block a provider was seen at, and when. */
+export interface Observation {
   readonly block: number;
   readonly at: number;
 }
@@ -70,12 +71,22 @@ export class ObservedHeads {
 
   /** Each provider's observed head still in force, by provider. */
   inForce(network: Network, context: SelectionContext): Map<string, number> {
+    const heads = new Map<string, number>();
+    for (const [provider, seen] of this.sightings(network, context))
+      heads.set(provider, seen.block);
+    return heads;
+  }
+
+  /** Each provider's observed head still in force, with when it was seen, by provider. */
+  sightings(network: Network, context: SelectionContext): Map<string, Observation> {
     return stillInForce(this.#heads.get(network.name), network, context);
   }
 
   /** The highest block the provider showed to the log check, still in force, or null. */
   shownBy(network: Network, context: SelectionContext, provider: string): number | null {
-    return stillInForce(this.#shown.get(network.name), network, context).get(provider) ?? null;
+    return (
+      stillInForce(this.#shown.get(network.name), network, context).get(provider)?.block ?? null
+    );
   }
 
   /** The highest observed head in force, or null. */
@@ -106,9 +117,9 @@ function stillInForce(
   observations: ReadonlyMap<string, Observation> | undefined,
   network: Network,
   context: SelectionContext,
-): Map<string, number> {
+): Map<string, Observation> {
   const quorum = context.state.quorum;
-  const heads = new Map<string, number>();
+  const heads = new Map<string, Observation>();
   if (quorum === null || quorum.head === null) return heads;
   const since = Math.max(0, context.now - quorum.computedAt);
   const lead =
@@ -117,7 +128,7 @@ function stillInForce(
   for (const [provider, seen] of observations ?? []) {
     if (seen.at < quorum.computedAt) continue;
     if (seen.block > quorum.head + lead) continue;
-    heads.set(provider, seen.block);
+    heads.set(provider, seen);
   }
   return heads;
 }

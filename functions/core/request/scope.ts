@@ -63,7 +63,7 @@ export function requestScope(
   };
   const reachable = reachableBlocks(
     state.quorum,
-    deps.observed.inForce(network, base),
+    deps.observed.sightings(network, base),
     now,
     blockTimeMs,
   );

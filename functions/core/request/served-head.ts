@@ -121,20 +121,26 @@ function resultNumber(text: string): number | null {
 
 /**
  * The highest block each provider can have reached by now, for block-aware routing: its head
- * as the monitor or an answer last showed it, plus the blocks the chain can have made since
- * the monitor's snapshot. Null for a provider of unknown head.
+ * as the monitor's snapshot or an answer last showed it, each plus the blocks the chain can
+ * have made since it was seen (an answer's head since the answer, not since the snapshot
+ * before it). Null for a provider of unknown head.
  */
 export function reachableBlocks(
   quorum: QuorumSnapshot | null,
-  observed: ReadonlyMap<string, number>,
+  observed: ReadonlyMap<string, { readonly block: number; readonly at: number }>,
   now: number,
   blockTimeMs: number,
 ): (provider: string) => number | null {
   if (quorum === null) return () => null;
-  const progress = Math.ceil(Math.max(0, now - quorum.computedAt) / blockTimeMs);
+  const since = (at: number) => Math.ceil(Math.max(0, now - at) / blockTimeMs);
+  const progress = since(quorum.computedAt);
   return (provider) => {
-    const known = Math.max(quorum.heads[provider]?.number ?? -1, observed.get(provider) ?? -1);
-    return known < 0 ? null : known + progress;
+    const checked = quorum.heads[provider]?.number;
+    const seen = observed.get(provider);
+    const fromCheck = checked === undefined ? -1 : checked + progress;
+    const fromAnswer = seen === undefined ? -1 : seen.block + since(seen.at);
+    const reachable = Math.max(fromCheck, fromAnswer);
+    return reachable < 0 ? null : reachable;
   };
 }
 
