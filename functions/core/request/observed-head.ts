@@ -48,9 +48,9 @@ export interface Observation {
 /**
  * Heads this container saw in answers between monitor ticks (docs/behaviour.md §5.4): a cache,
  * not a truth. An observation counts only after the quorum snapshot it improves on, and only
- * as far ahead of that snapshot's head as the chain can have moved since
- * (`block_time_seconds`) plus `observed_head_max_ahead_blocks`; older or further ones are
- * ignored.
+ * as far ahead of that snapshot's head as the chain can have moved between the snapshot and
+ * the observation (`block_time_seconds`) plus `observed_head_max_ahead_blocks`; older or
+ * further ones are ignored.
  */
 export class ObservedHeads {
   readonly #heads = new Map<string, Map<string, Observation>>();
@@ -112,7 +112,11 @@ function record(
   if (seen === undefined || seen.block <= block) heads.set(provider, { block, at: now });
 }
 
-/** The observations made since the snapshot and within what the chain can have made since. */
+/**
+ * The observations made since the snapshot and within what the chain can have made between
+ * the snapshot and the observation: judged at the time it was seen, so a claim too far ahead
+ * then never comes into force as time passes.
+ */
 function stillInForce(
   observations: ReadonlyMap<string, Observation> | undefined,
   network: Network,
@@ -121,12 +125,11 @@ function stillInForce(
   const quorum = context.state.quorum;
   const heads = new Map<string, Observation>();
   if (quorum === null || quorum.head === null) return heads;
-  const since = Math.max(0, context.now - quorum.computedAt);
-  const lead =
-    Math.ceil(since / (network.settings.block_time_seconds * 1000)) +
-    network.settings.observed_head_max_ahead_blocks;
+  const blockTimeMs = network.settings.block_time_seconds * 1000;
   for (const [provider, seen] of observations ?? []) {
     if (seen.at < quorum.computedAt) continue;
+    const since = Math.max(0, Math.min(seen.at, context.now) - quorum.computedAt);
+    const lead = Math.ceil(since / blockTimeMs) + network.settings.observed_head_max_ahead_blocks;
     if (seen.block > quorum.head + lead) continue;
     heads.set(provider, seen);
   }
