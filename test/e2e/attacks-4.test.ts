@@ -10,9 +10,10 @@ import { envSecretResolver } from "../../functions/adapters/secrets.ts";
 import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
 import { createUpstream } from "../../functions/adapters/upstream.ts";
 import { createProxyRuntime } from "../../functions/proxy/runtime.ts";
-import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
+import type { AnvilNode } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { rpcEvent } from "../support/api-gateway-event.ts";
+import { startForkedPair } from "../support/forked-anvils.ts";
 import { startNodeFront } from "../support/lying-front.ts";
 
 /**
@@ -40,17 +41,7 @@ let forked: AnvilNode;
 const cleanups: Array<() => Promise<void>> = [];
 
 beforeAll(async () => {
-  [honest, forked] = await Promise.all([
-    startAnvil({ chainId: CHAIN_ID }),
-    startAnvil({ chainId: CHAIN_ID }),
-  ]);
-  // A transfer in the forked node's first block makes every later block another one.
-  const [from] = await forked.rpc<string[]>("eth_accounts");
-  await forked.rpc("eth_sendTransaction", [{ from, to: `0x${"11".repeat(20)}`, value: "0x1" }]);
-  await Promise.all([
-    honest.rpc("anvil_mine", [hex(BLOCKS)]),
-    forked.rpc("anvil_mine", [hex(BLOCKS - 1)]),
-  ]);
+  ({ honest, forked } = await startForkedPair(CHAIN_ID, BLOCKS));
 }, 60_000);
 
 afterAll(async () => {

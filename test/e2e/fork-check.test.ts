@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { startForkedPair } from "../support/forked-anvils.ts";
 import { type NodeFront, startNodeFront } from "../support/lying-front.ts";
 
 /**
@@ -37,18 +38,7 @@ let forked: AnvilNode;
 const cleanups: Array<() => Promise<void>> = [];
 
 beforeAll(async () => {
-  [honest, forked] = await Promise.all([
-    startAnvil({ chainId: CHAIN_ID }),
-    startAnvil({ chainId: CHAIN_ID }),
-  ]);
-  // Two anvil nodes started together can mine identical empty blocks: a transfer in the forked
-  // one's first block makes every block after it another. Heads stay level: 100 blocks each.
-  const [from] = await forked.rpc<string[]>("eth_accounts");
-  await forked.rpc("eth_sendTransaction", [{ from, to: `0x${"11".repeat(20)}`, value: "0x1" }]);
-  await Promise.all([
-    honest.rpc("anvil_mine", [hex(BLOCKS)]),
-    forked.rpc("anvil_mine", [hex(BLOCKS - 1)]),
-  ]);
+  ({ honest, forked } = await startForkedPair(CHAIN_ID, BLOCKS));
 }, 60_000);
 
 afterAll(async () => {
