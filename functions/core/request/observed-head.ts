@@ -91,9 +91,17 @@ export class ObservedHeads {
 
   /** The highest observed head in force, or null. */
   highest(network: Network, context: SelectionContext): number | null {
-    const heads = [...this.inForce(network, context).values()];
-    return heads.length === 0 ? null : Math.max(...heads);
+    return highestSighting(this.sightings(network, context));
   }
+}
+
+/** The highest block among sightings, or null when there is none. */
+export function highestSighting(sightings: ReadonlyMap<string, Observation>): number | null {
+  let highest: number | null = null;
+  for (const seen of sightings.values()) {
+    if (highest === null || seen.block > highest) highest = seen.block;
+  }
+  return highest;
 }
 
 function record(

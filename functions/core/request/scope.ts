@@ -4,7 +4,7 @@ import type { LearnedLimit, NetworkState } from "../network-state.ts";
 import { QUORUM_STALE_INTERVALS } from "../policies.ts";
 import { PLAIN_READ, rankProviders, type SelectionContext, whyNotCandidate } from "../selection.ts";
 import type { AcceptedRequest } from "./admit.ts";
-import type { ObservedHeads } from "./observed-head.ts";
+import { highestSighting, type ObservedHeads } from "./observed-head.ts";
 import type { HeldPenalty } from "./penalties.ts";
 import type { PinnedTags } from "./pin-tags.ts";
 import { reachableBlocks, type ServedHeadView, servedHeadView, tagsToPin } from "./served-head.ts";
@@ -61,12 +61,8 @@ export function requestScope(
     checkIntervalSeconds: model.checkIntervalSeconds,
     demoted: deps.demoted(network, now),
   };
-  const reachable = reachableBlocks(
-    state.quorum,
-    deps.observed.sightings(network, base),
-    now,
-    blockTimeMs,
-  );
+  const sightings = deps.observed.sightings(network, base);
+  const reachable = reachableBlocks(state.quorum, sightings, now, blockTimeMs);
   const context: SelectionContext = { ...base, reachable };
   const servedHead = servedHeadView(
     state.head,
@@ -87,7 +83,7 @@ export function requestScope(
     // Answers between monitor ticks may show a newer head than the snapshot, and the served
     // head may be newer still: a block at or below either exists.
     quorumHead: maxOrNull(
-      maxOrNull(state.quorum?.head ?? null, deps.observed.highest(network, context)),
+      maxOrNull(state.quorum?.head ?? null, highestSighting(sightings)),
       servedHead.newest > 0 ? servedHead.newest : null,
     ),
     servedHead,
