@@ -86,6 +86,9 @@ export async function measureHandlerCpu(
   const calls = new Map<LambdaVariant, Record<string, number>>(variants.map((v) => [v, {}]));
   for (let round = 1; round <= plan.rounds; round++) {
     for (const variant of variants) {
+      // As deployed: the monitor has written the chain position (without it, every container
+      // keeps retrying a served-head publication that cannot succeed).
+      await environment.writeChainPosition();
       const figures = await environment.runChild<LoopFigures>({
         module: variant.bundle.file,
         mode: "loop",

@@ -161,7 +161,7 @@ function renderHandler(part: HandlerPart): string[] {
     "## Handler CPU per request (what a Lambda container pays)",
     "",
     `- Measured: ${when(part)}`,
-    `- The bundles the stack ships, each imported by a fresh Node process (\`bench/lambda-child.ts\`) with the Lambda's environment (config in s3rver, state in dynalite, the anvil upstream) and invoked directly with API Gateway events, one at a time: ${part.count} invocations measured after 2,000 of warm-up, ${part.rounds} rounds alternating the handlers. CPU is the whole process's (\`process.cpuUsage()\`): background refreshes, metric flushes and GC included.`,
+    `- The bundles the stack ships, each imported by a fresh Node process (\`bench/lambda-child.ts\`) with the Lambda's environment (config in s3rver, state in dynalite, the anvil upstream) and invoked directly with API Gateway events, one at a time, each a call the gateway forwards every time (\`eth_getTransactionCount\` at \`pending\`), the chain position written as the monitor writes it: ${part.count} invocations measured after 2,000 of warm-up, ${part.rounds} rounds alternating the handlers. CPU is the whole process's (\`process.cpuUsage()\`): background refreshes, metric flushes and GC included.`,
     "- baseline: `bench/baseline/minimal-handler.ts`, middy + the same S3 and DynamoDB clients, forwarding the body with the same upstream adapter.",
     "",
     "| handler | CPU µs/request (median) | every round | wall µs/request | spread | DynamoDB calls/request |",
