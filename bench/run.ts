@@ -328,7 +328,7 @@ async function main(): Promise<number> {
       closers.push(() => environment.close());
       const event = rpcEvent(WORKLOADS[0]?.body ?? "", LAMBDA_NETWORK);
       log("building the bundles");
-      const variants = await buildVariants(clients);
+      const variants = await buildVariants(clients, environment.configText);
       const of = (role: string, client: UpstreamClientName) =>
         variants.find((v) => v.role === role && v.client === client) as LambdaVariant;
 
