@@ -55,7 +55,8 @@ export function preparedConfigReader(path: string): (text: string) => Config | u
   return (text) => {
     file ??= read();
     if (file === null || sha256(text) !== file.digest) return undefined;
-    return (JSON.parse(file.text) as PreparedDocument).config;
+    const { config } = JSON.parse(file.text) as Partial<PreparedDocument>;
+    return typeof config === "object" && config !== null ? config : undefined;
   };
 }
 

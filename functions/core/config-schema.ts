@@ -32,6 +32,7 @@ function builtOnFirstUse<K extends keyof Schemas>(name: K): Schemas[K] {
   return new Proxy({} as Schemas[K], {
     get: (_, key) => Reflect.get(schemas()[name], key),
     has: (_, key) => Reflect.has(schemas()[name], key),
+    getPrototypeOf: () => Reflect.getPrototypeOf(schemas()[name]),
   });
 }
 

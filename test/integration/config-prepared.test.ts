@@ -161,7 +161,18 @@ describe("the config prepared at build time", () => {
 
   it("when missing or unreadable, leaves every document to be parsed", async () => {
     await upload(DEPLOYED);
-    for (const contents of ["not json", '{"config": {}}', "null"]) {
+    const digest = (
+      JSON.parse(await readFile(join(packageDir, PREPARED_CONFIG_FILE), "utf8")) as {
+        source_sha256: string;
+      }
+    ).source_sha256;
+    for (const contents of [
+      "not json",
+      '{"config": {}}',
+      "null",
+      JSON.stringify({ source_sha256: digest }),
+      JSON.stringify({ source_sha256: digest, config: 5 }),
+    ]) {
       await writeFile(join(packageDir, PREPARED_CONFIG_FILE), contents);
       const loaded = await lambdaConfigSource().source.current();
       expect(loaded.config).toStrictEqual(parsed(DEPLOYED));
