@@ -1,12 +1,14 @@
-import { copyFileSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { build, type Metafile, type Plugin } from "esbuild";
+import { writeBundledConfig } from "../infra/constructs/bundled-config.ts";
 import { BUNDLE_DEFINES, CREATE_REQUIRE_BANNER } from "../infra/constructs/node-function.ts";
 
 /**
  * Lambda bundles built as the stack builds them (infra/constructs/node-function.ts: esbuild,
  * ESM, minified, `module` main fields, the AWS SDK bundled, the createRequire banner, the
- * config copied beside the bundle), so size and import time are what `cdk deploy` ships.
+ * config beside the bundle with the config prepared from it), so size and import time are what
+ * `cdk deploy` ships.
  */
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -23,6 +25,11 @@ export interface BundleSpec {
   readonly client: UpstreamClientName;
   /** For profiles: readable names, no minification. */
   readonly readable?: boolean;
+  /**
+   * The config document bundled beside the handler, as a deploy bundles the one it uploads to
+   * S3; default `config/dev.json`.
+   */
+  readonly configText?: string;
 }
 
 export interface Bundle {
@@ -70,7 +77,8 @@ export async function buildBundle(spec: BundleSpec): Promise<Bundle> {
     logLevel: "error",
     metafile: true,
   });
-  copyFileSync(join(ROOT, "config", "dev.json"), join(dir, "config.json"));
+  const configText = spec.configText ?? readFileSync(join(ROOT, "config", "dev.json"), "utf8");
+  writeBundledConfig(configText, "config.json", dir);
   writeFileSync(join(dir, "meta.json"), JSON.stringify(metafile));
   return { name: spec.name, file, dir: dirname(file), bytes: statSync(file).size, metafile };
 }

@@ -42,6 +42,8 @@ export interface DynamoCall {
 export interface LambdaEnvironment {
   /** The environment of the Lambda, pointed at the local stand-ins. */
   readonly env: Readonly<Record<string, string>>;
+  /** The config object's text in S3: bundled beside the handlers, as a deploy bundles it. */
+  readonly configText: string;
   /** DynamoDB calls made since `since` (ms since the epoch). */
   dynamoCalls(since: number): DynamoCall[];
   /** Runs one Lambda container (bench/lambda-child.ts) and returns its figures. */
@@ -92,21 +94,16 @@ export async function startLambdaEnvironment(upstreamUrl: string): Promise<Lambd
       credentials,
     });
     await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-    await client.send(
-      new PutObjectCommand({
-        Bucket: BUCKET,
-        Key: CONFIG_KEY,
-        Body: JSON.stringify({
-          networks: {
-            [LAMBDA_NETWORK]: {
-              chain_id: 31337,
-              block_time_seconds: COST_BLOCK_TIME_SECONDS,
-              providers: [{ name: "anvil", url: upstreamUrl }],
-            },
-          },
-        }),
-      }),
-    );
+    const configText = JSON.stringify({
+      networks: {
+        [LAMBDA_NETWORK]: {
+          chain_id: 31337,
+          block_time_seconds: COST_BLOCK_TIME_SECONDS,
+          providers: [{ name: "anvil", url: upstreamUrl }],
+        },
+      },
+    });
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: CONFIG_KEY, Body: configText }));
     client.destroy();
 
     const dynamo = await startDynalite({ tableName: TABLE });
@@ -174,6 +171,7 @@ export async function startLambdaEnvironment(upstreamUrl: string): Promise<Lambd
 
     return {
       env,
+      configText,
       dynamoCalls: (since) => calls.filter((call) => call.at >= since),
       runChild,
       async writeChainPosition() {

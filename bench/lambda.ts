@@ -32,8 +32,10 @@ export interface LambdaVariant {
 export const variantName = (variant: { role: Role; client: UpstreamClientName }) =>
   `${variant.role} (${variant.client})`;
 
+/** `configText`: the S3 object's text, bundled beside each handler as a deploy bundles it. */
 export async function buildVariants(
   clients: readonly UpstreamClientName[],
+  configText: string,
 ): Promise<LambdaVariant[]> {
   const variants: LambdaVariant[] = [];
   for (const client of clients) {
@@ -42,6 +44,7 @@ export async function buildVariants(
         name: `${role}-${client}`,
         entry: role === "gateway" ? GATEWAY_ENTRY : BASELINE_ENTRY,
         client,
+        configText,
       });
       variants.push({ role, client, bundle });
     }

@@ -332,7 +332,7 @@ async function main(): Promise<number> {
       // eth_blockNumber is answered from the served head: an answer from memory against a forward.
       const forwarded = rpcEvent(COST_CALL, LAMBDA_NETWORK);
       log("building the bundles");
-      const variants = await buildVariants(clients);
+      const variants = await buildVariants(clients, environment.configText);
       const of = (role: string, client: UpstreamClientName) =>
         variants.find((v) => v.role === role && v.client === client) as LambdaVariant;
 

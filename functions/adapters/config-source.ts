@@ -43,6 +43,11 @@ export interface S3ConfigSourceOptions extends CommonOptions {
   readonly bundled: unknown;
   /** Bound on one S3 call, so a hung S3 cannot hold requests; default 3000. */
   readonly requestTimeoutMs?: number;
+  /**
+   * The config validated at build time for a document with exactly this text, if any
+   * (`config-prepared.ts`): such a document is not parsed again.
+   */
+  readonly prepared?: (text: string) => Config | undefined;
 }
 
 /** A local file, re-read at the same interval so edits apply without a restart. */
@@ -111,6 +116,7 @@ function fileOrigin(path: string): Origin {
 export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
   const origin = options.kind === "s3" ? s3Origin(options) : fileOrigin(options.path);
   const bundled = options.kind === "s3" ? options.bundled : undefined;
+  const prepared = options.kind === "s3" ? options.prepared : undefined;
   const clock = options.clock ?? Date.now;
 
   let inForce: { loaded: LoadedConfig; version: string } | undefined;
@@ -146,7 +152,8 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
       const fetched = await origin.fetch(inForce ? seenVersion : undefined);
       if (fetched === "unchanged") return undefined;
       seenVersion = fetched.version;
-      const result = parseConfigText(fetched.text);
+      const config = prepared?.(fetched.text);
+      const result = config ? { ok: true as const, config } : parseConfigText(fetched.text);
       if (result.ok) {
         adopt(result.config, origin.kind, fetched.version);
         return undefined;

@@ -1,12 +1,15 @@
 import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
+import { PREPARED_CONFIG_FILE, preparedConfigReader } from "./config-prepared.ts";
 import { type ConfigSource, createConfigSource } from "./config-source.ts";
 import { createDynamoClient, DynamoStateStore } from "./state-store.ts";
 
 /**
  * Builds the adapters a Lambda needs from its environment, so both handlers stay thin:
  * - `CONFIG_BUCKET` + `CONFIG_KEY`: the S3 config object, with `BUNDLED_CONFIG_PATH` as the
- *   cold-start fallback; or `CONFIG_FILE` for a local file.
+ *   cold-start fallback and the config prepared from it at build time beside it; or
+ *   `CONFIG_FILE` for a local file.
  * - `TABLE_NAME` (+ `DYNAMODB_ENDPOINT` locally): the state table.
  */
 type Env = Readonly<Record<string, string | undefined>>;
@@ -37,6 +40,7 @@ export function configSourceFromEnv(env: Env): ConfigSource {
       responseChecksumValidation: "WHEN_REQUIRED",
     }),
     bundled,
+    prepared: preparedConfigReader(join(dirname(bundledPath), PREPARED_CONFIG_FILE)),
   });
 }
 

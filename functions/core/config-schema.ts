@@ -1,399 +1,51 @@
 import { en } from "zod/locales";
 import * as z from "zod/mini";
-import { boundIssues } from "./config-bounds.ts";
-import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "./cors.ts";
+import { defineConfigSchemas } from "./config-schema-definition.ts";
 
-// zod/mini (18 KB, against 443 KB for classic zod) keeps the Lambda bundle small and its cold
-// start short; the English locale gives the same messages classic zod would.
-z.config(en());
+export {
+  DEFAULT_METHODS_DENY,
+  PLACEHOLDER,
+  placeholdersOf,
+} from "./config-schema-definition.ts";
 
 /**
- * The config-as-code schema (docs/behaviour.md §1). Keys keep invictus-rpc's snake_case names so an
- * invictus config loads unchanged; every tunable has a default at the top level and may be
- * overridden inside a network.
+ * The config-as-code schemas, built on first use. Building them costs several ms of CPU that a
+ * Lambda would otherwise pay in every cold start's import, although a config validated at
+ * build time never needs them (see `config-prepared.ts`). Each export behaves as the schema it
+ * stands for (`configSchema.parse(...)`, `z.infer<typeof configSchema>`).
  */
+type Schemas = ReturnType<typeof defineConfigSchemas>;
 
-const positiveInt = z.int().check(z.positive());
-const nonNegativeInt = z.int().check(z.nonnegative());
-/** Copies of a transaction beyond the first send: more buys no reach worth its calls. */
-const broadcastCopies = z.int().check(z.nonnegative(), z.maximum(10));
-const seconds = z.number().check(z.positive());
-/** Chunks of one log query in flight at once: each is an upstream call a provider may rate-limit. */
-const logsConcurrency = z.int().check(z.gte(1), z.lte(32));
-
-/** A `${NAME}` secret placeholder; the name is group 1. */
-export const PLACEHOLDER = /\$\{([^}]*)\}/g;
-const PLACEHOLDER_NAME = /^[A-Z][A-Z0-9_]*$/;
-
-/** Names of the `${NAME}` secret placeholders in a URL template. */
-export function placeholdersOf(url: string): string[] {
-  return [...url.matchAll(PLACEHOLDER)].map((match) => match[1] ?? "");
+let built: Schemas | undefined;
+function schemas(): Schemas {
+  if (built === undefined) {
+    // zod/mini (18 KB, against 443 KB for classic zod) keeps the Lambda bundle small; the
+    // English locale gives the same messages classic zod would.
+    z.config(en());
+    built = defineConfigSchemas();
+  }
+  return built;
 }
 
-const providerUrl = z.string().check(
-  z.superRefine((url, ctx) => {
-    for (const name of placeholdersOf(url)) {
-      if (!PLACEHOLDER_NAME.test(name)) {
-        ctx.addIssue({
-          code: "custom",
-          message: `placeholder \${${name}} is not a valid secret name: use upper-case letters, digits and _ (e.g. \${ETH_KEY})`,
-        });
-      }
-    }
-    const sample = url.replace(PLACEHOLDER, "secret");
-    let parsed: URL;
-    try {
-      parsed = new URL(sample);
-    } catch {
-      ctx.addIssue({ code: "custom", message: "not a valid URL: write it as https://host/path" });
-      return;
-    }
-    if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
-      ctx.addIssue({ code: "custom", message: "the URL must use http:// or https://" });
-    }
-    if (/\$\{/.test(url.split("/")[2] ?? "")) {
-      ctx.addIssue({ code: "custom", message: "a secret placeholder may not stand in the host" });
-    }
-  }),
-);
-
-const nonEmptyString = z.string().check(z.minLength(1));
-const methodPatterns = z.array(nonEmptyString);
-
-/** Builds a schema with defaults and its override twin (every field optional, no defaults). */
-function withDefaults<T extends Record<string, z.ZodMiniType>>(
-  fields: T,
-  defaults: { [K in keyof T]: z.output<T[K]> },
-) {
-  const shape = Object.fromEntries(
-    Object.entries(fields).map(([key, field]) => [
-      key,
-      z._default(field, defaults[key as keyof T] as never),
-    ]),
-  ) as unknown as { [K in keyof T]: z.ZodMiniDefault<T[K]> };
-  const full = z.strictObject(shape);
-  const override = z.partial(z.strictObject(fields));
-  // prefault runs {} through the schema, so every field takes its own default.
-  return { shape, full: z.prefault(full, {} as z.input<typeof full>), override };
+/** A stand-in that forwards every use to the named schema, building the schemas first. */
+function builtOnFirstUse<K extends keyof Schemas>(name: K): Schemas[K] {
+  return new Proxy({} as Schemas[K], {
+    get: (_, key) => Reflect.get(schemas()[name], key),
+    has: (_, key) => Reflect.has(schemas()[name], key),
+    getPrototypeOf: () => Reflect.getPrototypeOf(schemas()[name]),
+  });
 }
 
-const cooldown = withDefaults(
-  {
-    rate_limit: seconds,
-    quota: seconds,
-    timeout: seconds,
-    connection: seconds,
-    tls: seconds,
-    batch_limit: seconds,
-    transient: seconds,
-    slow: seconds,
-    force_rotate: seconds,
-    forbidden: seconds,
-    redirect: seconds,
-    chain_unavailable: seconds,
-    wrong_chain: seconds,
-    capability: seconds,
-  },
-  {
-    rate_limit: 300,
-    quota: 300,
-    timeout: 180,
-    connection: 120,
-    tls: 120,
-    batch_limit: 60,
-    transient: 60,
-    slow: 120,
-    force_rotate: 60,
-    forbidden: 86_400,
-    redirect: 120,
-    chain_unavailable: 86_400,
-    wrong_chain: 600,
-    capability: 86_400,
-  },
-);
-export const cooldownSecondsSchema = cooldown.full;
+export const configSchema = builtOnFirstUse("configSchema");
+export const settingsSchema = builtOnFirstUse("settingsSchema");
+export const networkSchema = builtOnFirstUse("networkSchema");
+export const providerSchema = builtOnFirstUse("providerSchema");
+export const apiKeySchema = builtOnFirstUse("apiKeySchema");
+export const cooldownSecondsSchema = builtOnFirstUse("cooldownSecondsSchema");
 
-const probe = withDefaults(
-  { timeout_ms: positiveInt, max_lag_seconds: seconds },
-  { timeout_ms: 5000, max_lag_seconds: 60 },
-);
-
-/**
- * The event log: how long events are kept, how many per network, and when the quorum head
- * counts as stalled (block times without a new block).
- */
-const events = withDefaults(
-  {
-    retention_days: z.number().check(z.gt(0), z.lte(365)),
-    max_kept: z.int().check(z.gte(100), z.lte(100_000)),
-    head_stall_block_times: seconds,
-  },
-  { retention_days: 7, max_kept: 1000, head_stall_block_times: 5 },
-);
-
-/**
- * Hedged reads: when a read's first attempt has not answered after its provider's p90 latency
- * for the method (clamped to `min_ms`..`max_ms`), one second attempt goes to the next
- * provider; at most `max_ratio` of a container's requests a minute are hedged (0: never), and
- * never a batch of more than `max_batch` calls.
- */
-const hedge = withDefaults(
-  {
-    max_ratio: z.number().check(z.gte(0), z.lte(1)),
-    min_ms: positiveInt,
-    max_ms: positiveInt,
-    max_batch: positiveInt,
-  },
-  { max_ratio: 0.1, min_ms: 150, max_ms: 2000, max_batch: 10 },
-);
-
-const failingOften = withDefaults(
-  {
-    window_seconds: seconds,
-    min_requests: positiveInt,
-    error_ratio: z.number().check(z.gt(0), z.lte(1)),
-    missed_checks: positiveInt,
-    missed_ratio: z.number().check(z.gt(0), z.lte(1)),
-    exclude_seconds: seconds,
-  },
-  {
-    window_seconds: 300,
-    min_requests: 20,
-    error_ratio: 0.5,
-    missed_checks: 10,
-    missed_ratio: 0.5,
-    exclude_seconds: 300,
-  },
-);
-
-const quorumFields = {
-  check_timeout_ms: positiveInt,
-  max_lag_seconds: seconds,
-  max_ahead_blocks: positiveInt,
-  failed_recently_checks: nonNegativeInt,
-  chain_id_check_seconds: seconds,
-  fork_check: z.boolean(),
-};
-const quorumDefaults = {
-  check_timeout_ms: 7000,
-  max_lag_seconds: 60,
-  max_ahead_blocks: 500,
-  failed_recently_checks: 2,
-  chain_id_check_seconds: 600,
-  // Off only where the providers are knowingly separate chains (a local devnet of independent nodes).
-  fork_check: true,
-};
-const quorumFull = z.strictObject({
-  ...withDefaults(quorumFields, quorumDefaults).shape,
-  failing_often: failingOften.full,
-});
-const quorum = {
-  full: z.prefault(quorumFull, {}),
-  override: z.partial(z.strictObject({ ...quorumFields, failing_often: failingOften.override })),
-};
-
-export const DEFAULT_METHODS_DENY = [
-  "admin_*",
-  "personal_*",
-  "miner_*",
-  "engine_*",
-  "debug_setHead",
-] as const;
-
-/** Tunables with their defaults: the shape every network ends up with after merging. */
-const tunableShape = {
-  max_attempts: z._default(positiveInt, 3),
-  request_timeout_ms: z._default(positiveInt, 10_000),
-  request_deadline_ms: z._default(positiveInt, 25_000),
-  max_batch: z._default(positiveInt, 100),
-  max_body_bytes: z._default(positiveInt, 1_048_576),
-  max_json_depth: z._default(positiveInt, 64),
-  max_response_bytes: z._default(positiveInt, 6_000_000),
-  diagnostic_headers: z._default(z.boolean(), true),
-  state_cache_ms: z._default(nonNegativeInt, 1000),
-  max_blacklist_minutes: z._default(seconds, 30),
-  slow_response_ms: z._default(positiveInt, 3000),
-  force_rotate_errors: z._default(positiveInt, 3),
-  block_time_seconds: z._default(seconds, 12),
-  head_tolerance_blocks: z._default(nonNegativeInt, 2),
-  pin_block_tags: z._default(z.boolean(), true),
-  broadcast_to: z._default(broadcastCopies, 2),
-  observed_head_max_ahead_blocks: z._default(nonNegativeInt, 3),
-  max_capability_blacklists: z._default(nonNegativeInt, 64),
-  learned_limit_ttl_seconds: z._default(seconds, 86_400),
-  max_upstream_calls: z._default(positiveInt, 50),
-  cache: z._default(z.boolean(), true),
-  cache_shared_ttl_seconds: z._default(seconds, 604_800),
-  logs_concurrency: z._default(logsConcurrency, 4),
-  cooldown_seconds: cooldown.full,
-  probe: probe.full,
-  quorum: quorum.full,
-  events: events.full,
-  hedge: hedge.full,
-  methods_deny: z._default(methodPatterns, [...DEFAULT_METHODS_DENY]),
-  methods_allow: z.optional(methodPatterns),
-};
-
-export const settingsSchema = z.strictObject(tunableShape);
-export type Settings = z.infer<typeof settingsSchema>;
-
-/** Overrides inside a network: every tunable optional, nested objects partial. */
-const networkOverrideShape = {
-  max_attempts: z.optional(positiveInt),
-  request_timeout_ms: z.optional(positiveInt),
-  request_deadline_ms: z.optional(positiveInt),
-  max_batch: z.optional(positiveInt),
-  max_body_bytes: z.optional(positiveInt),
-  max_json_depth: z.optional(positiveInt),
-  max_response_bytes: z.optional(positiveInt),
-  diagnostic_headers: z.optional(z.boolean()),
-  state_cache_ms: z.optional(nonNegativeInt),
-  max_blacklist_minutes: z.optional(seconds),
-  slow_response_ms: z.optional(positiveInt),
-  force_rotate_errors: z.optional(positiveInt),
-  block_time_seconds: z.optional(seconds),
-  head_tolerance_blocks: z.optional(nonNegativeInt),
-  pin_block_tags: z.optional(z.boolean()),
-  broadcast_to: z.optional(broadcastCopies),
-  observed_head_max_ahead_blocks: z.optional(nonNegativeInt),
-  max_capability_blacklists: z.optional(nonNegativeInt),
-  learned_limit_ttl_seconds: z.optional(seconds),
-  max_upstream_calls: z.optional(positiveInt),
-  cache: z.optional(z.boolean()),
-  cache_shared_ttl_seconds: z.optional(seconds),
-  logs_concurrency: z.optional(logsConcurrency),
-  cooldown_seconds: z.optional(cooldown.override),
-  probe: z.optional(probe.override),
-  quorum: z.optional(quorum.override),
-  events: z.optional(events.override),
-  hedge: z.optional(hedge.override),
-  methods_deny: z.optional(methodPatterns),
-  methods_allow: z.optional(methodPatterns),
-};
-
-export const providerSchema = z.strictObject({
-  url: providerUrl,
-  name: z.optional(
-    z
-      .string()
-      .check(z.regex(/^[A-Za-z0-9._:-]{1,64}$/, "use 1-64 letters, digits, '.', '_', ':' or '-'")),
-  ),
-  priority: z._default(z.int(), 1),
-  tiebreak_weight: z._default(
-    z.number().check(z.gt(0, "tiebreak_weight must be greater than 0")),
-    1,
-  ),
-  priority_match: z._default(z.record(nonEmptyString, z.int()), {}),
-  backup: z._default(z.boolean(), false),
-  /** The largest batch this provider takes; absent: whatever it takes (learned from errors). */
-  max_batch: z.optional(positiveInt),
-  /**
-   * The most blocks one eth_getLogs may span on this provider (to - from + 1); absent: whatever
-   * it takes (learned from its range errors).
-   */
-  max_logs_range: z.optional(positiveInt),
-  methods_deny: z.optional(methodPatterns),
-  methods_allow: z.optional(methodPatterns),
-});
-
-export const networkSchema = z
-  .strictObject({
-    chain_id: positiveInt,
-    block_majority_divider: z._default(positiveInt, 1),
-    providers: z
-      .array(providerSchema)
-      .check(z.minLength(1, "a network needs at least one provider")),
-    ...networkOverrideShape,
-  })
-  .check(
-    z.superRefine((network, ctx) => {
-      if (network.providers.every((provider) => provider.backup)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["providers"],
-          message: "every provider is a backup: mark at least one as a primary (backup: false)",
-        });
-      }
-      const seen = new Map<string, number>();
-      network.providers.forEach((provider, index) => {
-        if (provider.name === undefined) return;
-        const first = seen.get(provider.name);
-        if (first !== undefined) {
-          ctx.addIssue({
-            code: "custom",
-            path: ["providers", index, "name"],
-            message: `duplicate provider name "${provider.name}" (also providers[${first}]): names must be unique in a network`,
-          });
-        } else {
-          seen.set(provider.name, index);
-        }
-      });
-    }),
-  );
-
-const NETWORK_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const RESERVED_NETWORK_NAMES = new Set(["status", "health"]);
-
-export const apiKeySchema = z.strictObject({
-  name: nonEmptyString,
-  sha256: z
-    .string()
-    .check(z.regex(/^[0-9a-f]{64}$/, "sha256 must be 64 lower-case hex characters")),
-  /** Requests per minute this key may make, across every container; none = unlimited. */
-  requests_per_minute: z.optional(positiveInt),
-});
-
-/** Browser origins allowed to call the API (CORS): `["*"]`, or a list of origins. */
-const corsOrigins = z.array(z.string()).check(
-  z.minLength(1, 'list at least one origin, or ["*"] for any'),
-  z.superRefine((origins, ctx) => {
-    origins.forEach((origin, index) => {
-      const problem = corsOriginProblem(origin);
-      if (problem !== null) ctx.addIssue({ code: "custom", path: [index], message: problem });
-    });
-    if (origins.length > 1 && origins.includes(ANY_ORIGIN)) {
-      ctx.addIssue({ code: "custom", message: '"*" already allows every origin: use it alone' });
-    }
-  }),
-);
-
-export const configSchema = z
-  .strictObject({
-    cors_origins: z._default(corsOrigins, [...DEFAULT_CORS_ORIGINS]),
-    check_interval_seconds: z._default(seconds, 15),
-    config_refresh_seconds: z._default(seconds, 30),
-    inner_errors: z._default(z.array(nonEmptyString), []),
-    api_keys: z._default(z.array(apiKeySchema), []),
-    /** This container's memory for cached answers, every network together (bytes). */
-    cache_memory_bytes: z._default(positiveInt, 33_554_432),
-    networks: z.record(z.string(), networkSchema).check(
-      z.superRefine((networks, ctx) => {
-        for (const name of Object.keys(networks)) {
-          if (!NETWORK_NAME.test(name) || RESERVED_NETWORK_NAMES.has(name)) {
-            ctx.addIssue({
-              code: "custom",
-              path: [name],
-              message: `network name "${name}" must be lower-case letters, digits and '-', and not "status" or "health"`,
-            });
-          }
-        }
-        if (Object.keys(networks).length === 0) {
-          ctx.addIssue({ code: "custom", message: "configure at least one network" });
-        }
-      }),
-    ),
-    ...tunableShape,
-  })
-  .check(
-    z.superRefine((config, ctx) => {
-      for (const issue of boundIssues(config)) {
-        ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
-      }
-    }),
-  );
-
-export type ConfigInput = z.input<typeof configSchema>;
-export type Config = z.infer<typeof configSchema>;
-export type NetworkConfig = z.infer<typeof networkSchema>;
-export type ProviderConfig = z.infer<typeof providerSchema>;
-export type CooldownSeconds = z.infer<typeof cooldownSecondsSchema>;
+export type ConfigInput = z.input<Schemas["configSchema"]>;
+export type Config = z.infer<Schemas["configSchema"]>;
+export type Settings = z.infer<Schemas["settingsSchema"]>;
+export type NetworkConfig = z.infer<Schemas["networkSchema"]>;
+export type ProviderConfig = z.infer<Schemas["providerSchema"]>;
+export type CooldownSeconds = z.infer<Schemas["cooldownSecondsSchema"]>;

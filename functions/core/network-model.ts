@@ -4,7 +4,6 @@ import {
   type NetworkConfig,
   type ProviderConfig,
   type Settings,
-  settingsSchema,
 } from "./config-schema.ts";
 import { redactTemplate } from "./redact.ts";
 
@@ -121,8 +120,13 @@ export function deriveProviderName(urlTemplate: string): string {
   return label ?? host;
 }
 
+/**
+ * A network's settings: its own overrides over the top level's values. Both are validated
+ * parts of the config, so the merge needs no schema (the config schema, built on first use,
+ * is then never built for a config validated at build time).
+ */
 function mergeSettings(config: Config, network: NetworkConfig): Settings {
-  return settingsSchema.parse({
+  return {
     max_attempts: network.max_attempts ?? config.max_attempts,
     request_timeout_ms: network.request_timeout_ms ?? config.request_timeout_ms,
     request_deadline_ms: network.request_deadline_ms ?? config.request_deadline_ms,
@@ -160,7 +164,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     hedge: { ...config.hedge, ...network.hedge },
     methods_deny: network.methods_deny ?? config.methods_deny,
     methods_allow: network.methods_allow ?? config.methods_allow,
-  });
+  };
 }
 
 /** FNV-1a, 32 bits, as 8 hex digits: a stable, dependency-free fingerprint of a short text. */

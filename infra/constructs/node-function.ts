@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Duration, RemovalPolicy } from "aws-cdk-lib";
 import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
@@ -11,10 +12,7 @@ import {
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-
-/** Where the bundled fallback config lands in the function package (the Lambda task root). */
-export const BUNDLED_CONFIG_FILE = "config.json";
-export const BUNDLED_CONFIG_PATH = `/var/task/${BUNDLED_CONFIG_FILE}`;
+import { BUNDLED_CONFIG_PATH, bundledConfigCommands } from "./bundled-config.ts";
 
 /**
  * ESM output cannot `require()`; CJS dependencies bundled into it still call it, so every
@@ -35,7 +33,10 @@ export interface GatewayFunctionProps {
   readonly projectRoot: string;
   /** Handler file relative to the project root (exports `handler`). */
   readonly entry: string;
-  /** Config file relative to the project root, copied into the bundle as `config.json`. */
+  /**
+   * Config file relative to the project root, copied into the bundle as `config.json` with the
+   * config prepared from it (`bundled-config.ts`).
+   */
   readonly configFile: string;
   readonly memoryMb: number;
   readonly timeout: Duration;
@@ -102,9 +103,13 @@ export class GatewayFunction extends Construct {
         commandHooks: {
           beforeBundling: () => [],
           beforeInstall: () => [],
-          afterBundling: (inputDir: string, outputDir: string) => [
-            `cp "${join(inputDir, configFile)}" "${join(outputDir, BUNDLED_CONFIG_FILE)}"`,
-          ],
+          // The file is read here, on the synth's machine: the commands carry its bytes.
+          afterBundling: (_inputDir: string, outputDir: string) =>
+            bundledConfigCommands(
+              readFileSync(join(props.projectRoot, configFile), "utf8"),
+              configFile,
+              outputDir,
+            ),
         },
       },
     });

@@ -7,6 +7,7 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client
 import type { CfnElement } from "aws-cdk-lib";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PREPARED_CONFIG_FILE, prepareConfig } from "../../functions/adapters/config-prepared.ts";
 import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
 import { PROJECT_ROOT } from "../../infra/gateway-config.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
@@ -139,10 +140,13 @@ process.exit(0);
 }
 
 describe("the bundles CDK builds", () => {
-  it("each handler is one ESM file with the env's config.json beside it", () => {
+  it("each handler is one ESM file with the env's config.json and the config prepared from it beside it", () => {
     const config = readFileSync(join(PROJECT_ROOT, "config", "dev.json"), "utf8");
     for (const { dir, file } of Object.values(bundles)) {
       expect(readFileSync(join(dir, "config.json"), "utf8")).toBe(config);
+      expect(readFileSync(join(dir, PREPARED_CONFIG_FILE), "utf8")).toBe(
+        prepareConfig(config, "config/dev.json"),
+      );
       const code = readFileSync(file, "utf8");
       expect(code.startsWith("import { createRequire } from 'node:module';")).toBe(true);
       expect(code).toMatch(/export\s*\{[^}]*\bas handler\b[^}]*\}/);
