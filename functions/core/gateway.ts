@@ -1,6 +1,6 @@
 import { upstreamCallBudget } from "./call-budget.ts";
 import { mayPublish, publicationDelayMs, reachableHead } from "./chain-head.ts";
-import { ErrorCode, errorResponse, parseRequest } from "./jsonrpc.ts";
+import { errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { DEADLINE_MARGIN_MS } from "./policies.ts";
@@ -28,12 +28,18 @@ import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
 import { runLogAttempts } from "./request/logs-reach.ts";
+import { answerLoneCall, loneServedHeadCall } from "./request/lone-block-number.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, settlePenalties } from "./request/penalties.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { reportRequest } from "./request/report.ts";
-import { assembleResponse, type GatewayResponse, JSON_HEADERS } from "./request/respond.ts";
+import {
+  assembleResponse,
+  type GatewayResponse,
+  JSON_HEADERS,
+  unknownNetwork,
+} from "./request/respond.ts";
 import { type RequestScope, requestScope } from "./request/scope.ts";
 import {
   providerKnowsTransaction,
@@ -142,7 +148,7 @@ export class Gateway {
   ): Promise<GatewayResponse> {
     const model = this.#deps.model();
     const network = model.networks.get(networkName);
-    if (network === undefined) return unknownNetwork(networkName, model);
+    if (network === undefined) return unknownNetwork(networkName, [...model.networks.keys()]);
     const { settings } = network;
     const request = parseRequest(body, {
       maxBodyBytes: settings.max_body_bytes,
@@ -172,6 +178,11 @@ export class Gateway {
       network.name,
       wantsHead ? settings.state_cache_ms : undefined,
     );
+    const alone = options.internal ? null : loneServedHeadCall(request, network, state, started);
+    if (alone !== null) {
+      const parts = { model, network, request, entry: alone, state, started };
+      return answerLoneCall(parts, { ...this.#deps, answers: this.#answers });
+    }
     const scope = requestScope(model, network, request, body, state, started, {
       random: this.#deps.random,
       demoted: (target, now) => this.#health.demoted(target, now),
@@ -271,8 +282,7 @@ export class Gateway {
       network,
       calls: callsOf(request).length,
       open,
-      ranked: scope.ranked,
-      context: scope.context,
+      routing: { ranked: scope.ranked, context: scope.context },
       used: scope.used,
       attempts,
       status: response.status,
@@ -385,16 +395,4 @@ export class Gateway {
 
 function isSend(entry: OpenCall): boolean {
   return entry.info.method === SEND_RAW_TRANSACTION;
-}
-
-function unknownNetwork(name: string, model: GatewayModel): GatewayResponse {
-  return {
-    status: 404,
-    headers: { ...JSON_HEADERS },
-    body: errorResponse(
-      "null",
-      ErrorCode.invalidRequest,
-      `unknown network "${name.slice(0, 64)}"; configured: ${[...model.networks.keys()].join(", ")}`,
-    ),
-  };
 }

@@ -1012,4 +1012,76 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     await h.rpc(call(1, "eth_getBlockByNumber", ["0x64", false]));
     expect(h.outcomes).toEqual([]);
   });
+
+  describe("a lone eth_blockNumber the served head answers: the short path past the providers", () => {
+    const recent = () => head({ block: 102, at: NOW - DELAY });
+
+    it("answers as the full pipeline does: the same text, status and diagnostic headers as a batch of that call", async () => {
+      const h = harness(three);
+      h.store.setHead("net", recent());
+      const lone = await h.rpc(call(7));
+      const inBatch = await h.rpc(batch(call(7)));
+      expect(lone.status).toBe(inBatch.status);
+      expect(lone.headers).toEqual(inBatch.headers);
+      expect(`[${lone.body}]`).toBe(inBatch.body);
+      expect(lone.headers).toMatchObject({
+        "x-gateway-provider": "",
+        "x-gateway-attempts": "0",
+        "x-gateway-cache": "bypass",
+      });
+      expect(lone.cacheClass).toBe("realtime");
+      expect([P1, P2, P3].map((url) => h.upstream.callsTo(url))).toEqual([0, 0, 0]);
+    });
+
+    it("keeps the caller's id as written, and answers a notification with 204 and no body", async () => {
+      const h = harness(three);
+      h.store.setHead("net", recent());
+      const withStringId = await h.rpc(
+        '{"jsonrpc":"2.0","id":"a\\u0062","method":"eth_blockNumber"}',
+      );
+      expect(withStringId.body).toBe('{"jsonrpc":"2.0","id":"a\\u0062","result":"0x66"}');
+      const notification = await h.rpc('{"jsonrpc":"2.0","method":"eth_blockNumber","params":[]}');
+      expect(notification).toMatchObject({ status: 204, body: "" });
+    });
+
+    it("counts the request in the metrics and logs it with no routing (no provider was in question)", async () => {
+      const h = harness(three);
+      h.store.setHead("net", recent());
+      await h.rpc(call(1));
+      expect(h.telemetry.counts.filter((c) => c.name === "requests")).toEqual([
+        { name: "requests", dimensions: { network: "net" } },
+      ]);
+      const served = h.telemetry.logs.find((line) => line.message === "request served");
+      expect(served?.fields).toMatchObject({ method: "eth_blockNumber", attempts: 0, routing: [] });
+    });
+
+    it("a network that denies eth_blockNumber still refuses it", async () => {
+      const h = harness(three, { methods_deny: ["eth_blockNumber"] });
+      h.store.setHead("net", recent());
+      const response = await h.rpc(call(3));
+      expect(JSON.parse(response.body)).toMatchObject({ id: 3, error: { code: -32601 } });
+    });
+
+    it("with every provider configured not to serve it, the answer is still 'not served'", async () => {
+      const h = harness(
+        three.map((provider) => ({ ...provider, methods_deny: ["eth_blockNumber"] })),
+      );
+      h.store.setHead("net", recent());
+      const response = await h.rpc(call(4));
+      expect(JSON.parse(response.body)).toMatchObject({
+        id: 4,
+        error: { code: -32601, message: expect.stringContaining("not served by any provider") },
+      });
+    });
+
+    it("with one provider configured to serve it, the served head answers", async () => {
+      const h = harness([
+        { name: "p1", url: P1, methods_deny: ["eth_blockNumber"] },
+        { name: "p2", url: P2 },
+      ]);
+      h.store.setHead("net", recent());
+      expect(await answered(h)).toBe("0x66");
+      expect([P1, P2].map((url) => h.upstream.callsTo(url))).toEqual([0, 0]);
+    });
+  });
 });

@@ -8,8 +8,11 @@ export interface RequestReport {
   /** Calls in the request, answered at once or not. */
   readonly calls: number;
   readonly open: readonly OpenCall[];
-  readonly ranked: readonly Provider[];
-  readonly context: SelectionContext;
+  /** The request's routing, explained on the debug line; null when no provider was in question. */
+  readonly routing: {
+    readonly ranked: readonly Provider[];
+    readonly context: SelectionContext;
+  } | null;
   readonly used: readonly string[];
   readonly attempts: number;
   readonly status: number;
@@ -36,10 +39,14 @@ export function reportRequest(telemetry: Telemetry, report: RequestReport): void
     attempts: report.attempts,
     status: report.status,
     ms: report.elapsedMs,
-    routing: first
-      ? explainRouting(report.ranked, first.info.method, report.context, first.call.raw).map(
-          ({ provider, slot, reason }) => ({ provider: provider.name, slot, reason }),
-        )
-      : [],
+    routing:
+      first && report.routing
+        ? explainRouting(
+            report.routing.ranked,
+            first.info.method,
+            report.routing.context,
+            first.call.raw,
+          ).map(({ provider, slot, reason }) => ({ provider: provider.name, slot, reason }))
+        : [],
   });
 }

@@ -36,6 +36,19 @@ export interface ResponderDeps {
   readonly scrubAnswer: (text: string) => string;
 }
 
+/** A request to a network the config does not have: 404, naming the ones it has. */
+export function unknownNetwork(name: string, configured: readonly string[]): GatewayResponse {
+  return {
+    status: 404,
+    headers: { ...JSON_HEADERS },
+    body: errorResponse(
+      "null",
+      ErrorCode.invalidRequest,
+      `unknown network "${name.slice(0, 64)}"; configured: ${configured.join(", ")}`,
+    ),
+  };
+}
+
 /**
  * The answer to the caller (docs/behaviour.md §2): each call's upstream text with the caller's
  * id, or the last upstream error kept for it, or the gateway's own -32603 naming the last
