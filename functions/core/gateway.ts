@@ -180,8 +180,7 @@ export class Gateway {
     );
     const alone = options.internal ? null : loneServedHeadCall(request, network, state, started);
     if (alone !== null) {
-      const parts = { model, network, request, entry: alone, state, started };
-      return answerLoneCall(parts, { ...this.#deps, answers: this.#answers });
+      return answerLoneCall({ network, entry: alone, state, started }, this.#deps);
     }
     const scope = requestScope(model, network, request, body, state, started, {
       random: this.#deps.random,

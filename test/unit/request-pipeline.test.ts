@@ -1041,7 +1041,7 @@ describe("the served head (eth_blockNumber never goes back)", () => {
       );
       expect(withStringId.body).toBe('{"jsonrpc":"2.0","id":"a\\u0062","result":"0x66"}');
       const notification = await h.rpc('{"jsonrpc":"2.0","method":"eth_blockNumber","params":[]}');
-      expect(notification).toMatchObject({ status: 204, body: "" });
+      expect(notification).toMatchObject({ status: 204, body: "", cacheClass: "realtime" });
     });
 
     it("counts the request in the metrics and logs it with no routing (no provider was in question)", async () => {

@@ -1,12 +1,14 @@
 import { publicationDelayMs } from "../chain-head.ts";
+import { withId } from "../json-raw.ts";
 import { methodPermitted } from "../jsonrpc.ts";
-import type { GatewayModel, Network } from "../network-model.ts";
+import type { Network } from "../network-model.ts";
 import type { NetworkState } from "../network-state.ts";
+import type { Telemetry } from "../ports.ts";
 import type { AcceptedRequest } from "./admit.ts";
-import { type AnswerCache, withCacheOutcome } from "./answer-cache.ts";
+import { planCall } from "./cache-class.ts";
 import { type OpenCall, openCall } from "./open-call.ts";
 import { reportRequest } from "./report.ts";
-import { assembleResponse, type GatewayResponse, type ResponderDeps } from "./respond.ts";
+import { type GatewayResponse, JSON_HEADERS } from "./respond.ts";
 import { answerFromServedHead, servedHeadView } from "./served-head.ts";
 
 /**
@@ -43,36 +45,44 @@ export function loneServedHeadCall(
   return answerFromServedHead([entry], view).size === 1 ? entry : null;
 }
 
-export interface LoneAnswerDeps extends ResponderDeps {
-  readonly answers: AnswerCache;
+export interface LoneAnswerDeps {
+  readonly telemetry: Telemetry;
   readonly clock: () => number;
 }
 
-/** The response to that call, with the same headers, cache outcome and metrics as the pipeline's. */
-export async function answerLoneCall(
+/**
+ * The response to that call, as the pipeline assembles it: the served head's answer with the
+ * caller's id (a notification: 204 and no body), no provider, no attempt, the answer cache
+ * bypassed (the served head's number is never cached), the class the method catalogue gives
+ * the answer (GET mode's Cache-Control), and the request's metrics.
+ */
+export function answerLoneCall(
   parts: {
-    readonly model: GatewayModel;
     readonly network: Network;
-    readonly request: AcceptedRequest;
     readonly entry: OpenCall;
     readonly state: NetworkState;
     readonly started: number;
   },
   deps: LoneAnswerDeps,
-): Promise<GatewayResponse> {
-  const { model, network, request, entry, state, started } = parts;
-  const open = [entry];
-  const cached = await deps.answers.lookup(model, network, request, open, state.head);
-  deps.answers.store(model, cached);
-  const response = withCacheOutcome(
-    assembleResponse({ network, request, open, immediate: new Map(), used: [], attempts: 0 }, deps),
-    cached,
-    request,
-  );
+): GatewayResponse {
+  const { network, entry, state, started } = parts;
+  const { rawId, method, params } = entry.call;
+  const headers: Record<string, string> = { ...JSON_HEADERS };
+  if (network.settings.diagnostic_headers) {
+    headers["x-gateway-provider"] = "";
+    headers["x-gateway-attempts"] = "0";
+    headers["x-gateway-cache"] = "bypass";
+  }
+  const plan = planCall(method, params, state.head);
+  const cacheClass = plan.kind === "known" ? plan.class : "never";
+  const response: GatewayResponse =
+    rawId === null
+      ? { status: 204, headers, body: "", cacheClass }
+      : { status: 200, headers, body: withId(entry.answer ?? "", rawId), cacheClass };
   reportRequest(deps.telemetry, {
     network,
     calls: 1,
-    open,
+    open: [entry],
     routing: null,
     used: [],
     attempts: 0,
