@@ -257,6 +257,14 @@ describe("SSM Parameter Store through the extension", () => {
     );
   });
 
+  it("an answer over 256 KB is cut off and refused, without showing it", async () => {
+    standIn.fault = { status: 200, body: `{"Parameter":{"Value":"${"v".repeat(300 * 1024)}"}}` };
+    const { unresolved } = await ssmSecretResolver(extension(), PREFIX).lookup(["ETH_KEY"]);
+    expect(unresolved.get("ETH_KEY")).toBe(
+      `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: the Parameters and Secrets extension at ${standIn.origin} answered over 262144 bytes`,
+    );
+  });
+
   it("a 200 that is not the GetParameter shape is refused without showing its body", async () => {
     standIn.fault = { status: 200, body: "leaked-secret-value not json" };
     const notJson = await ssmSecretResolver(extension(), PREFIX).lookup(["ETH_KEY"]);
