@@ -149,10 +149,6 @@ export function createSecretsExtension(options: SecretsExtensionOptions): Secret
     if ("error" in result) {
       return { kind: "failed", reason: result.error, retryable: result.retryable };
     }
-    const excerpt = excerptOf(result.body);
-    if (/not ready/i.test(result.body) && result.status !== 200) {
-      return { kind: "failed", reason: `${where} was not ready (${excerpt})`, retryable: true };
-    }
     if (result.status === 200) {
       try {
         return { kind: "found", json: JSON.parse(result.body), retryable: false };
@@ -164,6 +160,11 @@ export function createSecretsExtension(options: SecretsExtensionOptions): Secret
           retryable: false,
         };
       }
+    }
+    // An error answer holds no value: its start is shown, for the operator.
+    const excerpt = excerptOf(result.body);
+    if (/not ready/i.test(result.body)) {
+      return { kind: "failed", reason: `${where} was not ready (${excerpt})`, retryable: true };
     }
     if (result.status === 400) {
       return { kind: "unreadable", detail: `HTTP 400: ${excerpt}`, retryable: false };
