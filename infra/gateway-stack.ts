@@ -2,12 +2,18 @@ import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps }
 import type { HttpApi } from "aws-cdk-lib/aws-apigatewayv2";
 import { AttributeType, BillingMode, Table } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import {
+  ParamsAndSecretsLayerVersion,
+  ParamsAndSecretsLogLevel,
+  ParamsAndSecretsVersions,
+} from "aws-cdk-lib/aws-lambda";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
 import { BlockPublicAccess, Bucket, BucketEncryption } from "aws-cdk-lib/aws-s3";
 import { BucketDeployment, Source } from "aws-cdk-lib/aws-s3-deployment";
 import { Schedule, ScheduleExpression } from "aws-cdk-lib/aws-scheduler";
 import { LambdaInvoke } from "aws-cdk-lib/aws-scheduler-targets";
 import type { Construct } from "constructs";
+import { EXTENSION_CONNECTIONS } from "../functions/adapters/secrets-extension.ts";
 import { PROXY_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/http-api.ts";
 import { GatewayFunction } from "./constructs/node-function.ts";
 import { type EnvironmentSettings, secretsPrefixOf } from "./environments.ts";
@@ -42,6 +48,24 @@ export const MONITOR_TABLE_ACCESS = {
 const PROXY_TIMEOUT = Duration.seconds(PROXY_FUNCTION_TIMEOUT_SECONDS);
 /** The monitor loops for about one schedule interval (60 s) and needs a margin to finish. */
 const MONITOR_TIMEOUT = Duration.seconds(90);
+
+/**
+ * The Parameters and Secrets Lambda Extension, through which both functions read their
+ * secrets (functions/adapters/secrets-extension.ts) with their own role. Its calls to AWS get a
+ * time limit under the function's 3 s per read, so a slow SSM or Secrets Manager comes back as
+ * the extension's error rather than as silence; as many connections to AWS as the function
+ * opens to it. Its cache (at most 5 minutes) matters little: the gateway keeps every value it
+ * has read for the container's life and asks again only for names that failed.
+ */
+const PARAMS_AND_SECRETS = ParamsAndSecretsLayerVersion.fromVersion(
+  ParamsAndSecretsVersions.V1_0_103,
+  {
+    maxConnections: EXTENSION_CONNECTIONS,
+    parameterStoreTimeout: Duration.millis(2_500),
+    secretsManagerTimeout: Duration.millis(2_500),
+    logLevel: ParamsAndSecretsLogLevel.WARN,
+  },
+);
 
 /** One environment of the gateway: API, proxy, monitor, state table, config bucket, alarms. */
 export class GatewayStack extends Stack {
@@ -110,6 +134,7 @@ export class GatewayStack extends Stack {
     };
     const common = {
       projectRoot,
+      paramsAndSecrets: PARAMS_AND_SECRETS,
       configFile: config.key,
       environment,
       logLevel: settings.logLevel,
@@ -139,8 +164,9 @@ export class GatewayStack extends Stack {
 
     // Least privilege: each function gets the DynamoDB actions it uses, on the partitions it
     // uses (dynamodb:LeadingKeys), the env's config object, and its secrets from the one
-    // service they live in. SecureStrings under the AWS managed key aws/ssm need no kms grant
-    // (its key policy allows use through SSM by principals of the account).
+    // service they live in, with the one action the extension calls for them (GetParameter,
+    // one name at a time; GetSecretValue). SecureStrings under the AWS managed key aws/ssm
+    // need no kms grant (its key policy allows use through SSM by principals of the account).
     const secretArn =
       settings.secretsSource === "ssm"
         ? this.formatArn({
@@ -181,7 +207,7 @@ export class GatewayStack extends Stack {
         settings.secretsSource === "ssm"
           ? new PolicyStatement({
               sid: "SecretsParameters",
-              actions: ["ssm:GetParameters"],
+              actions: ["ssm:GetParameter"],
               resources: [secretArn],
             })
           : new PolicyStatement({

@@ -1,5 +1,8 @@
-import type { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import type { SSMClient } from "@aws-sdk/client-ssm";
+import {
+  createSecretsExtension,
+  extensionOrigin,
+  type SecretsExtension,
+} from "./secrets-extension.ts";
 
 /**
  * Where the values of `${NAME}` placeholders come from. Each name is resolved on its own, so
@@ -81,92 +84,68 @@ export function envSecretResolver(env: Env = process.env): SecretResolver {
   );
 }
 
-/** Bounded, so a slow secrets service delays a config build by seconds, never indefinitely. */
-const CLIENT_OPTIONS = {
-  maxAttempts: 2,
-  requestHandler: { connectionTimeout: 1000, requestTimeout: 3000, throwOnRequestTimeout: true },
-};
+/** What a source's answer for one name resolves to: a value, an error, or nothing (missing). */
+type Entry = [string, Read];
 
 /**
- * Runs `load` on the first call and keeps its promise. A failed load stays failed (a module
- * import that failed fails again): each lookup then reports its names unreadable, with why.
+ * SSM Parameter Store: SecureString parameter `${prefix}${NAME}`, decrypted, read through the
+ * Parameters and Secrets extension (one GET per name; the extension calls GetParameter).
  */
-function onFirstUse<T>(load: () => Promise<T>): () => Promise<T> {
-  let loaded: Promise<T> | undefined;
-  return () => {
-    loaded ??= load();
-    return loaded;
-  };
-}
-
-const SSM_BATCH = 10; // GetParameters accepts at most 10 names per call.
-
-/**
- * SSM Parameter Store: SecureString parameter `${prefix}${NAME}`, decrypted. The SDK client is
- * loaded on the first lookup (`client` or a new one): most configs have no placeholder, and
- * loading it costs every cold start ~10 ms of CPU.
- */
-export function ssmSecretResolver(client: SSMClient | undefined, prefix: string): SecretResolver {
-  const sdk = onFirstUse(async () => {
-    const { GetParametersCommand, SSMClient } = await import("./secrets-sdk.ts");
-    return { client: client ?? new SSMClient(CLIENT_OPTIONS), GetParametersCommand };
-  });
-  const readBatch = async (names: readonly string[]): Promise<Array<[string, Read]>> => {
-    const parameterNames = names.map((name) => `${prefix}${name}`);
-    try {
-      const { client, GetParametersCommand } = await sdk();
-      const answer = await client.send(
-        new GetParametersCommand({ Names: parameterNames, WithDecryption: true }),
-      );
-      const byParameter = new Map(answer.Parameters?.map((p) => [p.Name, clean(p.Value)]));
-      return names.flatMap((name): Array<[string, Read]> => {
-        const value = byParameter.get(`${prefix}${name}`);
-        return value === undefined ? [] : [[name, { value }]];
-      });
-    } catch (error) {
-      // A throttled or denied batch leaves out only its own names, and is retried later.
-      const reason = `cannot read SSM parameters ${parameterNames.join(", ")}: ${errorText(error)}`;
-      return names.map((name): [string, Read] => [name, { error: reason }]);
+export function ssmSecretResolver(extension: SecretsExtension, prefix: string): SecretResolver {
+  const read = async (name: string): Promise<Entry[]> => {
+    const parameter = `${prefix}${name}`;
+    const answer = await extension.get("/systemsmanager/parameters/get", {
+      name: parameter,
+      withDecryption: "true",
+    });
+    if (answer.kind === "unreadable") {
+      const error = `no value for placeholder \${${name}}: SSM parameter ${parameter} does not exist or the function's role may not read it (the extension answered ${answer.detail}); create the SecureString parameter ${parameter}`;
+      return [[name, { error }]];
     }
+    if (answer.kind === "failed") {
+      return [
+        [
+          name,
+          { error: `cannot read SSM parameter ${parameter} for \${${name}}: ${answer.reason}` },
+        ],
+      ];
+    }
+    const value = (answer.json as { Parameter?: { Value?: unknown } } | null)?.Parameter?.Value;
+    if (typeof value !== "string") {
+      const error = `SSM parameter ${parameter} for \${${name}} came back without a string value`;
+      return [[name, { error }]];
+    }
+    const cleaned = clean(value);
+    return cleaned === undefined ? [] : [[name, { value: cleaned }]];
   };
   return resolverFrom(
-    async (names) => {
-      const batches: Array<Promise<Array<[string, Read]>>> = [];
-      for (let start = 0; start < names.length; start += SSM_BATCH) {
-        batches.push(readBatch(names.slice(start, start + SSM_BATCH)));
-      }
-      return new Map((await Promise.all(batches)).flat());
-    },
+    async (names) => new Map((await Promise.all(names.map(read))).flat()),
     (name) => `create the SecureString parameter ${prefix}${name}`,
   );
 }
 
 /**
  * Secrets Manager: secret id `${prefix}${NAME}`, whose string is either `{"value":"..."}`
- * or the value itself. The SDK client is loaded on the first lookup, as for SSM.
+ * or the value itself, read through the Parameters and Secrets extension (GetSecretValue).
  */
 export function secretsManagerSecretResolver(
-  client: SecretsManagerClient | undefined,
+  extension: SecretsExtension,
   prefix: string,
 ): SecretResolver {
-  const sdk = onFirstUse(async () => {
-    const { GetSecretValueCommand, SecretsManagerClient } = await import("./secrets-sdk.ts");
-    return { client: client ?? new SecretsManagerClient(CLIENT_OPTIONS), GetSecretValueCommand };
-  });
-  const read = async (name: string): Promise<Array<[string, Read]>> => {
+  const read = async (name: string): Promise<Entry[]> => {
     const secretId = `${prefix}${name}`;
-    let secretString: string | undefined;
-    try {
-      const { client, GetSecretValueCommand } = await sdk();
-      const answer = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
-      secretString = answer.SecretString;
-    } catch (error) {
-      if (error instanceof Error && error.name === "ResourceNotFoundException") return [];
+    const answer = await extension.get("/secretsmanager/get", { secretId });
+    if (answer.kind === "unreadable") {
+      const error = `no value for placeholder \${${name}}: secret ${secretId} does not exist or the function's role may not read it (the extension answered ${answer.detail}); create the secret ${secretId} in Secrets Manager`;
+      return [[name, { error }]];
+    }
+    if (answer.kind === "failed") {
       return [
-        [name, { error: `cannot read secret ${secretId} for \${${name}}: ${errorText(error)}` }],
+        [name, { error: `cannot read secret ${secretId} for \${${name}}: ${answer.reason}` }],
       ];
     }
-    if (secretString === undefined) {
+    const secretString = (answer.json as { SecretString?: unknown } | null)?.SecretString;
+    if (typeof secretString !== "string") {
       const error = `secret ${secretId} for \${${name}} has no string value (binary is not supported)`;
       return [[name, { error }]];
     }
@@ -178,6 +157,14 @@ export function secretsManagerSecretResolver(
   return resolverFrom(
     async (names) => new Map((await Promise.all(names.map(read))).flat()),
     (name) => `create the secret ${prefix}${name} in Secrets Manager`,
+  );
+}
+
+/** Every name unresolved with one reason: a setting that makes the source unusable. */
+function failingResolver(reason: string): SecretResolver {
+  return resolverFrom(
+    async (names) => new Map(names.map((name): Entry => [name, { error: reason }])),
+    () => reason,
   );
 }
 
@@ -198,23 +185,22 @@ function jsonValueOrSelf(secretString: string, secretId: string): Read {
 
 /**
  * The resolver this process should use: `SECRETS_SOURCE` = `env` (default) | `ssm` |
- * `secretsmanager`; `SECRETS_PREFIX` is put before each name for SSM and Secrets Manager.
+ * `secretsmanager`; `SECRETS_PREFIX` is put before each name for SSM and Secrets Manager,
+ * which are read through the Parameters and Secrets extension on
+ * `PARAMETERS_SECRETS_EXTENSION_HTTP_PORT` (default 2773) with `AWS_SESSION_TOKEN`.
  * Values are cached by the model source, which also spaces out retries of failed names.
  */
-export function createSecretResolver(
-  env: Env = process.env,
-  clients: { ssm?: SSMClient; secretsManager?: SecretsManagerClient } = {},
-): SecretResolver {
+export function createSecretResolver(env: Env = process.env): SecretResolver {
   const source = env.SECRETS_SOURCE ?? "env";
   const prefix = env.SECRETS_PREFIX ?? "";
-  switch (source) {
-    case "env":
-      return envSecretResolver(env);
-    case "ssm":
-      return ssmSecretResolver(clients.ssm, prefix);
-    case "secretsmanager":
-      return secretsManagerSecretResolver(clients.secretsManager, prefix);
-    default:
-      throw new Error(`SECRETS_SOURCE must be env, ssm or secretsmanager, not "${source}"`);
+  if (source === "env") return envSecretResolver(env);
+  if (source !== "ssm" && source !== "secretsmanager") {
+    throw new Error(`SECRETS_SOURCE must be env, ssm or secretsmanager, not "${source}"`);
   }
+  const origin = extensionOrigin(env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT);
+  if (typeof origin !== "string") return failingResolver(`cannot read secrets: ${origin.error}`);
+  const extension = createSecretsExtension({ origin, token: () => env.AWS_SESSION_TOKEN });
+  return source === "ssm"
+    ? ssmSecretResolver(extension, prefix)
+    : secretsManagerSecretResolver(extension, prefix);
 }

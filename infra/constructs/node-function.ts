@@ -6,6 +6,7 @@ import {
   type ApplicationLogLevel,
   Architecture,
   LoggingFormat,
+  type ParamsAndSecretsLayerVersion,
   Runtime,
   SystemLogLevel,
 } from "aws-cdk-lib/aws-lambda";
@@ -46,6 +47,11 @@ export interface GatewayFunctionProps {
   readonly removalPolicy: RemovalPolicy;
   readonly reservedConcurrency?: number;
   readonly description: string;
+  /**
+   * The Parameters and Secrets Lambda Extension layer (for the function's architecture) and its
+   * settings, for a function that reads SSM parameters or Secrets Manager secrets.
+   */
+  readonly paramsAndSecrets?: ParamsAndSecretsLayerVersion;
 }
 
 /**
@@ -91,6 +97,7 @@ export class GatewayFunction extends Construct {
       ...(props.reservedConcurrency === undefined
         ? {}
         : { reservedConcurrentExecutions: props.reservedConcurrency }),
+      ...(props.paramsAndSecrets === undefined ? {} : { paramsAndSecrets: props.paramsAndSecrets }),
       bundling: {
         format: OutputFormat.ESM,
         minify: true,

@@ -12,6 +12,10 @@ import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/s
 import { PROJECT_ROOT } from "../../infra/gateway-config.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";
+import {
+  type SecretsExtensionStandIn,
+  startSecretsExtension,
+} from "../support/secrets-extension.ts";
 import { synthGateway } from "./synth.ts";
 
 /**
@@ -38,6 +42,7 @@ let s3: S3rver;
 let s3Dir: string;
 let s3Endpoint: string;
 let lambdaEnv: Record<string, string>;
+let extension: SecretsExtensionStandIn;
 
 beforeAll(async () => {
   const synth = synthGateway("dev", { bundle: true });
@@ -59,9 +64,10 @@ beforeAll(async () => {
     monitor: locate(synth.stack.monitor.function),
   };
 
-  [dynamo, anvil] = await Promise.all([
+  [dynamo, anvil, extension] = await Promise.all([
     startDynalite({ tableName: "bundle-test" }),
     startAnvil({ chainId: 31337 }),
+    startSecretsExtension(),
   ]);
   s3Dir = mkdtempSync(join(tmpdir(), "bundle-s3-"));
   s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: s3Dir });
@@ -87,6 +93,20 @@ beforeAll(async () => {
       }),
     }),
   );
+  await client.send(
+    new PutObjectCommand({
+      Bucket: "config-bucket",
+      Key: "config/with-secret.json",
+      Body: JSON.stringify({
+        networks: {
+          devnet: {
+            chain_id: 31337,
+            providers: [{ name: "keyed", url: `${anvil.url}/?key=\${ANVIL_KEY}` }],
+          },
+        },
+      }),
+    }),
+  );
   client.destroy();
   // The environment the stack gives both Lambdas, pointed at the local stand-ins.
   lambdaEnv = {
@@ -107,6 +127,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
+  await extension?.close();
   await s3?.close();
   await anvil?.stop();
   await dynamo?.close();
@@ -115,7 +136,12 @@ afterAll(async () => {
 });
 
 /** Imports a bundle in a fresh Node process and calls its handler once, as Lambda does. */
-async function invoke(bundle: string, event: unknown, remainingMs: number) {
+async function invoke(
+  bundle: string,
+  event: unknown,
+  remainingMs: number,
+  env: Record<string, string> = {},
+) {
   const script = join(outdir, `invoke-${Math.random().toString(36).slice(2)}.mjs`);
   writeFileSync(
     script,
@@ -130,7 +156,7 @@ process.exit(0);
 `,
   );
   const { stdout, stderr } = await run(process.execPath, [script], {
-    env: lambdaEnv,
+    env: { ...lambdaEnv, ...env },
     timeout: 60_000,
   });
   if (process.env.DEBUG_BUNDLE) console.log(stdout, stderr);
@@ -187,6 +213,45 @@ describe("the bundles CDK builds", () => {
       body: '{"jsonrpc":"2.0","id":7,"result":"0x7a69"}',
     });
     expect((result.headers as Record<string, string>)["x-gateway-provider"]).toBe("anvil");
+  });
+
+  it("the bundled proxy reads a provider's key through the Parameters and Secrets extension, and carries no SSM or Secrets Manager client", async () => {
+    for (const { file } of Object.values(bundles)) {
+      const code = readFileSync(file, "utf8");
+      for (const sdk of ["AmazonSSM", "GetParametersCommand", "SecretsManagerClient"]) {
+        expect(code).not.toContain(sdk);
+      }
+    }
+    extension.parameters.set("/rpc-gateway/dev/ANVIL_KEY", "anvil-key-0123456789");
+    const event = {
+      version: "2.0",
+      routeKey: "$default",
+      rawPath: "/devnet",
+      rawQueryString: "",
+      headers: { "content-type": "application/json" },
+      requestContext: { http: { method: "POST", path: "/devnet" }, requestId: "r2" },
+      body: '{"jsonrpc":"2.0","id":8,"method":"eth_chainId","params":[]}',
+      isBase64Encoded: false,
+    };
+    const { result } = await invoke(bundles.proxy.file, event, 29_000, {
+      CONFIG_KEY: "config/with-secret.json",
+      SECRETS_SOURCE: "ssm",
+      SECRETS_PREFIX: "/rpc-gateway/dev/",
+      PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(extension.port),
+      AWS_SESSION_TOKEN: extension.token,
+    });
+    expect(result).toMatchObject({
+      statusCode: 200,
+      body: '{"jsonrpc":"2.0","id":8,"result":"0x7a69"}',
+    });
+    expect((result.headers as Record<string, string>)["x-gateway-provider"]).toBe("keyed");
+    expect(extension.calls).toEqual([
+      {
+        path: "/systemsmanager/parameters/get",
+        query: { name: "/rpc-gateway/dev/ANVIL_KEY", withDecryption: "true" },
+        token: extension.token,
+      },
+    ]);
   });
 
   it("the bundled monitor runs its ticks and writes the quorum", async () => {

@@ -102,6 +102,29 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
     expect(resource(stack.monitor.function).Properties.ReservedConcurrentExecutions).toBe(1);
   });
 
+  it("runs the Parameters and Secrets extension's arm64 layer beside both functions, which read their secrets through it", () => {
+    const mappings = (synth.template.toJSON().Mappings ?? {}) as Record<
+      string,
+      Record<string, Record<string, string>>
+    >;
+    /** A concrete ARN, or (environment-agnostic) the ARN the region mapping gives us-east-1. */
+    const arnOf = (layer: Json | string): string | undefined => {
+      if (typeof layer === "string") return layer;
+      const [map, , key] = layer["Fn::FindInMap"] as [string, Json, string];
+      return mappings[map]?.["us-east-1"]?.[key];
+    };
+    const region = (defaultEnv.region as string | undefined) ?? "us-east-1";
+    for (const fn of [stack.proxy, stack.monitor]) {
+      const layers = resource(fn.function).Properties.Layers as Array<Json | string>;
+      expect(layers).toHaveLength(1);
+      expect(arnOf(layers[0] as Json | string)).toMatch(
+        new RegExp(
+          `^arn:aws:lambda:${region}:\\d{12}:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:\\d+$`,
+        ),
+      );
+    }
+  });
+
   it("passes the same environment to both functions", () => {
     const expected = {
       TABLE_NAME: { Ref: idOf(stack.table) },
@@ -114,6 +137,16 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       POWERTOOLS_METRICS_NAMESPACE: "RpcGateway",
       POWERTOOLS_LOG_LEVEL: settings.logLevel,
       BUNDLED_CONFIG_PATH: "/var/task/config.json",
+      // The Parameters and Secrets extension's settings.
+      PARAMETERS_SECRETS_EXTENSION_CACHE_ENABLED: "true",
+      PARAMETERS_SECRETS_EXTENSION_CACHE_SIZE: "1000",
+      PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: "2773",
+      PARAMETERS_SECRETS_EXTENSION_LOG_LEVEL: "warn",
+      PARAMETERS_SECRETS_EXTENSION_MAX_CONNECTIONS: "10",
+      SECRETS_MANAGER_TIMEOUT_MILLIS: "2500",
+      SECRETS_MANAGER_TTL: "300",
+      SSM_PARAMETER_STORE_TIMEOUT_MILLIS: "2500",
+      SSM_PARAMETER_STORE_TTL: "300",
     };
     for (const fn of [stack.proxy, stack.monitor]) {
       expect(resource(fn.function).Properties.Environment).toEqual({ Variables: expected });
@@ -278,7 +311,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
           "Fn::Join": ["", [{ "Fn::GetAtt": [idOf(stack.bucket), "Arn"] }, `/config/${env}.json`]],
         },
       });
-      expect(bySid.SecretsParameters?.Action).toBe("ssm:GetParameters");
+      expect(bySid.SecretsParameters?.Action).toBe("ssm:GetParameter");
       expect(flattenCfnReference(bySid.SecretsParameters?.Resource)).toBe(
         arn("ssm", `parameter/rpc-gateway/${env}/*`),
       );

@@ -1,18 +1,24 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SSMClient } from "@aws-sdk/client-ssm";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { createConfigSource } from "../../functions/adapters/config-source.ts";
 import { createModelSource, type ModelInForce } from "../../functions/adapters/model-source.ts";
 import { ssmSecretResolver } from "../../functions/adapters/secrets.ts";
+import {
+  createSecretsExtension,
+  type SecretsExtension,
+} from "../../functions/adapters/secrets-extension.ts";
 import type { ConfigInput } from "../../functions/core/config-schema.ts";
 import type { LogLevel, Telemetry } from "../../functions/core/ports.ts";
-import { type SecretsService, startSecretsService } from "../support/secrets-service.ts";
+import {
+  type SecretsExtensionStandIn,
+  startSecretsExtension,
+} from "../support/secrets-extension.ts";
 
 /**
- * Secrets resolved per provider, against the real SSM client and a local server speaking the
- * SSM API: one missing or unreadable secret leaves out only the providers that use it, and a
+ * Secrets resolved per provider, read through a local server speaking the Parameters and
+ * Secrets extension's API: one missing or unreadable secret leaves out only the providers that use it, and a
  * failed name is retried on the `config_refresh_seconds` cadence, never once per request.
  */
 
@@ -20,27 +26,23 @@ const PREFIX = "/rpc-gateway/test/";
 const REFRESH_MS = 30_000;
 const A_VALUE = "a-secret-value-0123456789";
 
-let service: SecretsService;
-let ssm: SSMClient;
+let service: SecretsExtensionStandIn;
+let extension: SecretsExtension;
 let dir: string;
 
 beforeAll(async () => {
-  service = await startSecretsService();
-  ssm = new SSMClient(service.clientConfig());
+  service = await startSecretsExtension();
+  extension = createSecretsExtension({ origin: service.origin, token: () => service.token });
   dir = await mkdtemp(join(tmpdir(), "model-source-secrets-"));
 });
 
 afterAll(async () => {
-  ssm.destroy();
+  await extension.close();
   await service.close();
   await rm(dir, { recursive: true, force: true });
 });
 
-beforeEach(() => {
-  service.parameters.clear();
-  service.calls.length = 0;
-  service.fault = null;
-});
+beforeEach(() => service.reset());
 
 afterEach(() => {
   service.fault = null;
@@ -98,7 +100,7 @@ async function setup(config: ConfigInput = CONFIG, fileRefreshSeconds?: number) 
       clock,
       ...(fileRefreshSeconds === undefined ? {} : { refreshSeconds: fileRefreshSeconds }),
     }),
-    secrets: ssmSecretResolver(ssm, PREFIX),
+    secrets: ssmSecretResolver(extension, PREFIX),
     telemetry,
     clock,
     onChange: (inForce) => {
@@ -126,8 +128,10 @@ async function setup(config: ConfigInput = CONFIG, fileRefreshSeconds?: number) 
   };
 }
 
-const ssmCalls = () => service.calls.filter((call) => call.target === "AmazonSSM.GetParameters");
-const askedFor = () => ssmCalls().map((call) => (call.body.Names as string[]).join(","));
+const ssmCalls = () =>
+  service.calls.filter((call) => call.path === "/systemsmanager/parameters/get");
+/** The parameters asked for, in order; names asked for together are sorted. */
+const askedFor = () => ssmCalls().map((call) => call.query.name);
 
 describe("secrets resolved per provider", () => {
   it("a provider whose secret is missing is left out with the reason, a log and a metric; every other provider and network serves", async () => {
@@ -147,7 +151,7 @@ describe("secrets resolved per provider", () => {
         priority: 2,
         backup: false,
         reason: "secret_unresolved",
-        detail: `no value for placeholder \${B_KEY}: create the SecureString parameter ${PREFIX}B_KEY`,
+        detail: `no value for placeholder \${B_KEY}: SSM parameter ${PREFIX}B_KEY does not exist or the function's role may not read it (the extension answered HTTP 400: an unexpected error occurred while executing request); create the SecureString parameter ${PREFIX}B_KEY`,
       },
     ]);
     expect(s.names(inForce, "base")).toEqual([]);
@@ -162,7 +166,7 @@ describe("secrets resolved per provider", () => {
     expect(JSON.stringify(s.telemetry.logs)).not.toContain(A_VALUE);
   });
 
-  it("regression: 50 requests while a secret was missing made one SSM call, not 50", async () => {
+  it("regression: 50 requests while a secret was missing made one lookup (one read per name), not 50", async () => {
     service.parameters.set(`${PREFIX}A_KEY`, A_VALUE);
     const s = await setup();
 
@@ -171,7 +175,7 @@ describe("secrets resolved per provider", () => {
       await s.models.current();
     }
 
-    expect(askedFor()).toEqual(["/rpc-gateway/test/A_KEY,/rpc-gateway/test/B_KEY"]);
+    expect(askedFor().sort()).toEqual(["/rpc-gateway/test/A_KEY", "/rpc-gateway/test/B_KEY"]);
   });
 
   it("a failed name is tried again once per config_refresh_seconds, in the background, and its providers join when it appears", async () => {
@@ -181,17 +185,14 @@ describe("secrets resolved per provider", () => {
 
     s.advance(REFRESH_MS - 1);
     await s.models.current();
-    expect(ssmCalls()).toHaveLength(1);
+    expect(ssmCalls()).toHaveLength(2);
 
     // Due, but still missing: one lookup of the failed name alone, and nothing changes.
     s.advance(1);
     await s.models.current();
-    await vi.waitFor(() => expect(ssmCalls()).toHaveLength(2));
+    await vi.waitFor(() => expect(ssmCalls()).toHaveLength(3));
     await new Promise((resolve) => setImmediate(resolve));
-    expect(askedFor()).toEqual([
-      "/rpc-gateway/test/A_KEY,/rpc-gateway/test/B_KEY",
-      "/rpc-gateway/test/B_KEY",
-    ]);
+    expect(askedFor().slice(2)).toEqual(["/rpc-gateway/test/B_KEY"]);
     expect(s.changes).toHaveLength(1);
 
     service.parameters.set(`${PREFIX}B_KEY`, "b-secret-value-9876543210");
@@ -206,22 +207,22 @@ describe("secrets resolved per provider", () => {
     expect(s.names(after, "ethereum")).toEqual(["with-a", "with-b", "public"]);
     expect(s.names(after, "base")).toEqual(["base-b"]);
     expect(s.leftOut(after, "ethereum")).toEqual([]);
-    expect(askedFor()).toHaveLength(3);
+    expect(askedFor()).toHaveLength(4);
     expect(after.scrub("https://b.example/v2/b-secret-value-9876543210")).toBe(
       "https://b.example/v2/***",
     );
   });
 
-  it("SSM throttled at cold start: providers with secrets are left out with the reason, the public one serves, and all join once SSM answers", async () => {
+  it("the extension failing at cold start: providers with secrets are left out with the reason, the public one serves, and all join once it answers", async () => {
     service.parameters.set(`${PREFIX}A_KEY`, A_VALUE);
     service.parameters.set(`${PREFIX}B_KEY`, "b-secret-value-9876543210");
-    service.fault = { type: "ThrottlingException", message: "Rate exceeded" };
+    service.fault = { status: 500, body: "internal error" };
     const s = await setup();
 
     const cold = await s.models.current();
     expect(s.names(cold, "ethereum")).toEqual(["public"]);
     expect(cold.model.networks.get("ethereum")?.leftOut[0]?.detail).toBe(
-      `cannot read SSM parameters ${PREFIX}A_KEY, ${PREFIX}B_KEY: ThrottlingException: Rate exceeded`,
+      `cannot read SSM parameter ${PREFIX}A_KEY for \${A_KEY}: the Parameters and Secrets extension at ${service.origin} answered HTTP 500: internal error`,
     );
 
     service.fault = null;
@@ -232,12 +233,12 @@ describe("secrets resolved per provider", () => {
     expect(s.names(await s.models.current(), "ethereum")).toEqual(["with-a", "with-b", "public"]);
   });
 
-  it("a value once found is kept: a new config object with the same names makes no SSM call", async () => {
+  it("a value once found is kept: a new config object with the same names reads nothing", async () => {
     service.parameters.set(`${PREFIX}A_KEY`, A_VALUE);
     service.parameters.set(`${PREFIX}B_KEY`, "b-secret-value-9876543210");
     const s = await setup();
     await s.models.current();
-    expect(ssmCalls()).toHaveLength(1);
+    expect(ssmCalls()).toHaveLength(2);
 
     const edited: ConfigInput = JSON.parse(JSON.stringify(CONFIG));
     edited.networks.ethereum?.providers.reverse();
@@ -246,7 +247,7 @@ describe("secrets resolved per provider", () => {
     const next = await s.models.current();
 
     expect(s.names(next, "ethereum")).toEqual(["public", "with-b", "with-a"]);
-    expect(ssmCalls()).toHaveLength(1);
+    expect(ssmCalls()).toHaveLength(2);
   });
 
   it("a new config naming a secret that failed moments ago does not look it up again before it is due", async () => {

@@ -1,0 +1,234 @@
+import type { Agent as AgentType, Dispatcher } from "undici";
+import Agent from "undici/lib/dispatcher/agent.js";
+import { errorCode } from "./transport-failure.ts";
+
+/**
+ * The AWS Parameters and Secrets Lambda Extension: a layer whose process serves SSM parameters
+ * and Secrets Manager secrets on localhost (`GET /systemsmanager/parameters/get?name=...`,
+ * `GET /secretsmanager/get?secretId=...`), read with the function's role and cached by it. Only
+ * requests carrying the container's `AWS_SESSION_TOKEN` in `X-Aws-Parameters-Secrets-Token` are
+ * served. Reading through it keeps the SSM and Secrets Manager SDK clients out of the bundle.
+ *
+ * Each GET has one timer for the whole exchange; the extension's own calls to AWS have no
+ * timeout unless the function sets one, so this bounds them too. A GET is tried once more after
+ * a short pause when the extension could not take it (connection refused or reset, "not ready",
+ * a 5xx), never after a timeout, so one name costs at most two attempts.
+ */
+
+/** The extension's answer to one GET. */
+export type ExtensionAnswer =
+  /** 200: the GetParameter / GetSecretValue result as JSON. */
+  | { readonly kind: "found"; readonly json: unknown }
+  /**
+   * 400: the extension's answer when AWS refused the read, whether the name does not exist or
+   * the role may not read it ("an unexpected error occurred while executing request").
+   */
+  | { readonly kind: "unreadable"; readonly detail: string }
+  /** Anything else: why, naming no value. */
+  | { readonly kind: "failed"; readonly reason: string };
+
+export interface SecretsExtension {
+  /** Never rejects. `query` is URL-encoded here. */
+  get(path: string, query: Readonly<Record<string, string>>): Promise<ExtensionAnswer>;
+  close(): Promise<void>;
+}
+
+export interface SecretsExtensionOptions {
+  /** `http://localhost:<port>`. */
+  readonly origin: string;
+  /**
+   * The container's `AWS_SESSION_TOKEN`, read at each GET; without it every GET fails at once,
+   * with why.
+   */
+  readonly token: () => string | undefined;
+  /** One attempt's limit, connect to last byte; default 3000 ms. */
+  readonly timeoutMs?: number;
+  /** Pause before the second attempt; default 200 ms. */
+  readonly retryPauseMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 3_000;
+const DEFAULT_RETRY_PAUSE_MS = 200;
+/**
+ * GETs in flight at once; more wait for a connection within their own time limit, so a lookup
+ * of any number of names takes at most two attempts' time. The stack lets the extension open as
+ * many connections to AWS.
+ */
+export const EXTENSION_CONNECTIONS = 10;
+/** A Secrets Manager secret is at most 64 KB; its answer carries some metadata besides. */
+const MAX_ANSWER_BYTES = 256 * 1024;
+/** What an error answer may show of its body: the extension's own short messages. */
+const EXCERPT_CHARS = 160;
+
+type Attempt =
+  | { readonly status: number; readonly body: string }
+  | { readonly error: string; readonly retryable: boolean };
+
+export function createSecretsExtension(options: SecretsExtensionOptions): SecretsExtension {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const retryPauseMs = options.retryPauseMs ?? DEFAULT_RETRY_PAUSE_MS;
+  const where = `the Parameters and Secrets extension at ${options.origin}`;
+  let agent: AgentType | null = null;
+  // Created on the first GET: a config without placeholders never opens it.
+  const dispatcher = () => {
+    agent ??= new Agent({ connections: EXTENSION_CONNECTIONS, headersTimeout: 0, bodyTimeout: 0 });
+    return agent;
+  };
+
+  function attempt(path: string, token: string): Promise<Attempt> {
+    return new Promise((resolve) => {
+      let settled = false;
+      let controller: Dispatcher.DispatchController | null = null;
+      let abandoned: Error | null = null;
+      let status = 0;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const finish = (result: Attempt) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const abandon = (error: string) => {
+        finish({ error, retryable: false });
+        abandoned = new Error(error);
+        if (controller !== null && !controller.aborted) controller.abort(abandoned);
+      };
+      const timer = setTimeout(
+        () => abandon(`no answer from ${where} within ${timeoutMs} ms`),
+        timeoutMs,
+      );
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart(started) {
+          controller = started;
+          if (abandoned !== null) started.abort(abandoned);
+        },
+        onResponseStart(_controller, statusCode) {
+          status = statusCode;
+        },
+        onResponseData(_controller, chunk) {
+          if (settled) return;
+          size += chunk.length;
+          if (size > MAX_ANSWER_BYTES) abandon(`${where} answered over ${MAX_ANSWER_BYTES} bytes`);
+          else chunks.push(chunk);
+        },
+        onResponseEnd() {
+          finish({ status, body: Buffer.concat(chunks, size).toString("utf8") });
+        },
+        onResponseError(_controller, error) {
+          const code = errorCode(error);
+          const message = error instanceof Error ? error.message : String(error);
+          finish({
+            error: `cannot reach ${where}: ${code ? `${code} ` : ""}${message}`,
+            // Refused: the extension is not listening yet (or the layer is missing).
+            retryable:
+              code === "ECONNREFUSED" || code === "ECONNRESET" || code === "UND_ERR_SOCKET",
+          });
+        },
+      };
+      try {
+        dispatcher().dispatch(
+          {
+            origin: options.origin,
+            path,
+            method: "GET",
+            headers: { "x-aws-parameters-secrets-token": token, accept: "application/json" },
+          },
+          handler,
+        );
+      } catch (error) {
+        finish({
+          error: `cannot reach ${where}: ${error instanceof Error ? error.message : String(error)}`,
+          retryable: false,
+        });
+      }
+    });
+  }
+
+  function judge(result: Attempt): ExtensionAnswer & { readonly retryable: boolean } {
+    if ("error" in result) {
+      return { kind: "failed", reason: result.error, retryable: result.retryable };
+    }
+    if (result.status === 200) {
+      try {
+        return { kind: "found", json: JSON.parse(result.body), retryable: false };
+      } catch {
+        // The body may hold a value: it is never shown.
+        return {
+          kind: "failed",
+          reason: `${where} answered 200 with a body that is not JSON`,
+          retryable: false,
+        };
+      }
+    }
+    // An error answer holds no value: its start is shown, for the operator.
+    const excerpt = excerptOf(result.body);
+    if (/not ready/i.test(result.body)) {
+      return { kind: "failed", reason: `${where} was not ready (${excerpt})`, retryable: true };
+    }
+    if (result.status === 400) {
+      return { kind: "unreadable", detail: `HTTP 400: ${excerpt}`, retryable: false };
+    }
+    if (result.status === 401 || result.status === 403) {
+      return {
+        kind: "failed",
+        reason: `${where} refused the session token (HTTP ${result.status}: ${excerpt})`,
+        retryable: false,
+      };
+    }
+    return {
+      kind: "failed",
+      reason: `${where} answered HTTP ${result.status}: ${excerpt}`,
+      retryable: result.status >= 500,
+    };
+  }
+
+  return {
+    async get(path, query) {
+      const token = options.token();
+      if (token === undefined || token === "") {
+        return {
+          kind: "failed",
+          reason: `AWS_SESSION_TOKEN is not set, so ${where} cannot be asked (it serves only inside Lambda)`,
+        };
+      }
+      const target = `${path}?${new URLSearchParams(query).toString()}`;
+      const first = judge(await attempt(target, token));
+      if (!first.retryable) return strip(first);
+      await new Promise((resolve) => setTimeout(resolve, retryPauseMs));
+      return strip(judge(await attempt(target, token)));
+    },
+    async close() {
+      await agent?.destroy();
+      agent = null;
+    },
+  };
+}
+
+function strip(answer: ExtensionAnswer & { readonly retryable: boolean }): ExtensionAnswer {
+  switch (answer.kind) {
+    case "found":
+      return { kind: "found", json: answer.json };
+    case "unreadable":
+      return { kind: "unreadable", detail: answer.detail };
+    default:
+      return { kind: "failed", reason: answer.reason };
+  }
+}
+
+/** The start of an error answer on one line: the extension's message, for the operator. */
+function excerptOf(body: string): string {
+  const line = body.replace(/\s+/g, " ").trim();
+  if (line === "") return "empty answer";
+  return line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line;
+}
+
+/** `http://localhost:<PARAMETERS_SECRETS_EXTENSION_HTTP_PORT>`, 2773 by default. */
+export function extensionOrigin(port: string | undefined): string | { readonly error: string } {
+  if (port === undefined || port === "") return "http://localhost:2773";
+  const number = Number(port);
+  if (!/^\d+$/.test(port) || number < 1 || number > 65_535) {
+    return { error: `PARAMETERS_SECRETS_EXTENSION_HTTP_PORT is not a port: "${port}"` };
+  }
+  return `http://localhost:${number}`;
+}
