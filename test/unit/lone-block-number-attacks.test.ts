@@ -277,3 +277,70 @@ describe("the short path of a lone eth_blockNumber, against the method rules", (
     },
   );
 });
+
+describe("the short path across containers whose copies of the state differ in age", () => {
+  it("two containers over one store, a chain growing a block a second, callers alternating every 37 ms for 30 s: the number never goes back nor passes the chain, and the short path answers part of them (a block time of 1 s is shorter than the publication delay)", async () => {
+    let now = NOW;
+    const clock = () => now;
+    const store = new MemoryStateStore(clock);
+    store.setHead("net", {
+      ...recentHead(),
+      served: { block: 100, at: NOW - 10_000 },
+      updatedAt: NOW,
+    });
+    const chainHead = () => 100 + Math.floor((now - NOW) / 1000);
+    const upstream = new ScriptedUpstream(() => undefined);
+    for (const url of [P1, P2, P3])
+      upstream.script(
+        url,
+        resultFor(() => `0x${chainHead().toString(16)}`),
+      );
+    const telemetry: Telemetry = {
+      log: () => undefined,
+      count: () => undefined,
+      measure: () => undefined,
+    };
+    const model = buildModel(
+      configSchema.parse({
+        networks: { net: { chain_id: 1, block_time_seconds: 1, providers: three } },
+      }),
+      (url) => url,
+    );
+    const container = () =>
+      new Gateway({
+        model: () => model,
+        upstream,
+        store,
+        cache: new StateCache({ store, clock, telemetry, ttlMs: () => 1000 }),
+        clock,
+        random: () => 0.5,
+        wait,
+        hedgeTimer,
+        telemetry,
+        scrub: (text) => text,
+        scrubAnswer: (text) => text,
+      });
+    const containers = [container(), container()];
+    let highest = 0;
+    let backwards = 0;
+    let beyond = 0;
+    let short = 0;
+    let calls = 0;
+    for (let step = 0; now < NOW + 30_000; step++) {
+      now += 37;
+      // Containers take turns unevenly, so their copies of the state are of different ages.
+      const gateway = containers[step % 3 === 0 ? 1 : 0];
+      const response = await gateway?.handleRpc("net", `{"id":${step},"method":"eth_blockNumber"}`);
+      await new Promise((resolve) => setImmediate(resolve));
+      const number = Number.parseInt(JSON.parse(response?.body ?? "{}").result, 16);
+      calls++;
+      if (response?.headers["x-gateway-attempts"] === "0") short++;
+      if (number < highest) backwards++;
+      if (number > chainHead()) beyond++;
+      highest = Math.max(highest, number);
+    }
+    expect({ backwards, beyond }).toEqual({ backwards: 0, beyond: 0 });
+    expect(highest).toBeGreaterThan(120);
+    expect(short / calls).toBeGreaterThan(0.1);
+  });
+});
