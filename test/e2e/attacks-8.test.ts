@@ -128,7 +128,12 @@ describe("the short path over HTTP, attacked", () => {
   });
 
   it("without a key, or with a wrong one, 401 before any answer", async () => {
-    for (const headers of [{}, { "x-api-key": "nope" }, { "x-api-key": "" }]) {
+    const attempts: Array<Record<string, string>> = [
+      {},
+      { "x-api-key": "nope" },
+      { "x-api-key": "" },
+    ];
+    for (const headers of attempts) {
       const answer = await send("/devnet", blockNumber(1), headers);
       expect(answer.status).toBe(401);
       expect(answer.text).not.toContain("result");
