@@ -301,8 +301,10 @@ export class DynamoStateStore implements StateStore {
           // The newest publication becomes the previous one; -1 stands for none.
           UpdateExpression:
             "SET prev_served = if_not_exists(served, :none), prev_served_at = if_not_exists(served_at, :none), served = :block, served_at = :at",
+          // Only beside the monitor's chain position: without it there is no reachable head to
+          // bound a provider's number, and one far ahead would freeze the served head there.
           ConditionExpression:
-            "attribute_not_exists(served) OR (served < :block AND served_at <= :cutoff)",
+            "attribute_exists(latest) AND (attribute_not_exists(served) OR (served < :block AND served_at <= :cutoff))",
           ExpressionAttributeValues: {
             ":block": { N: String(block) },
             ":at": { N: String(at) },

@@ -29,22 +29,28 @@ export function writeBundledConfig(text: string, file: string, dir: string): voi
   }
 }
 
-/** Linux caps one command-line argument at 128 KiB; the contents go in pieces well under it. */
+/** Linux caps one command-line argument at 128 KiB; each piece of a file goes well under it. */
 const ARGUMENT_PIECE = 64 * 1024;
 
 /**
  * The same files as shell commands, for CDK's `afterBundling` hook (which runs commands, not
- * code): each file's bytes in base64 (only shell-safe characters), written by `node`.
+ * code): each file's bytes in base64 (only shell-safe characters), written by `node`, one
+ * command per piece (the first creates the file, the others append), since local bundling
+ * runs each command as the single argument of `bash -c`.
  */
 export function bundledConfigCommands(text: string, file: string, outputDir: string): string[] {
   const write =
-    "const [path, ...pieces] = process.argv.slice(1); require('node:fs').writeFileSync(path, Buffer.from(pieces.join(''), 'base64'))";
-  return bundledConfigFiles(text, file).map(({ name, contents }) => {
+    "const [path, flag, piece] = process.argv.slice(1); require('node:fs').writeFileSync(path, Buffer.from(piece, 'base64'), { flag })";
+  return bundledConfigFiles(text, file).flatMap(({ name, contents }) => {
     const base64 = Buffer.from(contents, "utf8").toString("base64");
-    const pieces: string[] = [];
-    for (let at = 0; at < base64.length; at += ARGUMENT_PIECE) {
-      pieces.push(`"${base64.slice(at, at + ARGUMENT_PIECE)}"`);
+    const commands: string[] = [];
+    // A piece of 64 KiB (a multiple of 4) of base64 is whole base64 on its own.
+    for (let at = 0; at === 0 || at < base64.length; at += ARGUMENT_PIECE) {
+      const piece = base64.slice(at, at + ARGUMENT_PIECE);
+      commands.push(
+        `node -e "${write}" "${join(outputDir, name)}" ${at === 0 ? "w" : "a"} "${piece}"`,
+      );
     }
-    return `node -e "${write}" "${join(outputDir, name)}" ${pieces.join(" ")}`;
+    return commands;
   });
 }

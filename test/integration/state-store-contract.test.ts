@@ -111,6 +111,15 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
     },
   );
 
+  it.skipIf(skip)(
+    "regression: a served head published before the monitor wrote any chain position was kept in DynamoDB (the in-memory store refused it), so one provider's number far ahead froze every container's eth_blockNumber there; now it is refused on both",
+    async () => {
+      const net = fresh();
+      expect(await store.publishServed(net, 1_000_000, NOW, 0)).toBe(false);
+      expect((await store.readNetwork(net)).head).toBeNull();
+    },
+  );
+
   it.skipIf(skip)("a learned batch limit only shrinks until it expires", async () => {
     const net = fresh();
     await store.recordBatchLimit(net, "p", 10, NOW + 60_000);
