@@ -120,9 +120,11 @@ export async function startApiGateway(
   options: StartApiGatewayOptions,
 ): Promise<ApiGatewayEmulator> {
   const host = options.host ?? "127.0.0.1";
-  const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_SECONDS * 1000;
-  const functionTimeoutMs = options.functionTimeoutMs ?? PROXY_FUNCTION_TIMEOUT_SECONDS * 1000;
-  const functionName = options.functionName ?? "gateway-proxy";
+  const invokeTimeouts: InvokeTimeouts = {
+    identity: functionIdentity(options.functionName ?? "gateway-proxy"),
+    functionTimeoutMs: options.functionTimeoutMs ?? PROXY_FUNCTION_TIMEOUT_SECONDS * 1000,
+    integrationTimeoutMs: options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_SECONDS * 1000,
+  };
   const route = routerFor(options.routes ?? API_ROUTES.map(routeKeyOf));
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
   const containers = options.containers;
@@ -190,13 +192,8 @@ export async function startApiGateway(
     }
     const container = pickContainer();
     container.inFlight++;
-    const outcome = await invoke(container.handler, event, {
-      functionName,
-      functionTimeoutMs,
-      integrationTimeoutMs,
-    }).finally(() => {
-      container.inFlight--;
-    });
+    const outcome = await invoke(container.handler, event, invokeTimeouts);
+    container.inFlight--;
     switch (outcome.kind) {
       case "integration_timeout":
         return sendMessage(res, 503, "Service Unavailable", requestId);
@@ -259,7 +256,11 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
       if (size > MAX_PAYLOAD_BYTES) tooLarge = true;
       if (!tooLarge) chunks.push(chunk);
     });
-    req.on("end", () => resolve(tooLarge ? undefined : Buffer.concat(chunks, size)));
+    req.on("end", () => {
+      if (tooLarge) resolve(undefined);
+      // Most bodies arrive in one chunk, which is the caller's own to keep: no copy.
+      else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    });
     req.on("error", reject);
   });
 }
@@ -279,10 +280,10 @@ class LambdaContext implements Context {
   readonly functionName: string;
   readonly #deadline: number;
 
-  constructor(functionName: string, timeoutMs: number) {
-    this.functionName = functionName;
-    this.invokedFunctionArn = `arn:aws:lambda:us-east-1:${ACCOUNT_ID}:function:${functionName}`;
-    this.logGroupName = `/aws/lambda/${functionName}`;
+  constructor(identity: FunctionIdentity, timeoutMs: number) {
+    this.functionName = identity.functionName;
+    this.invokedFunctionArn = identity.invokedFunctionArn;
+    this.logGroupName = identity.logGroupName;
     this.#deadline = Date.now() + timeoutMs;
   }
 
@@ -302,12 +303,30 @@ class LambdaContext implements Context {
   }
 }
 
+/** The names a function's every invocation shares, formatted once per emulator. */
+interface FunctionIdentity {
+  readonly functionName: string;
+  readonly invokedFunctionArn: string;
+  readonly logGroupName: string;
+}
+
+function functionIdentity(functionName: string): FunctionIdentity {
+  return {
+    functionName,
+    invokedFunctionArn: `arn:aws:lambda:us-east-1:${ACCOUNT_ID}:function:${functionName}`,
+    logGroupName: `/aws/lambda/${functionName}`,
+  };
+}
+
 function callbackStyleUnsupported(): never {
   throw new Error("done/fail/succeed are not supported: return a promise from the handler");
 }
 
+const FUNCTION_TIMED_OUT: Outcome = { kind: "function_timeout" };
+const INTEGRATION_TIMED_OUT: Outcome = { kind: "integration_timeout" };
+
 interface InvokeTimeouts {
-  readonly functionName: string;
+  readonly identity: FunctionIdentity;
   readonly functionTimeoutMs: number;
   readonly integrationTimeoutMs: number;
 }
@@ -323,9 +342,7 @@ function invoke(
   timeouts: InvokeTimeouts,
 ): Promise<Outcome> {
   const functionFirst = timeouts.functionTimeoutMs <= timeouts.integrationTimeoutMs;
-  const timedOut: Outcome = functionFirst
-    ? { kind: "function_timeout" }
-    : { kind: "integration_timeout" };
+  const timedOut = functionFirst ? FUNCTION_TIMED_OUT : INTEGRATION_TIMED_OUT;
   return new Promise<Outcome>((resolve) => {
     const timer = setTimeout(
       resolve,
@@ -336,7 +353,7 @@ function invoke(
       clearTimeout(timer);
       resolve(outcome);
     };
-    const context = new LambdaContext(timeouts.functionName, timeouts.functionTimeoutMs);
+    const context = new LambdaContext(timeouts.identity, timeouts.functionTimeoutMs);
     let handled: Promise<unknown>;
     try {
       handled = handler(event, context);
@@ -386,14 +403,18 @@ function writeResult(
   requestId: string,
 ): void {
   const headers: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(result.headers ?? {})) {
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || lower.startsWith("access-control-")) continue;
-    headers[name] = String(value);
+  const resultHeaders = result.headers;
+  if (resultHeaders !== undefined && resultHeaders !== null) {
+    for (const name of Object.keys(resultHeaders)) {
+      const lower = name.toLowerCase();
+      if (HOP_BY_HOP.has(lower) || lower.startsWith("access-control-")) continue;
+      headers[name] = String(resultHeaders[name]);
+    }
   }
   if (origin) {
-    for (const [name, value] of Object.entries(corsResponseHeaders(corsOrigins, origin))) {
-      if (name.startsWith("access-control-")) headers[name] = value;
+    const cors = corsResponseHeaders(corsOrigins, origin);
+    for (const name of Object.keys(cors)) {
+      if (name.startsWith("access-control-")) headers[name] = cors[name];
     }
   }
   if (result.cookies !== undefined && result.cookies.length > 0) {
@@ -408,6 +429,7 @@ function writeResult(
   send(res, result.statusCode ?? 200, headers, body, requestId);
 }
 
+/** Sends an answer; `headers` is the caller's own object, completed here with the framing. */
 function send(
   res: ServerResponse,
   status: number,
@@ -415,11 +437,9 @@ function send(
   body: string | Buffer,
   requestId: string,
 ): void {
-  res.writeHead(status, {
-    ...headers,
-    "content-length": Buffer.byteLength(body),
-    "apigw-requestid": requestId,
-  });
+  headers["content-length"] = Buffer.byteLength(body);
+  headers["apigw-requestid"] = requestId;
+  res.writeHead(status, headers);
   res.end(body);
 }
 

@@ -44,6 +44,7 @@ export function decodeHttpApiPath(rawTarget: string): string | undefined {
  * no part.
  */
 function isTextContentType(contentType: string | undefined): boolean {
+  if (contentType === "application/json") return true;
   const type = (contentType ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? "";
   return type.startsWith("text/") || TEXT_CONTENT_TYPES.has(type);
 }
@@ -89,7 +90,7 @@ export function buildEvent(req: IncomingMessage, parts: EventParts): APIGatewayP
   const now = Date.now();
   headers["x-amzn-trace-id"] ??= traceId(now);
 
-  const domainName = (headers.host ?? "localhost").replace(/:\d+$/, "");
+  const { domainName, domainPrefix } = domainOf(headers.host ?? "localhost");
   const event: APIGatewayProxyEventV2 = {
     version: "2.0",
     routeKey: matched.routeKey,
@@ -100,7 +101,7 @@ export function buildEvent(req: IncomingMessage, parts: EventParts): APIGatewayP
       accountId: ACCOUNT_ID,
       apiId: API_ID,
       domainName,
-      domainPrefix: domainName.split(".")[0] ?? domainName,
+      domainPrefix,
       http: {
         method: req.method ?? "GET",
         path,
@@ -151,6 +152,24 @@ function decodeQueryComponent(component: string): string {
   } catch {
     return spaced;
   }
+}
+
+interface Domain {
+  readonly host: string;
+  readonly domainName: string;
+  readonly domainPrefix: string;
+}
+
+/** Callers send the same Host header request after request: the last one's parts are kept. */
+let lastDomain: Domain = { host: "", domainName: "", domainPrefix: "" };
+
+/** requestContext.domainName is the Host header without its port; domainPrefix its first label. */
+function domainOf(host: string): Domain {
+  if (host !== lastDomain.host) {
+    const domainName = host.replace(/:\d+$/, "");
+    lastDomain = { host, domainName, domainPrefix: domainName.split(".")[0] ?? domainName };
+  }
+  return lastDomain;
 }
 
 function clientIp(req: IncomingMessage): string {
