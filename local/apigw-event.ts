@@ -27,6 +27,8 @@ const TEXT_CONTENT_TYPES = new Set([
  * fails (`%25zz`) is rejected before the function runs. Undefined means "reject".
  */
 export function decodeHttpApiPath(rawTarget: string): string | undefined {
+  // Without a "%" or a "?" both decodings and the cut leave the path as it is.
+  if (!rawTarget.includes("%") && !rawTarget.includes("?")) return rawTarget;
   try {
     const decodedOnce = decodeURIComponent(rawTarget);
     const question = decodedOnce.indexOf("?");
