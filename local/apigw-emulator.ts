@@ -29,6 +29,7 @@ import {
   LAMBDA_REQUEST_LIMIT_BYTES,
   LAMBDA_RESPONSE_LIMIT_BYTES,
 } from "../functions/core/payload-limit.ts";
+import { InvocationDeadlines } from "./apigw-deadlines.ts";
 import { ACCOUNT_ID, buildEvent, decodeHttpApiPath } from "./apigw-event.ts";
 import { routerFor } from "./apigw-routing.ts";
 
@@ -110,6 +111,9 @@ type Outcome =
   | { readonly kind: "function_timeout" }
   | { readonly kind: "integration_timeout" };
 
+const FUNCTION_TIMED_OUT: Outcome = { kind: "function_timeout" };
+const INTEGRATION_TIMED_OUT: Outcome = { kind: "integration_timeout" };
+
 /**
  * An API Gateway HTTP API (payload format 2.0, `$default` stage) in front of a Lambda function.
  * Reproduces what a caller and the function can observe of the real services: the route
@@ -120,10 +124,16 @@ export async function startApiGateway(
   options: StartApiGatewayOptions,
 ): Promise<ApiGatewayEmulator> {
   const host = options.host ?? "127.0.0.1";
-  const invokeTimeouts: InvokeTimeouts = {
+  const functionTimeoutMs = options.functionTimeoutMs ?? PROXY_FUNCTION_TIMEOUT_SECONDS * 1000;
+  const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_SECONDS * 1000;
+  // Only the earlier of the two timeouts can end the wait (the function's on a tie).
+  const invocation: Invocation = {
     identity: functionIdentity(options.functionName ?? "gateway-proxy"),
-    functionTimeoutMs: options.functionTimeoutMs ?? PROXY_FUNCTION_TIMEOUT_SECONDS * 1000,
-    integrationTimeoutMs: options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_SECONDS * 1000,
+    functionTimeoutMs,
+    deadlines:
+      functionTimeoutMs <= integrationTimeoutMs
+        ? new InvocationDeadlines(functionTimeoutMs, FUNCTION_TIMED_OUT)
+        : new InvocationDeadlines(integrationTimeoutMs, INTEGRATION_TIMED_OUT),
   };
   const route = routerFor(options.routes ?? API_ROUTES.map(routeKeyOf));
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
@@ -192,7 +202,7 @@ export async function startApiGateway(
     }
     const container = pickContainer();
     container.inFlight++;
-    const outcome = await invoke(container.handler, event, invokeTimeouts);
+    const outcome = await invoke(container.handler, event, invocation);
     container.inFlight--;
     switch (outcome.kind) {
       case "integration_timeout":
@@ -220,6 +230,7 @@ export async function startApiGateway(
     port,
     close: () =>
       new Promise<void>((resolve) => {
+        invocation.deadlines.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
@@ -322,38 +333,28 @@ function callbackStyleUnsupported(): never {
   throw new Error("done/fail/succeed are not supported: return a promise from the handler");
 }
 
-const FUNCTION_TIMED_OUT: Outcome = { kind: "function_timeout" };
-const INTEGRATION_TIMED_OUT: Outcome = { kind: "integration_timeout" };
-
-interface InvokeTimeouts {
+interface Invocation {
   readonly identity: FunctionIdentity;
   readonly functionTimeoutMs: number;
-  readonly integrationTimeoutMs: number;
+  readonly deadlines: InvocationDeadlines<Outcome>;
 }
 
 /**
- * Runs the handler until it settles or a timeout fires. A handler that timed out keeps
- * running in the background: the emulator cannot stop it, only stop waiting for it. Only the
- * earlier of the two timeouts can end the wait (the function's on a tie), so one timer serves.
+ * Runs the handler until it settles or its timeout passes. A handler that timed out keeps
+ * running in the background: the emulator cannot stop it, only stop waiting for it.
  */
 function invoke(
   handler: ApiGatewayHandler,
   event: APIGatewayProxyEventV2,
-  timeouts: InvokeTimeouts,
+  invocation: Invocation,
 ): Promise<Outcome> {
-  const functionFirst = timeouts.functionTimeoutMs <= timeouts.integrationTimeoutMs;
-  const timedOut = functionFirst ? FUNCTION_TIMED_OUT : INTEGRATION_TIMED_OUT;
   return new Promise<Outcome>((resolve) => {
-    const timer = setTimeout(
-      resolve,
-      functionFirst ? timeouts.functionTimeoutMs : timeouts.integrationTimeoutMs,
-      timedOut,
-    );
+    const waiting = invocation.deadlines.watch(resolve);
     const settle = (outcome: Outcome) => {
-      clearTimeout(timer);
+      invocation.deadlines.release(waiting);
       resolve(outcome);
     };
-    const context = new LambdaContext(timeouts.identity, timeouts.functionTimeoutMs);
+    const context = new LambdaContext(invocation.identity, invocation.functionTimeoutMs);
     let handled: Promise<unknown>;
     try {
       handled = handler(event, context);
