@@ -31,6 +31,7 @@ import {
 } from "../functions/core/payload-limit.ts";
 import { InvocationDeadlines } from "./apigw-deadlines.ts";
 import { ACCOUNT_ID, buildEvent, decodeHttpApiPath } from "./apigw-event.ts";
+import { apiRequestId } from "./apigw-ids.ts";
 import { routerFor } from "./apigw-routing.ts";
 
 /**
@@ -173,8 +174,7 @@ export async function startApiGateway(
   });
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // randomUUID draws from a cached pool; randomBytes per request cost tens of µs under load.
-    const requestId = randomUUID().slice(0, 15);
+    const requestId = apiRequestId();
     if (requestLineAndHeadersBytes(req) > MAX_REQUEST_LINE_AND_HEADERS_BYTES) {
       req.resume();
       return sendMessage(res, 431, "Request Header Fields Too Large", requestId);

@@ -1,6 +1,6 @@
-import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { randomHex } from "./apigw-ids.ts";
 import type { RouteMatch } from "./apigw-routing.ts";
 
 /**
@@ -181,10 +181,7 @@ function clientIp(req: IncomingMessage): string {
 
 /** An X-Ray trace header as API Gateway adds it: `Root=1-<epoch seconds hex>-<24 hex digits>`. */
 function traceId(epochMs: number): string {
-  const random = randomUUID();
-  // The UUID's hex digits without its dashes (8-4-4-4-…), the first 24 of them.
-  const digits = `${random.slice(0, 8)}${random.slice(9, 13)}${random.slice(14, 18)}${random.slice(19, 23)}${random.slice(24, 28)}`;
-  return `Root=1-${Math.floor(epochMs / 1000).toString(16)}-${digits}`;
+  return `Root=1-${Math.floor(epochMs / 1000).toString(16)}-${randomHex(24)}`;
 }
 
 /** requestContext.time changes once a second: it is formatted once a second, not per request. */
