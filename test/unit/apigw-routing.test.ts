@@ -28,7 +28,11 @@ describe("route matching", () => {
     ["GET", "/any/7", { routeKey: "GET /any/{id}", pathParameters: { id: "7" } }],
     ["PUT", "/any/7", { routeKey: "ANY /any/{id}", pathParameters: { id: "7" } }],
     ["PUT", "/any/", { routeKey: "$default" }],
-    ["GET", "/a/b/c/d", { routeKey: "GET /a/{b}/{rest+}", pathParameters: { b: "b", rest: "c/d" } }],
+    [
+      "GET",
+      "/a/b/c/d",
+      { routeKey: "GET /a/{b}/{rest+}", pathParameters: { b: "b", rest: "c/d" } },
+    ],
     ["GET", "/a/b/", { routeKey: "GET /{proxy+}", pathParameters: { proxy: "a/b/" } }],
     ["GET", "/", { routeKey: "$default" }],
     ["DELETE", "/ethereum", { routeKey: "$default" }],
