@@ -29,7 +29,9 @@ import {
   LAMBDA_REQUEST_LIMIT_BYTES,
   LAMBDA_RESPONSE_LIMIT_BYTES,
 } from "../functions/core/payload-limit.ts";
+import { InvocationDeadlines } from "./apigw-deadlines.ts";
 import { ACCOUNT_ID, buildEvent, decodeHttpApiPath } from "./apigw-event.ts";
+import { apiRequestId } from "./apigw-ids.ts";
 import { routerFor } from "./apigw-routing.ts";
 
 /**
@@ -110,6 +112,9 @@ type Outcome =
   | { readonly kind: "function_timeout" }
   | { readonly kind: "integration_timeout" };
 
+const FUNCTION_TIMED_OUT: Outcome = { kind: "function_timeout" };
+const INTEGRATION_TIMED_OUT: Outcome = { kind: "integration_timeout" };
+
 /**
  * An API Gateway HTTP API (payload format 2.0, `$default` stage) in front of a Lambda function.
  * Reproduces what a caller and the function can observe of the real services: the route
@@ -120,9 +125,17 @@ export async function startApiGateway(
   options: StartApiGatewayOptions,
 ): Promise<ApiGatewayEmulator> {
   const host = options.host ?? "127.0.0.1";
-  const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_SECONDS * 1000;
   const functionTimeoutMs = options.functionTimeoutMs ?? PROXY_FUNCTION_TIMEOUT_SECONDS * 1000;
-  const functionName = options.functionName ?? "gateway-proxy";
+  const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_SECONDS * 1000;
+  // Only the earlier of the two timeouts can end the wait (the function's on a tie).
+  const invocation: Invocation = {
+    identity: functionIdentity(options.functionName ?? "gateway-proxy"),
+    functionTimeoutMs,
+    deadlines:
+      functionTimeoutMs <= integrationTimeoutMs
+        ? new InvocationDeadlines(functionTimeoutMs, FUNCTION_TIMED_OUT)
+        : new InvocationDeadlines(integrationTimeoutMs, INTEGRATION_TIMED_OUT),
+  };
   const route = routerFor(options.routes ?? API_ROUTES.map(routeKeyOf));
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
   const containers = options.containers;
@@ -161,8 +174,7 @@ export async function startApiGateway(
   });
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // randomUUID draws from a cached pool; randomBytes per request cost tens of µs under load.
-    const requestId = randomUUID().slice(0, 15);
+    const requestId = apiRequestId();
     if (requestLineAndHeadersBytes(req) > MAX_REQUEST_LINE_AND_HEADERS_BYTES) {
       req.resume();
       return sendMessage(res, 431, "Request Header Fields Too Large", requestId);
@@ -190,13 +202,8 @@ export async function startApiGateway(
     }
     const container = pickContainer();
     container.inFlight++;
-    const outcome = await invoke(container.handler, event, {
-      functionName,
-      functionTimeoutMs,
-      integrationTimeoutMs,
-    }).finally(() => {
-      container.inFlight--;
-    });
+    const outcome = await invoke(container.handler, event, invocation);
+    container.inFlight--;
     switch (outcome.kind) {
       case "integration_timeout":
         return sendMessage(res, 503, "Service Unavailable", requestId);
@@ -223,6 +230,7 @@ export async function startApiGateway(
     port,
     close: () =>
       new Promise<void>((resolve) => {
+        invocation.deadlines.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
@@ -259,7 +267,11 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
       if (size > MAX_PAYLOAD_BYTES) tooLarge = true;
       if (!tooLarge) chunks.push(chunk);
     });
-    req.on("end", () => resolve(tooLarge ? undefined : Buffer.concat(chunks, size)));
+    req.on("end", () => {
+      if (tooLarge) resolve(undefined);
+      // Most bodies arrive in one chunk, which is the caller's own to keep: no copy.
+      else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    });
     req.on("error", reject);
   });
 }
@@ -279,10 +291,10 @@ class LambdaContext implements Context {
   readonly functionName: string;
   readonly #deadline: number;
 
-  constructor(functionName: string, timeoutMs: number) {
-    this.functionName = functionName;
-    this.invokedFunctionArn = `arn:aws:lambda:us-east-1:${ACCOUNT_ID}:function:${functionName}`;
-    this.logGroupName = `/aws/lambda/${functionName}`;
+  constructor(identity: FunctionIdentity, timeoutMs: number) {
+    this.functionName = identity.functionName;
+    this.invokedFunctionArn = identity.invokedFunctionArn;
+    this.logGroupName = identity.logGroupName;
     this.#deadline = Date.now() + timeoutMs;
   }
 
@@ -302,41 +314,47 @@ class LambdaContext implements Context {
   }
 }
 
+/** The names a function's every invocation shares, formatted once per emulator. */
+interface FunctionIdentity {
+  readonly functionName: string;
+  readonly invokedFunctionArn: string;
+  readonly logGroupName: string;
+}
+
+function functionIdentity(functionName: string): FunctionIdentity {
+  return {
+    functionName,
+    invokedFunctionArn: `arn:aws:lambda:us-east-1:${ACCOUNT_ID}:function:${functionName}`,
+    logGroupName: `/aws/lambda/${functionName}`,
+  };
+}
+
 function callbackStyleUnsupported(): never {
   throw new Error("done/fail/succeed are not supported: return a promise from the handler");
 }
 
-interface InvokeTimeouts {
-  readonly functionName: string;
+interface Invocation {
+  readonly identity: FunctionIdentity;
   readonly functionTimeoutMs: number;
-  readonly integrationTimeoutMs: number;
+  readonly deadlines: InvocationDeadlines<Outcome>;
 }
 
 /**
- * Runs the handler until it settles or a timeout fires. A handler that timed out keeps
- * running in the background: the emulator cannot stop it, only stop waiting for it. Only the
- * earlier of the two timeouts can end the wait (the function's on a tie), so one timer serves.
+ * Runs the handler until it settles or its timeout passes. A handler that timed out keeps
+ * running in the background: the emulator cannot stop it, only stop waiting for it.
  */
 function invoke(
   handler: ApiGatewayHandler,
   event: APIGatewayProxyEventV2,
-  timeouts: InvokeTimeouts,
+  invocation: Invocation,
 ): Promise<Outcome> {
-  const functionFirst = timeouts.functionTimeoutMs <= timeouts.integrationTimeoutMs;
-  const timedOut: Outcome = functionFirst
-    ? { kind: "function_timeout" }
-    : { kind: "integration_timeout" };
   return new Promise<Outcome>((resolve) => {
-    const timer = setTimeout(
-      resolve,
-      functionFirst ? timeouts.functionTimeoutMs : timeouts.integrationTimeoutMs,
-      timedOut,
-    );
+    const waiting = invocation.deadlines.watch(resolve);
     const settle = (outcome: Outcome) => {
-      clearTimeout(timer);
+      invocation.deadlines.release(waiting);
       resolve(outcome);
     };
-    const context = new LambdaContext(timeouts.functionName, timeouts.functionTimeoutMs);
+    const context = new LambdaContext(invocation.identity, invocation.functionTimeoutMs);
     let handled: Promise<unknown>;
     try {
       handled = handler(event, context);
@@ -386,14 +404,18 @@ function writeResult(
   requestId: string,
 ): void {
   const headers: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(result.headers ?? {})) {
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || lower.startsWith("access-control-")) continue;
-    headers[name] = String(value);
+  const resultHeaders = result.headers;
+  if (resultHeaders !== undefined && resultHeaders !== null) {
+    for (const name of Object.keys(resultHeaders)) {
+      const lower = name.toLowerCase();
+      if (HOP_BY_HOP.has(lower) || lower.startsWith("access-control-")) continue;
+      headers[name] = String(resultHeaders[name]);
+    }
   }
   if (origin) {
-    for (const [name, value] of Object.entries(corsResponseHeaders(corsOrigins, origin))) {
-      if (name.startsWith("access-control-")) headers[name] = value;
+    const cors = corsResponseHeaders(corsOrigins, origin);
+    for (const name of Object.keys(cors)) {
+      if (name.startsWith("access-control-")) headers[name] = cors[name];
     }
   }
   if (result.cookies !== undefined && result.cookies.length > 0) {
@@ -408,6 +430,7 @@ function writeResult(
   send(res, result.statusCode ?? 200, headers, body, requestId);
 }
 
+/** Sends an answer; `headers` is the caller's own object, completed here with the framing. */
 function send(
   res: ServerResponse,
   status: number,
@@ -415,11 +438,9 @@ function send(
   body: string | Buffer,
   requestId: string,
 ): void {
-  res.writeHead(status, {
-    ...headers,
-    "content-length": Buffer.byteLength(body),
-    "apigw-requestid": requestId,
-  });
+  headers["content-length"] = Buffer.byteLength(body);
+  headers["apigw-requestid"] = requestId;
+  res.writeHead(status, headers);
   res.end(body);
 }
 

@@ -1,6 +1,6 @@
-import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { randomHex } from "./apigw-ids.ts";
 import type { RouteMatch } from "./apigw-routing.ts";
 
 /**
@@ -27,6 +27,8 @@ const TEXT_CONTENT_TYPES = new Set([
  * fails (`%25zz`) is rejected before the function runs. Undefined means "reject".
  */
 export function decodeHttpApiPath(rawTarget: string): string | undefined {
+  // Without a "%" or a "?" both decodings and the cut leave the path as it is.
+  if (!rawTarget.includes("%") && !rawTarget.includes("?")) return rawTarget;
   try {
     const decodedOnce = decodeURIComponent(rawTarget);
     const question = decodedOnce.indexOf("?");
@@ -44,6 +46,7 @@ export function decodeHttpApiPath(rawTarget: string): string | undefined {
  * no part.
  */
 function isTextContentType(contentType: string | undefined): boolean {
+  if (contentType === "application/json") return true;
   const type = (contentType ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? "";
   return type.startsWith("text/") || TEXT_CONTENT_TYPES.has(type);
 }
@@ -89,7 +92,7 @@ export function buildEvent(req: IncomingMessage, parts: EventParts): APIGatewayP
   const now = Date.now();
   headers["x-amzn-trace-id"] ??= traceId(now);
 
-  const domainName = (headers.host ?? "localhost").replace(/:\d+$/, "");
+  const { domainName, domainPrefix } = domainOf(headers.host ?? "localhost");
   const event: APIGatewayProxyEventV2 = {
     version: "2.0",
     routeKey: matched.routeKey,
@@ -100,7 +103,7 @@ export function buildEvent(req: IncomingMessage, parts: EventParts): APIGatewayP
       accountId: ACCOUNT_ID,
       apiId: API_ID,
       domainName,
-      domainPrefix: domainName.split(".")[0] ?? domainName,
+      domainPrefix,
       http: {
         method: req.method ?? "GET",
         path,
@@ -153,6 +156,24 @@ function decodeQueryComponent(component: string): string {
   }
 }
 
+interface Domain {
+  readonly host: string;
+  readonly domainName: string;
+  readonly domainPrefix: string;
+}
+
+/** Callers send the same Host header request after request: the last one's parts are kept. */
+let lastDomain: Domain = { host: "", domainName: "", domainPrefix: "" };
+
+/** requestContext.domainName is the Host header without its port; domainPrefix its first label. */
+function domainOf(host: string): Domain {
+  if (host !== lastDomain.host) {
+    const domainName = host.replace(/:\d+$/, "");
+    lastDomain = { host, domainName, domainPrefix: domainName.split(".")[0] ?? domainName };
+  }
+  return lastDomain;
+}
+
 function clientIp(req: IncomingMessage): string {
   const address = req.socket.remoteAddress ?? "127.0.0.1";
   return address.startsWith("::ffff:") ? address.slice(7) : address;
@@ -160,10 +181,7 @@ function clientIp(req: IncomingMessage): string {
 
 /** An X-Ray trace header as API Gateway adds it: `Root=1-<epoch seconds hex>-<24 hex digits>`. */
 function traceId(epochMs: number): string {
-  const random = randomUUID();
-  // The UUID's hex digits without its dashes (8-4-4-4-…), the first 24 of them.
-  const digits = `${random.slice(0, 8)}${random.slice(9, 13)}${random.slice(14, 18)}${random.slice(19, 23)}${random.slice(24, 28)}`;
-  return `Root=1-${Math.floor(epochMs / 1000).toString(16)}-${digits}`;
+  return `Root=1-${Math.floor(epochMs / 1000).toString(16)}-${randomHex(24)}`;
 }
 
 /** requestContext.time changes once a second: it is formatted once a second, not per request. */

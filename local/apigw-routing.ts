@@ -43,24 +43,37 @@ function parseRouteKey(key: string): ParsedRoute | null {
   return { key, method, segments };
 }
 
-function matchPath(route: ParsedRoute, parts: readonly string[]): Record<string, string> | null {
-  const parameters: Record<string, string> = {};
-  for (const [index, segment] of route.segments.entries()) {
-    const part = parts[index];
+/**
+ * The route's path variables when `parts` match it: null when they do not, undefined when the
+ * route has no variables. Runs for every route of every request, so nothing is allocated for
+ * a route that does not match.
+ */
+function matchPath(
+  route: ParsedRoute,
+  parts: readonly string[],
+): Record<string, string> | undefined | null {
+  const segments = route.segments;
+  let parameters: Record<string, string> | undefined;
+  for (let index = 0; index < segments.length; index++) {
+    const segment = segments[index] as Segment;
     if (segment.kind === "greedy") {
       const rest = parts.slice(index).join("/");
       if (rest === "") return null;
+      parameters ??= {};
       parameters[segment.name] = rest;
       return parameters;
     }
+    const part = parts[index];
     if (part === undefined) return null;
-    if (segment.kind === "literal" && part !== segment.text) return null;
-    if (segment.kind === "variable") {
+    if (segment.kind === "literal") {
+      if (part !== segment.text) return null;
+    } else {
       if (part === "") return null;
+      parameters ??= {};
       parameters[segment.name] = part;
     }
   }
-  return parts.length === route.segments.length ? parameters : null;
+  return parts.length === segments.length ? parameters : null;
 }
 
 /** Negative when `a` is more specific than `b`. */
@@ -92,16 +105,20 @@ export function routerFor(
   return (method, path) => {
     const parts = segmentsOf(path);
     const upper = method.toUpperCase();
-    let best: { route: ParsedRoute; parameters: Record<string, string> } | null = null;
+    let bestRoute: ParsedRoute | null = null;
+    let bestParameters: Record<string, string> | undefined;
     for (const route of routes) {
       if (route.method !== upper && route.method !== "ANY") continue;
       const parameters = matchPath(route, parts);
       if (parameters === null) continue;
-      if (best === null || bySpecificity(route, best.route) < 0) best = { route, parameters };
+      if (bestRoute === null || bySpecificity(route, bestRoute) < 0) {
+        bestRoute = route;
+        bestParameters = parameters;
+      }
     }
-    if (best === null) return fallback;
-    return Object.keys(best.parameters).length === 0
-      ? { routeKey: best.route.key }
-      : { routeKey: best.route.key, pathParameters: best.parameters };
+    if (bestRoute === null) return fallback;
+    return bestParameters === undefined
+      ? { routeKey: bestRoute.key }
+      : { routeKey: bestRoute.key, pathParameters: bestParameters };
   };
 }
