@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -279,6 +280,87 @@ describe("SSM Parameter Store through the extension", () => {
       "leaked-secret-value",
     );
   });
+  it("regression: an error answer echoing the session token showed it in the reason, and so in the status route and the log; now the token is masked as written, URL-encoded or JSON-escaped, even where the excerpt is cut", async () => {
+    const token = "IQoJb3JpZ2luX2VjE/session+token==";
+    const echoes = [
+      { status: 401, body: `token ${token} is not this container's` },
+      { status: 400, body: `GET /get?token=${encodeURIComponent(token)} failed` },
+      { status: 500, body: `{"header":"${token.replaceAll("/", "\\/")}"}` },
+      { status: 400, body: JSON.stringify({ token }) },
+      { status: 503, body: `${"x".repeat(150)} ${token}` },
+    ];
+    for (const echo of echoes) {
+      standIn.fault = echo;
+      const { unresolved } = await ssmSecretResolver(extension({ token }), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      const reason = unresolved.get("ETH_KEY") ?? "";
+      expect(reason).toMatch(new RegExp(`HTTP ${echo.status}`));
+      // Neither end of the token, in any form.
+      expect(reason).not.toMatch(/IQoJb3Jp|session(\+|%2B)token/);
+    }
+  });
+
+  it("regression: a 2xx other than 200, or an error answer in the shape of a read's result, showed the value in the reason; now its body is not shown", async () => {
+    const value = "leaked-secret-value";
+    const answers = [
+      { status: 203, body: JSON.stringify({ Parameter: { Value: value } }) },
+      { status: 206, body: value },
+      {
+        status: 404,
+        body: JSON.stringify({ Parameter: { Name: `${PREFIX}ETH_KEY`, Value: value } }),
+      },
+      { status: 302, body: `{"SecretString":"${value}"}` },
+    ];
+    for (const answer of answers) {
+      standIn.fault = answer;
+      const { values, unresolved } = await ssmSecretResolver(extension(), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      expect(values.size).toBe(0);
+      expect(unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: the Parameters and Secrets extension at ${standIn.origin} answered HTTP ${answer.status} with a body that may hold a value (not shown)`,
+      );
+    }
+  });
+
+  it("regression: a 200 whose body was not UTF-8 resolved to a key with U+FFFD in it; now it is refused without being shown", async () => {
+    const server = createHttpServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        Buffer.from([
+          ...Buffer.from('{"Parameter":{"Value":"ab'),
+          0xff,
+          0xfe,
+          ...Buffer.from('cd"}}'),
+        ]),
+      );
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as { port: number };
+    try {
+      const origin = `http://127.0.0.1:${port}`;
+      const { values, unresolved } = await ssmSecretResolver(extension({ origin }), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      expect(values.size).toBe(0);
+      expect(unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: the Parameters and Secrets extension at ${origin} answered 200 with a body that is not UTF-8`,
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("regression: a parameter whose value was empty or whitespace was reported as missing ('create the parameter'); now the reason says it is empty", async () => {
+    standIn.parameters.set(`${PREFIX}BLANK_KEY`, " \n\t ");
+    const { unresolved } = await ssmSecretResolver(extension(), PREFIX).lookup(["BLANK_KEY"]);
+    expect(unresolved.get("BLANK_KEY")).toBe(
+      `SSM parameter ${PREFIX}BLANK_KEY for \${BLANK_KEY} is empty`,
+    );
+  });
 });
 
 describe("Secrets Manager through the extension", () => {
@@ -338,6 +420,37 @@ describe("Secrets Manager through the extension", () => {
 
     expect(unresolved.get("BINARY_KEY")).toBe(
       `secret ${PREFIX}BINARY_KEY for \${BINARY_KEY} has no string value (binary is not supported)`,
+    );
+  });
+  it("regression: an empty secret was reported as missing ('create the secret'); now the reason says it is empty", async () => {
+    standIn.secrets.set(`${PREFIX}EMPTY_JSON_KEY`, JSON.stringify({ value: "" }));
+    standIn.secrets.set(`${PREFIX}BLANK_KEY`, "   ");
+    const { values, unresolved } = await secretsManagerSecretResolver(extension(), PREFIX).lookup([
+      "EMPTY_JSON_KEY",
+      "BLANK_KEY",
+    ]);
+    expect(values.size).toBe(0);
+    expect(unresolved).toEqual(
+      new Map([
+        ["EMPTY_JSON_KEY", `secret ${PREFIX}EMPTY_JSON_KEY for \${EMPTY_JSON_KEY} is empty`],
+        ["BLANK_KEY", `secret ${PREFIX}BLANK_KEY for \${BLANK_KEY} is empty`],
+      ]),
+    );
+  });
+
+  it('regression: a secret string starting with "{" that is not JSON (a mistyped {"value": ...}) was sent to the provider as the key; now it is refused without being shown', async () => {
+    standIn.secrets.set(`${PREFIX}TYPO_KEY`, '{"value": "hidden-secret"');
+    standIn.secrets.set(`${PREFIX}QUOTED_KEY`, "{'value': 'hidden-secret'}");
+    const { values, unresolved } = await secretsManagerSecretResolver(extension(), PREFIX).lookup([
+      "TYPO_KEY",
+      "QUOTED_KEY",
+    ]);
+    expect(values.size).toBe(0);
+    expect(unresolved).toEqual(
+      new Map([
+        ["TYPO_KEY", `secret ${PREFIX}TYPO_KEY starts with "{" but is not JSON`],
+        ["QUOTED_KEY", `secret ${PREFIX}QUOTED_KEY starts with "{" but is not JSON`],
+      ]),
     );
   });
 });
