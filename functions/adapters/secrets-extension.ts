@@ -97,8 +97,15 @@ export function createSecretsExtension(options: SecretsExtensionOptions): Secret
         abandoned = new Error(error);
         if (controller !== null && !controller.aborted) controller.abort(abandoned);
       };
+      // A GET not yet started was never sent: it waited for a connection (more names at once
+      // than the connections serve in time), which is not the extension's silence.
       const timer = setTimeout(
-        () => abandon(`no answer from ${where} within ${timeoutMs} ms`),
+        () =>
+          abandon(
+            controller === null
+              ? `no connection to ${where} was free within ${timeoutMs} ms (more names asked at once than its ${EXTENSION_CONNECTIONS} connections answered in time)`
+              : `no answer from ${where} within ${timeoutMs} ms`,
+          ),
         timeoutMs,
       );
       const handler: Dispatcher.DispatchHandler = {

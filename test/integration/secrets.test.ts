@@ -242,6 +242,24 @@ describe("SSM Parameter Store through the extension", () => {
     );
   });
 
+  it("regression: a name that waited for one of the 10 connections until its time ran out was reported as the extension's silence; now the reason says it was never sent", async () => {
+    standIn.fault = "silent";
+    const names = Array.from({ length: 13 }, (_, index) => `KEY_${index}`);
+
+    const { unresolved } = await ssmSecretResolver(extension(), PREFIX).lookup(names);
+
+    const sent = new Set(standIn.calls.map((call) => call.query.name));
+    expect(sent.size).toBe(10);
+    for (const name of names) {
+      const parameter = `${PREFIX}${name}`;
+      expect(unresolved.get(name)).toBe(
+        sent.has(parameter)
+          ? `cannot read SSM parameter ${parameter} for \${${name}}: no answer from the Parameters and Secrets extension at ${standIn.origin} within ${TIMEOUT_MS} ms`
+          : `cannot read SSM parameter ${parameter} for \${${name}}: no connection to the Parameters and Secrets extension at ${standIn.origin} was free within ${TIMEOUT_MS} ms (more names asked at once than its 10 connections answered in time)`,
+      );
+    }
+  });
+
   it("a 5xx is retried once: a passing one is absorbed, a lasting one reported with the status", async () => {
     standIn.parameters.set(`${PREFIX}ETH_KEY`, "eth-secret-value");
     standIn.fault = { status: 502, body: "bad gateway" };
