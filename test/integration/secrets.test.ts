@@ -298,6 +298,60 @@ describe("SSM Parameter Store through the extension", () => {
       "leaked-secret-value",
     );
   });
+  it("a SECRETS_PREFIX with query syntax, spaces, unicode or '..' asks for exactly that parameter, with decryption: nothing of it becomes another query field", async () => {
+    const prefix = "/a b&withDecryption=false#x?y=z/é/../";
+    standIn.parameters.set(`${prefix}ETH_KEY`, "eth-secret-value");
+    const { values } = await ssmSecretResolver(extension(), prefix).lookup(["ETH_KEY"]);
+    expect(values).toEqual(new Map([["ETH_KEY", "eth-secret-value"]]));
+    expect(standIn.calls.map((call) => call.query)).toEqual([
+      { name: `${prefix}ETH_KEY`, withDecryption: "true" },
+    ]);
+  });
+
+  it("a redirect is not followed: the session token goes nowhere but the extension's port", async () => {
+    const elsewhere: string[] = [];
+    const other = createHttpServer((req, res) => {
+      elsewhere.push(String(req.headers["x-aws-parameters-secrets-token"]));
+      res.end("{}");
+    });
+    other.listen(0, "127.0.0.1");
+    await once(other, "listening");
+    const target = `http://127.0.0.1:${(other.address() as { port: number }).port}/`;
+    const redirecting = createHttpServer((_req, res) => {
+      res.writeHead(307, { location: target });
+      res.end("moved");
+    });
+    redirecting.listen(0, "127.0.0.1");
+    await once(redirecting, "listening");
+    const origin = `http://127.0.0.1:${(redirecting.address() as { port: number }).port}`;
+    try {
+      const { unresolved } = await ssmSecretResolver(extension({ origin }), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      expect(unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: the Parameters and Secrets extension at ${origin} answered HTTP 307: moved`,
+      );
+      expect(elsewhere).toEqual([]);
+    } finally {
+      for (const server of [other, redirecting]) {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    }
+  });
+
+  it("a session token with CR/LF or a non-Latin-1 character sends nothing and is not shown", async () => {
+    for (const token of ["abc\r\nx-injected: 1", "abc\u2028token", "abc\0token"]) {
+      const { unresolved } = await ssmSecretResolver(extension({ token }), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      expect(unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: cannot reach the Parameters and Secrets extension at ${standIn.origin}: UND_ERR_INVALID_ARG invalid x-aws-parameters-secrets-token header`,
+      );
+    }
+    expect(standIn.calls).toEqual([]);
+  });
+
   it("regression: an error answer echoing the session token showed it in the reason, and so in the status route and the log; now the token is masked as written, URL-encoded or JSON-escaped, even where the excerpt is cut", async () => {
     const token = "IQoJb3JpZ2luX2VjE/session+token==";
     const echoes = [
