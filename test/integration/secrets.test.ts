@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { createServer as createHttpServer } from "node:http";
-import { createServer } from "node:net";
+import { createServer, type Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   createSecretResolver,
@@ -244,20 +244,24 @@ describe("SSM Parameter Store through the extension", () => {
 
   it("regression: a name that waited for one of the 10 connections until its time ran out was reported as the extension's silence; now the reason says it was never sent", async () => {
     standIn.fault = "silent";
-    const names = Array.from({ length: 13 }, (_, index) => `KEY_${index}`);
+    const names = Array.from({ length: 30 }, (_, index) => `KEY_${index}`);
 
     const { unresolved } = await ssmSecretResolver(extension(), PREFIX).lookup(names);
 
-    const sent = new Set(standIn.calls.map((call) => call.query.name));
-    expect(sent.size).toBe(10);
-    for (const name of names) {
-      const parameter = `${PREFIX}${name}`;
-      expect(unresolved.get(name)).toBe(
-        sent.has(parameter)
-          ? `cannot read SSM parameter ${parameter} for \${${name}}: no answer from the Parameters and Secrets extension at ${standIn.origin} within ${TIMEOUT_MS} ms`
-          : `cannot read SSM parameter ${parameter} for \${${name}}: no connection to the Parameters and Secrets extension at ${standIn.origin} was free within ${TIMEOUT_MS} ms (more names asked at once than its 10 connections answered in time)`,
-      );
-    }
+    const where = `the Parameters and Secrets extension at ${standIn.origin}`;
+    const silence = `no answer from ${where} within ${TIMEOUT_MS} ms`;
+    const queued = `no connection to ${where} was free within ${TIMEOUT_MS} ms (more names asked at once than its 10 connections answered in time)`;
+    const reasons = names.map((name) =>
+      unresolved
+        .get(name)
+        ?.replace(`cannot read SSM parameter ${PREFIX}${name} for \${${name}}: `, ""),
+    );
+    // The first 10 were sent and met silence; of the rest, those still queued say so (a
+    // connection freed as the first ones were given up may carry one or two in time).
+    expect(reasons.filter((reason) => reason === silence).length).toBeGreaterThanOrEqual(10);
+    expect(reasons.filter((reason) => reason === queued).length).toBeGreaterThanOrEqual(10);
+    expect(reasons.every((reason) => reason === silence || reason === queued)).toBe(true);
+    expect(standIn.calls.length).toBeLessThan(20);
   });
 
   it("a 5xx is retried once: a passing one is absorbed, a lasting one reported with the status", async () => {
@@ -350,6 +354,54 @@ describe("SSM Parameter Store through the extension", () => {
       );
     }
     expect(standIn.calls).toEqual([]);
+  });
+
+  it("an answer dripped a byte at a time is cut at the one time limit; one closed mid-body is asked once more, then reported; neither shows what it sent", async () => {
+    let mode: "drip" | "cut" = "drip";
+    let requests = 0;
+    const sockets = new Set<Socket>();
+    const raw = createServer((socket) => {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.once("data", () => {
+        requests++;
+        const body = JSON.stringify({ Parameter: { Value: "leaked-secret-value" } });
+        if (mode === "cut") {
+          socket.end(
+            `HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 20)}`,
+          );
+          return;
+        }
+        const answer = `HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+        let sent = 0;
+        const drip = setInterval(() => {
+          if (socket.destroyed || sent >= answer.length) clearInterval(drip);
+          else socket.write(answer.charAt(sent++));
+        }, 10);
+      });
+    });
+    raw.listen(0, "127.0.0.1");
+    await once(raw, "listening");
+    const origin = `http://127.0.0.1:${(raw.address() as { port: number }).port}`;
+    try {
+      const started = performance.now();
+      const dripped = await ssmSecretResolver(extension({ origin }), PREFIX).lookup(["ETH_KEY"]);
+      expect(performance.now() - started).toBeLessThan(TIMEOUT_MS * 2);
+      expect(dripped.unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: no answer from the Parameters and Secrets extension at ${origin} within ${TIMEOUT_MS} ms`,
+      );
+      expect(requests).toBe(1);
+      mode = "cut";
+      const cut = await ssmSecretResolver(extension({ origin }), PREFIX).lookup(["ETH_KEY"]);
+      expect(cut.unresolved.get("ETH_KEY")).toMatch(
+        /: cannot reach the Parameters and Secrets extension at .*: UND_ERR_SOCKET other side closed$/,
+      );
+      expect(requests).toBe(3);
+      expect(JSON.stringify([...cut.unresolved])).not.toContain("leaked");
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => raw.close(() => resolve()));
+    }
   });
 
   it("regression: an error answer echoing the session token showed it in the reason, and so in the status route and the log; now the token is masked as written, URL-encoded or JSON-escaped, even where the excerpt is cut", async () => {
