@@ -59,9 +59,12 @@ export const EXTENSION_CONNECTIONS = 10;
 const MAX_ANSWER_BYTES = 256 * 1024;
 /** What an error answer may show of its body: the extension's own short messages. */
 const EXCERPT_CHARS = 160;
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+/** A GetParameter or GetSecretValue result's fields: such a body is never shown. */
+const VALUE_SHAPE = /"(Parameter|Value|SecretString|SecretBinary)"/;
 
 type Attempt =
-  | { readonly status: number; readonly body: string }
+  | { readonly status: number; readonly body: Buffer }
   | { readonly error: string; readonly retryable: boolean };
 
 export function createSecretsExtension(options: SecretsExtensionOptions): SecretsExtension {
@@ -94,8 +97,15 @@ export function createSecretsExtension(options: SecretsExtensionOptions): Secret
         abandoned = new Error(error);
         if (controller !== null && !controller.aborted) controller.abort(abandoned);
       };
+      // A GET not yet started was never sent: it waited for a connection (more names at once
+      // than the connections serve in time), which is not the extension's silence.
       const timer = setTimeout(
-        () => abandon(`no answer from ${where} within ${timeoutMs} ms`),
+        () =>
+          abandon(
+            controller === null
+              ? `no connection to ${where} was free within ${timeoutMs} ms (more names asked at once than its ${EXTENSION_CONNECTIONS} connections answered in time)`
+              : `no answer from ${where} within ${timeoutMs} ms`,
+          ),
         timeoutMs,
       );
       const handler: Dispatcher.DispatchHandler = {
@@ -113,7 +123,7 @@ export function createSecretsExtension(options: SecretsExtensionOptions): Secret
           else chunks.push(chunk);
         },
         onResponseEnd() {
-          finish({ status, body: Buffer.concat(chunks, size).toString("utf8") });
+          finish({ status, body: Buffer.concat(chunks, size) });
         },
         onResponseError(_controller, error) {
           const code = errorCode(error);
@@ -145,15 +155,29 @@ export function createSecretsExtension(options: SecretsExtensionOptions): Secret
     });
   }
 
-  function judge(result: Attempt): ExtensionAnswer & { readonly retryable: boolean } {
+  function judge(
+    result: Attempt,
+    token: string,
+  ): ExtensionAnswer & { readonly retryable: boolean } {
     if ("error" in result) {
       return { kind: "failed", reason: result.error, retryable: result.retryable };
     }
     if (result.status === 200) {
+      // The body may hold a value: it is never shown.
+      let text: string;
       try {
-        return { kind: "found", json: JSON.parse(result.body), retryable: false };
+        // A lenient decode would turn a bad byte into U+FFFD and hand out a corrupted key.
+        text = STRICT_UTF8.decode(result.body);
       } catch {
-        // The body may hold a value: it is never shown.
+        return {
+          kind: "failed",
+          reason: `${where} answered 200 with a body that is not UTF-8`,
+          retryable: false,
+        };
+      }
+      try {
+        return { kind: "found", json: JSON.parse(text), retryable: false };
+      } catch {
         return {
           kind: "failed",
           reason: `${where} answered 200 with a body that is not JSON`,
@@ -161,9 +185,19 @@ export function createSecretsExtension(options: SecretsExtensionOptions): Secret
         };
       }
     }
-    // An error answer holds no value: its start is shown, for the operator.
-    const excerpt = excerptOf(result.body);
-    if (/not ready/i.test(result.body)) {
+    // Any other success, or an answer in the shape of a read's result, may hold a value.
+    const body = result.body.toString("utf8");
+    if ((result.status >= 200 && result.status < 300) || VALUE_SHAPE.test(body)) {
+      return {
+        kind: "failed",
+        reason: `${where} answered HTTP ${result.status} with a body that may hold a value (not shown)`,
+        retryable: false,
+      };
+    }
+    // An error answer holds no value: its start is shown, for the operator, without the token
+    // (an extension may echo the request it refused).
+    const excerpt = excerptOf(withoutToken(body, token));
+    if (/not ready/i.test(body)) {
       return { kind: "failed", reason: `${where} was not ready (${excerpt})`, retryable: true };
     }
     if (result.status === 400) {
@@ -193,10 +227,10 @@ export function createSecretsExtension(options: SecretsExtensionOptions): Secret
         };
       }
       const target = `${path}?${new URLSearchParams(query).toString()}`;
-      const first = judge(await attempt(target, token));
+      const first = judge(await attempt(target, token), token);
       if (!first.retryable) return strip(first);
       await new Promise((resolve) => setTimeout(resolve, retryPauseMs));
-      return strip(judge(await attempt(target, token)));
+      return strip(judge(await attempt(target, token), token));
     },
     async close() {
       await agent?.destroy();
@@ -214,6 +248,19 @@ function strip(answer: ExtensionAnswer & { readonly retryable: boolean }): Exten
     default:
       return { kind: "failed", reason: answer.reason };
   }
+}
+
+/** `text` with the session token masked as written, URL-encoded or JSON-escaped. */
+function withoutToken(text: string, token: string): string {
+  const forms = new Set([
+    token,
+    encodeURIComponent(token),
+    JSON.stringify(token).slice(1, -1),
+    token.replaceAll("/", "\\/"),
+  ]);
+  let out = text;
+  for (const form of forms) out = out.split(form).join("***");
+  return out;
 }
 
 /** The start of an error answer on one line: the extension's message, for the operator. */

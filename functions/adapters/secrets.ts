@@ -116,7 +116,10 @@ export function ssmSecretResolver(extension: SecretsExtension, prefix: string): 
       return [[name, { error }]];
     }
     const cleaned = clean(value);
-    return cleaned === undefined ? [] : [[name, { value: cleaned }]];
+    if (cleaned === undefined) {
+      return [[name, { error: `SSM parameter ${parameter} for \${${name}} is empty` }]];
+    }
+    return [[name, { value: cleaned }]];
   };
   return resolverFrom(
     async (names) => new Map((await Promise.all(names.map(read))).flat()),
@@ -126,7 +129,7 @@ export function ssmSecretResolver(extension: SecretsExtension, prefix: string): 
 
 /**
  * Secrets Manager: secret id `${prefix}${NAME}`, whose string is either `{"value":"..."}`
- * or the value itself, read through the Parameters and Secrets extension (GetSecretValue).
+ * or the value itself (one that does not start with "{"), read through the Parameters and Secrets extension (GetSecretValue).
  */
 export function secretsManagerSecretResolver(
   extension: SecretsExtension,
@@ -152,7 +155,10 @@ export function secretsManagerSecretResolver(
     const parsed = jsonValueOrSelf(secretString, secretId);
     if ("error" in parsed) return [[name, parsed]];
     const value = clean(parsed.value);
-    return value === undefined ? [] : [[name, { value }]];
+    if (value === undefined) {
+      return [[name, { error: `secret ${secretId} for \${${name}} is empty` }]];
+    }
+    return [[name, { value }]];
   };
   return resolverFrom(
     async (names) => new Map((await Promise.all(names.map(read))).flat()),
@@ -174,7 +180,8 @@ function jsonValueOrSelf(secretString: string, secretId: string): Read {
   try {
     parsed = JSON.parse(secretString);
   } catch {
-    return { value: secretString };
+    // A key never starts with "{": this is a mistyped {"value": ...}, not a value to send.
+    return { error: `secret ${secretId} starts with "{" but is not JSON` };
   }
   const value = (parsed as { value?: unknown }).value;
   if (typeof value !== "string") {

@@ -50,6 +50,20 @@ const actionsOf = (statements: Statement[]): string[] =>
     Array.isArray(statement.Action) ? statement.Action : [statement.Action],
   );
 
+/** A resource as one string: `Fn::Join` pieces joined, `Ref`s written `${Name}`. */
+function flattenArn(resource: unknown): string {
+  if (typeof resource === "string") return resource;
+  const join = (resource as { "Fn::Join"?: [string, unknown[]] })["Fn::Join"];
+  if (join === undefined) return JSON.stringify(resource);
+  return join[1]
+    .map((part) =>
+      typeof part === "string"
+        ? part
+        : `\${${(part as { Ref?: string }).Ref ?? JSON.stringify(part)}}`,
+    )
+    .join(join[0]);
+}
+
 /** The DynamoDB commands an adapter's source sends (`new XxxCommand(`). */
 function dynamoCommands(file: string): string[] {
   const source = readFileSync(join(PROJECT_ROOT, file), "utf8");
@@ -123,19 +137,36 @@ describe("least privilege", () => {
     }
   });
 
-  it.each<{ source: EnvironmentSettings["secretsSource"]; granted: string; notGranted: string }>([
-    { source: "ssm", granted: "ssm:GetParameter", notGranted: "secretsmanager:GetSecretValue" },
+  it.each<{
+    source: EnvironmentSettings["secretsSource"];
+    granted: string;
+    notGranted: string;
+    resource: string;
+  }>([
+    {
+      source: "ssm",
+      granted: "ssm:GetParameter",
+      notGranted: "secretsmanager:GetSecretValue",
+      resource:
+        "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/rpc-gateway/dev/*",
+    },
     {
       source: "secretsmanager",
       granted: "secretsmanager:GetSecretValue",
       notGranted: "ssm:GetParameter",
+      resource:
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:/rpc-gateway/dev/*",
     },
   ])(
     "secrets from $source: only that service is granted, and the functions are told",
-    ({ source, granted, notGranted }) => {
+    ({ source, granted, notGranted, resource }) => {
       const custom = stackWith({ ...ENVIRONMENTS.dev, secretsSource: source });
       for (const role of ["proxy", "monitor"] as const) {
-        const actions = actionsOf(statementsOf(custom.template, custom.stack, role));
+        const statements = statementsOf(custom.template, custom.stack, role);
+        // The one secrets statement is on this environment's prefix, nothing wider.
+        const secrets = statements.filter((s) => actionsOf([s]).includes(granted));
+        expect(secrets.map((s) => flattenArn(s.Resource))).toEqual([resource]);
+        const actions = actionsOf(statements);
         expect(actions).toContain(granted);
         expect(actions).not.toContain(notGranted);
         // The extension reads one name per call: the batch read is not granted.

@@ -1,5 +1,6 @@
 import { once } from "node:events";
-import { createServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import { createServer, type Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   createSecretResolver,
@@ -241,6 +242,28 @@ describe("SSM Parameter Store through the extension", () => {
     );
   });
 
+  it("regression: a name that waited for one of the 10 connections until its time ran out was reported as the extension's silence; now the reason says it was never sent", async () => {
+    standIn.fault = "silent";
+    const names = Array.from({ length: 30 }, (_, index) => `KEY_${index}`);
+
+    const { unresolved } = await ssmSecretResolver(extension(), PREFIX).lookup(names);
+
+    const where = `the Parameters and Secrets extension at ${standIn.origin}`;
+    const silence = `no answer from ${where} within ${TIMEOUT_MS} ms`;
+    const queued = `no connection to ${where} was free within ${TIMEOUT_MS} ms (more names asked at once than its 10 connections answered in time)`;
+    const reasons = names.map((name) =>
+      unresolved
+        .get(name)
+        ?.replace(`cannot read SSM parameter ${PREFIX}${name} for \${${name}}: `, ""),
+    );
+    // The first 10 were sent and met silence; of the rest, those still queued say so (a
+    // connection freed as the first ones were given up may carry one or two in time).
+    expect(reasons.filter((reason) => reason === silence).length).toBeGreaterThanOrEqual(10);
+    expect(reasons.filter((reason) => reason === queued).length).toBeGreaterThanOrEqual(10);
+    expect(reasons.every((reason) => reason === silence || reason === queued)).toBe(true);
+    expect(standIn.calls.length).toBeLessThan(20);
+  });
+
   it("a 5xx is retried once: a passing one is absorbed, a lasting one reported with the status", async () => {
     standIn.parameters.set(`${PREFIX}ETH_KEY`, "eth-secret-value");
     standIn.fault = { status: 502, body: "bad gateway" };
@@ -277,6 +300,189 @@ describe("SSM Parameter Store through the extension", () => {
     );
     expect(JSON.stringify([...notJson.unresolved, ...wrongShape.unresolved])).not.toContain(
       "leaked-secret-value",
+    );
+  });
+  it("a SECRETS_PREFIX with query syntax, spaces, unicode or '..' asks for exactly that parameter, with decryption: nothing of it becomes another query field", async () => {
+    const prefix = "/a b&withDecryption=false#x?y=z/é/../";
+    standIn.parameters.set(`${prefix}ETH_KEY`, "eth-secret-value");
+    const { values } = await ssmSecretResolver(extension(), prefix).lookup(["ETH_KEY"]);
+    expect(values).toEqual(new Map([["ETH_KEY", "eth-secret-value"]]));
+    expect(standIn.calls.map((call) => call.query)).toEqual([
+      { name: `${prefix}ETH_KEY`, withDecryption: "true" },
+    ]);
+  });
+
+  it("a redirect is not followed: the session token goes nowhere but the extension's port", async () => {
+    const elsewhere: string[] = [];
+    const other = createHttpServer((req, res) => {
+      elsewhere.push(String(req.headers["x-aws-parameters-secrets-token"]));
+      res.end("{}");
+    });
+    other.listen(0, "127.0.0.1");
+    await once(other, "listening");
+    const target = `http://127.0.0.1:${(other.address() as { port: number }).port}/`;
+    const redirecting = createHttpServer((_req, res) => {
+      res.writeHead(307, { location: target });
+      res.end("moved");
+    });
+    redirecting.listen(0, "127.0.0.1");
+    await once(redirecting, "listening");
+    const origin = `http://127.0.0.1:${(redirecting.address() as { port: number }).port}`;
+    try {
+      const { unresolved } = await ssmSecretResolver(extension({ origin }), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      expect(unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: the Parameters and Secrets extension at ${origin} answered HTTP 307: moved`,
+      );
+      expect(elsewhere).toEqual([]);
+    } finally {
+      for (const server of [other, redirecting]) {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    }
+  });
+
+  it("a session token with CR/LF or a non-Latin-1 character sends nothing and is not shown", async () => {
+    for (const token of ["abc\r\nx-injected: 1", "abc\u2028token", "abc\0token"]) {
+      const { unresolved } = await ssmSecretResolver(extension({ token }), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      expect(unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: cannot reach the Parameters and Secrets extension at ${standIn.origin}: UND_ERR_INVALID_ARG invalid x-aws-parameters-secrets-token header`,
+      );
+    }
+    expect(standIn.calls).toEqual([]);
+  });
+
+  it("an answer dripped a byte at a time is cut at the one time limit; one closed mid-body is asked once more, then reported; neither shows what it sent", async () => {
+    let mode: "drip" | "cut" = "drip";
+    let requests = 0;
+    const sockets = new Set<Socket>();
+    const raw = createServer((socket) => {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.once("data", () => {
+        requests++;
+        const body = JSON.stringify({ Parameter: { Value: "leaked-secret-value" } });
+        if (mode === "cut") {
+          socket.end(
+            `HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 20)}`,
+          );
+          return;
+        }
+        const answer = `HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+        let sent = 0;
+        const drip = setInterval(() => {
+          if (socket.destroyed || sent >= answer.length) clearInterval(drip);
+          else socket.write(answer.charAt(sent++));
+        }, 10);
+      });
+    });
+    raw.listen(0, "127.0.0.1");
+    await once(raw, "listening");
+    const origin = `http://127.0.0.1:${(raw.address() as { port: number }).port}`;
+    try {
+      const started = performance.now();
+      const dripped = await ssmSecretResolver(extension({ origin }), PREFIX).lookup(["ETH_KEY"]);
+      expect(performance.now() - started).toBeLessThan(TIMEOUT_MS * 2);
+      expect(dripped.unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: no answer from the Parameters and Secrets extension at ${origin} within ${TIMEOUT_MS} ms`,
+      );
+      expect(requests).toBe(1);
+      mode = "cut";
+      const cut = await ssmSecretResolver(extension({ origin }), PREFIX).lookup(["ETH_KEY"]);
+      expect(cut.unresolved.get("ETH_KEY")).toMatch(
+        /: cannot reach the Parameters and Secrets extension at .*: UND_ERR_SOCKET other side closed$/,
+      );
+      expect(requests).toBe(3);
+      expect(JSON.stringify([...cut.unresolved])).not.toContain("leaked");
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => raw.close(() => resolve()));
+    }
+  });
+
+  it("regression: an error answer echoing the session token showed it in the reason, and so in the status route and the log; now the token is masked as written, URL-encoded or JSON-escaped, even where the excerpt is cut", async () => {
+    const token = "IQoJb3JpZ2luX2VjE/session+token==";
+    const echoes = [
+      { status: 401, body: `token ${token} is not this container's` },
+      { status: 400, body: `GET /get?token=${encodeURIComponent(token)} failed` },
+      { status: 500, body: `{"header":"${token.replaceAll("/", "\\/")}"}` },
+      { status: 400, body: JSON.stringify({ token }) },
+      { status: 503, body: `${"x".repeat(150)} ${token}` },
+    ];
+    for (const echo of echoes) {
+      standIn.fault = echo;
+      const { unresolved } = await ssmSecretResolver(extension({ token }), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      const reason = unresolved.get("ETH_KEY") ?? "";
+      expect(reason).toMatch(new RegExp(`HTTP ${echo.status}`));
+      // Neither end of the token, in any form.
+      expect(reason).not.toMatch(/IQoJb3Jp|session(\+|%2B)token/);
+    }
+  });
+
+  it("regression: a 2xx other than 200, or an error answer in the shape of a read's result, showed the value in the reason; now its body is not shown", async () => {
+    const value = "leaked-secret-value";
+    const answers = [
+      { status: 203, body: JSON.stringify({ Parameter: { Value: value } }) },
+      { status: 206, body: value },
+      {
+        status: 404,
+        body: JSON.stringify({ Parameter: { Name: `${PREFIX}ETH_KEY`, Value: value } }),
+      },
+      { status: 302, body: `{"SecretString":"${value}"}` },
+    ];
+    for (const answer of answers) {
+      standIn.fault = answer;
+      const { values, unresolved } = await ssmSecretResolver(extension(), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      expect(values.size).toBe(0);
+      expect(unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: the Parameters and Secrets extension at ${standIn.origin} answered HTTP ${answer.status} with a body that may hold a value (not shown)`,
+      );
+    }
+  });
+
+  it("regression: a 200 whose body was not UTF-8 resolved to a key with U+FFFD in it; now it is refused without being shown", async () => {
+    const server = createHttpServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        Buffer.from([
+          ...Buffer.from('{"Parameter":{"Value":"ab'),
+          0xff,
+          0xfe,
+          ...Buffer.from('cd"}}'),
+        ]),
+      );
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as { port: number };
+    try {
+      const origin = `http://127.0.0.1:${port}`;
+      const { values, unresolved } = await ssmSecretResolver(extension({ origin }), PREFIX).lookup([
+        "ETH_KEY",
+      ]);
+      expect(values.size).toBe(0);
+      expect(unresolved.get("ETH_KEY")).toBe(
+        `cannot read SSM parameter ${PREFIX}ETH_KEY for \${ETH_KEY}: the Parameters and Secrets extension at ${origin} answered 200 with a body that is not UTF-8`,
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("regression: a parameter whose value was empty or whitespace was reported as missing ('create the parameter'); now the reason says it is empty", async () => {
+    standIn.parameters.set(`${PREFIX}BLANK_KEY`, " \n\t ");
+    const { unresolved } = await ssmSecretResolver(extension(), PREFIX).lookup(["BLANK_KEY"]);
+    expect(unresolved.get("BLANK_KEY")).toBe(
+      `SSM parameter ${PREFIX}BLANK_KEY for \${BLANK_KEY} is empty`,
     );
   });
 });
@@ -338,6 +544,37 @@ describe("Secrets Manager through the extension", () => {
 
     expect(unresolved.get("BINARY_KEY")).toBe(
       `secret ${PREFIX}BINARY_KEY for \${BINARY_KEY} has no string value (binary is not supported)`,
+    );
+  });
+  it("regression: an empty secret was reported as missing ('create the secret'); now the reason says it is empty", async () => {
+    standIn.secrets.set(`${PREFIX}EMPTY_JSON_KEY`, JSON.stringify({ value: "" }));
+    standIn.secrets.set(`${PREFIX}BLANK_KEY`, "   ");
+    const { values, unresolved } = await secretsManagerSecretResolver(extension(), PREFIX).lookup([
+      "EMPTY_JSON_KEY",
+      "BLANK_KEY",
+    ]);
+    expect(values.size).toBe(0);
+    expect(unresolved).toEqual(
+      new Map([
+        ["EMPTY_JSON_KEY", `secret ${PREFIX}EMPTY_JSON_KEY for \${EMPTY_JSON_KEY} is empty`],
+        ["BLANK_KEY", `secret ${PREFIX}BLANK_KEY for \${BLANK_KEY} is empty`],
+      ]),
+    );
+  });
+
+  it('regression: a secret string starting with "{" that is not JSON (a mistyped {"value": ...}) was sent to the provider as the key; now it is refused without being shown', async () => {
+    standIn.secrets.set(`${PREFIX}TYPO_KEY`, '{"value": "hidden-secret"');
+    standIn.secrets.set(`${PREFIX}QUOTED_KEY`, "{'value': 'hidden-secret'}");
+    const { values, unresolved } = await secretsManagerSecretResolver(extension(), PREFIX).lookup([
+      "TYPO_KEY",
+      "QUOTED_KEY",
+    ]);
+    expect(values.size).toBe(0);
+    expect(unresolved).toEqual(
+      new Map([
+        ["TYPO_KEY", `secret ${PREFIX}TYPO_KEY starts with "{" but is not JSON`],
+        ["QUOTED_KEY", `secret ${PREFIX}QUOTED_KEY starts with "{" but is not JSON`],
+      ]),
     );
   });
 });
