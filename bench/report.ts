@@ -119,7 +119,7 @@ function renderThroughput(part: ThroughputPart): string[] {
     "",
     `- Measured: ${when(part)}`,
     `- Load: ${part.loadGenerator}, its own process, one thread, keep-alive connections, one fixed body per workload; ${part.rounds} rounds of ${part.seconds} s per target and concurrency, the targets alternated within each round (req/s over all rounds; p50/p99: the median of the rounds' percentiles).`,
-    "- Targets: anvil directly; the ~20-line undici pass-through (`bench/passthrough.ts`) in its own `node` process; the gateway as `npm start -- --config F --port 0` runs it (API Gateway emulator + proxy handler + dynalite + the monitor on its timer), one provider: that anvil.",
+    "- Targets: anvil directly (mining a block every 12 s, as a live chain); the ~20-line undici pass-through (`bench/passthrough.ts`) in its own `node` process; the gateway as `npm start -- --config F --port 0` runs it (API Gateway emulator + proxy handler + dynalite + the monitor on its timer), one provider: that anvil.",
     "- server CPU: CPU of the server's whole process group per request. others: cores every other process on the machine used meanwhile (the noise).",
     "",
     ...throughputTable(part.records),

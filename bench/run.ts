@@ -255,9 +255,12 @@ async function main(): Promise<number> {
   const closers: Array<() => Promise<unknown>> = [];
   let invalid = false;
   try {
-    const anvil: AnvilNode = await startAnvil({ chainId: 31337 });
+    // A live chain at Ethereum's pace, as users run the gateway: a block every 12 s. On a chain
+    // that stands still nothing new is published, the served head stops being recent, and
+    // eth_blockNumber goes to the provider every time, which no deployment sees.
+    const anvil: AnvilNode = await startAnvil({ chainId: 31337, blockTimeSeconds: 12 });
     closers.push(() => anvil.stop());
-    // A few blocks, so "latest" is not the genesis block; no interval mining (it adds noise).
+    // A few blocks, so "latest" is not the genesis block.
     await anvil.rpc("anvil_mine", ["0xa"]);
     const load = loadGenerator();
 
