@@ -264,7 +264,7 @@ function renderAb(results: Results): string[] {
   const ab = results.ab;
   if (ab) {
     lines.push(
-      `- Local server at c=32: ${when(ab)}; ${ab.loadGenerator}, ${ab.rounds} rounds of ${ab.seconds} s, targets alternated. The node-http gateway is the same \`npm start\` with \`--import bench/use-node-http-upstream.ts\`, which swaps in \`bench/node-http-upstream.ts\` (the former adapter).`,
+      `- Local server at c=32: ${when(ab)}; ${ab.loadGenerator}, ${ab.rounds} rounds of ${ab.seconds} s, targets alternated, a call the gateway forwards every time (\`eth_getTransactionCount\` at \`pending\`). The node-http gateway is the same \`npm start\` with \`--import bench/use-node-http-upstream.ts\`, which swaps in \`bench/node-http-upstream.ts\` (the former adapter).`,
       "",
       ...throughputTable(ab.records),
       "",
@@ -278,7 +278,7 @@ function renderAb(results: Results): string[] {
   ) => records.find((r) => r.client === client && r.role === "gateway");
   const abRows: Array<[string, number | undefined, number | undefined, string]> = [
     [
-      "local server req/s at c=32 (higher is better)",
+      "local server req/s at c=32, a forwarded call (higher is better)",
       ab?.records.find((r) => r.target === "gateway (undici)")?.perSecond,
       ab?.records.find((r) => r.target === "gateway (node-http)")?.perSecond,
       "",
