@@ -183,7 +183,7 @@ function renderCold(part: ColdPart): string[] {
     "## Cold start",
     "",
     `- Measured: ${when(part)}`,
-    `- Each bundle built as the stack builds it (esbuild ESM, minified, \`module\` main fields, AWS SDK bundled: \`bench/bundles.ts\` with the settings of \`infra/constructs/node-function.ts\`), started ${part.starts} times in a fresh Node process, alternating: the import, then the first request (config from S3, the state Query, one upstream call). Node's own start-up is excluded and the same for all.`,
+    `- Each bundle built as the stack builds it (esbuild ESM, minified, \`module\` main fields, AWS SDK bundled: \`bench/bundles.ts\` with the settings of \`infra/constructs/node-function.ts\`), started ${part.starts} times in a fresh Node process, alternating: the import, then the first request (config from S3, the state Query, one upstream call: \`eth_getTransactionCount\` at \`pending\`, which the gateway forwards every time, the chain position written as deployed). Node's own start-up is excluded and the same for all.`,
     "- CPU time decides the verdicts: it is what stretches on Lambda's share of a vCPU, and what other people's load here disturbs least. Wall time is shown as measured, and without the time spent waiting for a core (own). Medians.",
     "",
     "| handler | bundle | import ms CPU | import + first request ms CPU | import ms wall | import + first request ms wall | … own | every import, ms CPU | every first request, ms CPU |",
