@@ -1,14 +1,14 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import S3rver from "s3rver";
+import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { parseConfigText } from "../../functions/adapters/config-file.ts";
 import { PREPARED_CONFIG_FILE } from "../../functions/adapters/config-prepared.ts";
 import type { ConfigSourceEvent } from "../../functions/adapters/config-source.ts";
 import { configSourceFromEnv } from "../../functions/adapters/environment.ts";
 import { writeBundledConfig } from "../../infra/constructs/bundled-config.ts";
+import { type S3Bucket, S3RVER_CREDENTIALS, startS3Bucket } from "../support/s3-bucket.ts";
 
 /**
  * A deployed function's cold start: the S3 object a deploy uploads has the bundled config's
@@ -38,38 +38,21 @@ const DEPLOYED = `${JSON.stringify(
   2,
 )}\n`;
 
-let s3: S3rver;
-let s3Port: number;
-let s3Dir: string;
+let bucket: S3Bucket;
 let packageDir: string;
 let client: S3Client;
 
 beforeAll(async () => {
-  s3Dir = await mkdtemp(join(tmpdir(), "config-prepared-s3-"));
-  s3 = new S3rver({
-    port: 0,
-    address: "127.0.0.1",
-    silent: true,
-    directory: s3Dir,
-    configureBuckets: [{ name: BUCKET }],
-  });
-  s3Port = (await s3.run()).port;
-  client = new S3Client({
-    endpoint: `http://127.0.0.1:${s3Port}`,
-    region: "us-east-1",
-    forcePathStyle: true,
-    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
-  });
+  bucket = await startS3Bucket(BUCKET);
+  client = bucket.client;
   // The Lambda's S3 client takes its credentials from the process environment.
-  vi.stubEnv("AWS_ACCESS_KEY_ID", "S3RVER");
-  vi.stubEnv("AWS_SECRET_ACCESS_KEY", "S3RVER");
+  vi.stubEnv("AWS_ACCESS_KEY_ID", S3RVER_CREDENTIALS.accessKeyId);
+  vi.stubEnv("AWS_SECRET_ACCESS_KEY", S3RVER_CREDENTIALS.secretAccessKey);
 });
 
 afterAll(async () => {
   vi.unstubAllEnvs();
-  client?.destroy();
-  await s3?.close();
-  await rm(s3Dir, { recursive: true, force: true });
+  await bucket?.close();
 });
 
 beforeEach(async () => {
@@ -95,7 +78,7 @@ function lambdaConfigSource() {
   const source = configSourceFromEnv({
     CONFIG_BUCKET: BUCKET,
     CONFIG_KEY: KEY,
-    S3_ENDPOINT: `http://127.0.0.1:${s3Port}`,
+    S3_ENDPOINT: bucket.endpoint,
     AWS_REGION: "us-east-1",
     BUNDLED_CONFIG_PATH: join(packageDir, "config.json"),
   });
