@@ -52,7 +52,9 @@ export async function startHeadlessChromium(binary: string): Promise<HeadlessPag
   ]);
   const stop = async () => {
     await stopChild(owned.child);
-    await rm(profile, { recursive: true, force: true });
+    // Chromium's helper processes may still be writing into the profile for a moment after the
+    // browser exits (seen in CI as ENOTEMPTY): removal is retried as they finish.
+    await rm(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   };
   try {
     // Chromium writes the port it chose (and the browser's path) into the profile.
