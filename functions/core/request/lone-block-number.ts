@@ -8,7 +8,7 @@ import type { AcceptedRequest } from "./admit.ts";
 import { planCall } from "./cache-class.ts";
 import { type OpenCall, openCall } from "./open-call.ts";
 import { reportRequest } from "./report.ts";
-import { type GatewayResponse, JSON_HEADERS } from "./respond.ts";
+import { answerHeaders, type GatewayResponse } from "./respond.ts";
 import { answerFromServedHead, servedHeadView } from "./served-head.ts";
 
 /**
@@ -67,12 +67,9 @@ export function answerLoneCall(
 ): GatewayResponse {
   const { network, entry, state, started } = parts;
   const { rawId, method, params } = entry.call;
-  const headers: Record<string, string> = { ...JSON_HEADERS };
-  if (network.settings.diagnostic_headers) {
-    headers["x-gateway-provider"] = "";
-    headers["x-gateway-attempts"] = "0";
-    headers["x-gateway-cache"] = "bypass";
-  }
+  const headers = answerHeaders(network, [], 0);
+  // The served head's number is never cached (x-gateway-cache as the answer cache words it).
+  if (network.settings.diagnostic_headers) headers["x-gateway-cache"] = "bypass";
   const plan = planCall(method, params, state.head);
   const cacheClass = plan.kind === "known" ? plan.class : "never";
   const response: GatewayResponse =

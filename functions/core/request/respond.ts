@@ -36,6 +36,23 @@ export interface ResponderDeps {
   readonly scrubAnswer: (text: string) => string;
 }
 
+/**
+ * An answer's headers: the content type, and under `diagnostic_headers` the providers whose
+ * answers the caller gets and the upstream calls made.
+ */
+export function answerHeaders(
+  network: Network,
+  providers: readonly string[],
+  attempts: number,
+): Record<string, string> {
+  const headers: Record<string, string> = { ...JSON_HEADERS };
+  if (network.settings.diagnostic_headers) {
+    headers["x-gateway-provider"] = providers.join(",");
+    headers["x-gateway-attempts"] = String(attempts);
+  }
+  return headers;
+}
+
 /** A request to a network the config does not have: 404, naming the ones it has. */
 export function unknownNetwork(name: string, configured: readonly string[]): GatewayResponse {
   return {
@@ -87,11 +104,7 @@ export function assembleResponse(parts: ResponseParts, deps: ResponderDeps): Gat
       ),
     );
   }
-  const headers: Record<string, string> = { ...JSON_HEADERS };
-  if (network.settings.diagnostic_headers) {
-    headers["x-gateway-provider"] = providers.join(",");
-    headers["x-gateway-attempts"] = String(attempts);
-  }
+  const headers = answerHeaders(network, providers, attempts);
   const allFailed = open.length > 0 && failed === open.length;
   if (request.kind === "single") {
     // A notification gets no answer (JSON-RPC 2.0 §4.1), only the HTTP status.
