@@ -12,6 +12,7 @@ import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/s
 import { PROJECT_ROOT } from "../../infra/gateway-config.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";
+import { rpcEvent } from "../support/api-gateway-event.ts";
 import {
   type SecretsExtensionStandIn,
   startSecretsExtension,
@@ -196,16 +197,7 @@ describe("the bundles CDK builds", () => {
   // The cold import time is logged as a measurement, not a gate: one import on a shared
   // machine says little; `npm run bench` reports it against the 150 ms target.
   it("the bundled proxy serves a request: config from S3, state in DynamoDB, answer from anvil", async () => {
-    const event = {
-      version: "2.0",
-      routeKey: "$default",
-      rawPath: "/devnet",
-      rawQueryString: "",
-      headers: { "content-type": "application/json" },
-      requestContext: { http: { method: "POST", path: "/devnet" }, requestId: "r1" },
-      body: '{"jsonrpc":"2.0","id":7,"method":"eth_chainId","params":[]}',
-      isBase64Encoded: false,
-    };
+    const event = rpcEvent('{"jsonrpc":"2.0","id":7,"method":"eth_chainId","params":[]}');
     const { importMs, result } = await invoke(bundles.proxy.file, event, 29_000);
     console.info(`proxy bundle cold import: ${importMs.toFixed(0)} ms (a measurement, not a gate)`);
     expect(result).toMatchObject({
@@ -223,16 +215,7 @@ describe("the bundles CDK builds", () => {
       }
     }
     extension.parameters.set("/rpc-gateway/dev/ANVIL_KEY", "anvil-key-0123456789");
-    const event = {
-      version: "2.0",
-      routeKey: "$default",
-      rawPath: "/devnet",
-      rawQueryString: "",
-      headers: { "content-type": "application/json" },
-      requestContext: { http: { method: "POST", path: "/devnet" }, requestId: "r2" },
-      body: '{"jsonrpc":"2.0","id":8,"method":"eth_chainId","params":[]}',
-      isBase64Encoded: false,
-    };
+    const event = rpcEvent('{"jsonrpc":"2.0","id":8,"method":"eth_chainId","params":[]}');
     const { result } = await invoke(bundles.proxy.file, event, 29_000, {
       CONFIG_KEY: "config/with-secret.json",
       SECRETS_SOURCE: "ssm",
