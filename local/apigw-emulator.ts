@@ -110,10 +110,12 @@ type Outcome =
   | { readonly kind: "result"; readonly value: unknown }
   | { readonly kind: "error"; readonly error: Error }
   | { readonly kind: "function_timeout" }
-  | { readonly kind: "integration_timeout" };
+  /** API Gateway stopped waiting; the function, still `running`, did not stop. */
+  | { readonly kind: "integration_timeout"; readonly running: Promise<unknown> };
+
+type Timeout = "function_timeout" | "integration_timeout";
 
 const FUNCTION_TIMED_OUT: Outcome = { kind: "function_timeout" };
-const INTEGRATION_TIMED_OUT: Outcome = { kind: "integration_timeout" };
 
 /**
  * An API Gateway HTTP API (payload format 2.0, `$default` stage) in front of a Lambda function.
@@ -133,9 +135,11 @@ export async function startApiGateway(
     functionTimeoutMs,
     deadlines:
       functionTimeoutMs <= integrationTimeoutMs
-        ? new InvocationDeadlines(functionTimeoutMs, FUNCTION_TIMED_OUT)
-        : new InvocationDeadlines(integrationTimeoutMs, INTEGRATION_TIMED_OUT),
+        ? new InvocationDeadlines<Timeout>(functionTimeoutMs, "function_timeout")
+        : new InvocationDeadlines<Timeout>(integrationTimeoutMs, "integration_timeout"),
   };
+  /** Lambda's own timeouts of functions still running after API Gateway answered 503. */
+  const lateFunctionTimers = new Set<NodeJS.Timeout>();
   const route = routerFor(options.routes ?? API_ROUTES.map(routeKeyOf));
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
   const containers = options.containers;
@@ -203,10 +207,13 @@ export async function startApiGateway(
     const container = pickContainer();
     container.inFlight++;
     const outcome = await invoke(container.handler, event, invocation);
-    container.inFlight--;
     switch (outcome.kind) {
       case "integration_timeout":
+        keepBusyUntilTheFunctionEnds(container, outcome.running);
         return sendMessage(res, 503, "Service Unavailable", requestId);
+    }
+    container.inFlight--;
+    switch (outcome.kind) {
       case "function_timeout":
         if (containers !== undefined) container.handler = containers.create();
         return sendMessage(res, 500, "Internal Server Error", requestId);
@@ -222,6 +229,32 @@ export async function startApiGateway(
     writeResult(res, result, corsOrigins, origin, requestId);
   }
 
+  /**
+   * After API Gateway's 503 Lambda keeps running the function, and its container stays busy,
+   * until the function settles or reaches its own timeout, where Lambda fails it and resets
+   * the runtime.
+   */
+  function keepBusyUntilTheFunctionEnds(container: Container, running: Promise<unknown>): void {
+    const handler = container.handler;
+    let ended = false;
+    const end = (timedOut: boolean) => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      lateFunctionTimers.delete(timer);
+      container.inFlight--;
+      if (timedOut && containers !== undefined && container.handler === handler) {
+        container.handler = containers.create();
+      }
+    };
+    const timer = setTimeout(() => end(true), functionTimeoutMs - integrationTimeoutMs);
+    lateFunctionTimers.add(timer);
+    running.then(
+      () => end(false),
+      () => end(false),
+    );
+  }
+
   server.listen(options.port ?? 0, host);
   await once(server, "listening");
   port = (server.address() as AddressInfo).port;
@@ -231,6 +264,7 @@ export async function startApiGateway(
     close: () =>
       new Promise<void>((resolve) => {
         invocation.deadlines.close();
+        for (const timer of lateFunctionTimers) clearTimeout(timer);
         server.close(() => resolve());
         server.closeAllConnections();
       }),
@@ -336,7 +370,7 @@ function callbackStyleUnsupported(): never {
 interface Invocation {
   readonly identity: FunctionIdentity;
   readonly functionTimeoutMs: number;
-  readonly deadlines: InvocationDeadlines<Outcome>;
+  readonly deadlines: InvocationDeadlines<Timeout>;
 }
 
 /**
@@ -349,7 +383,13 @@ function invoke(
   invocation: Invocation,
 ): Promise<Outcome> {
   return new Promise<Outcome>((resolve) => {
-    const waiting = invocation.deadlines.watch(resolve);
+    const waiting = invocation.deadlines.watch((expired) =>
+      resolve(
+        expired === "function_timeout"
+          ? FUNCTION_TIMED_OUT
+          : { kind: "integration_timeout", running: handled },
+      ),
+    );
     const settle = (outcome: Outcome) => {
       invocation.deadlines.release(waiting);
       resolve(outcome);

@@ -486,4 +486,48 @@ describe("N containers", () => {
       await api.close();
     }
   });
+  it("regression: a container was counted idle once API Gateway answered 503, though its function was still running; now it stays busy until the function ends", async () => {
+    const containers = pool();
+    const api = await startApiGateway({
+      containers: { count: 2, create: containers.create },
+      integrationTimeoutMs: 100,
+      functionTimeoutMs: 5000,
+    });
+    try {
+      const { promise: released, resolve: release } = Promise.withResolvers<void>();
+      containers.holdNext(released);
+      expect((await send(`${api.url}/health`)).status).toBe(503);
+      const others = [];
+      for (let index = 0; index < 3; index++) others.push((await send(`${api.url}/health`)).text);
+      expect(others).toEqual(["1", "1", "1"]);
+      release();
+      await vi.waitFor(async () => {
+        const answers = [
+          (await send(`${api.url}/health`)).text,
+          (await send(`${api.url}/health`)).text,
+        ];
+        expect(answers.sort()).toEqual(["0", "1"]);
+      });
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("regression: a function still running after API Gateway's 503 was never failed at its own timeout, its container never reset; now Lambda's timeout replaces it", async () => {
+    const containers = pool();
+    const api = await startApiGateway({
+      containers: { count: 1, create: containers.create },
+      integrationTimeoutMs: 50,
+      functionTimeoutMs: 200,
+    });
+    try {
+      containers.holdNext(new Promise<void>(() => undefined));
+      expect((await send(`${api.url}/health`)).status).toBe(503);
+      expect(containers.created()).toBe(1);
+      await vi.waitFor(() => expect(containers.created()).toBe(2), { timeout: 1000 });
+      expect((await send(`${api.url}/health`)).text).toBe("1");
+    } finally {
+      await api.close();
+    }
+  });
 });
