@@ -124,6 +124,9 @@ export class GatewayStack extends Stack {
     const environment = {
       TABLE_NAME: table.tableName,
       CONFIG_BUCKET: bucket.bucketName,
+      // The bucket's regional endpoint, right in every partition (the functions read the object
+      // with a signed GET of their own, which has no endpoint rules of the S3 client).
+      CONFIG_BUCKET_DOMAIN: bucket.bucketRegionalDomainName,
       CONFIG_KEY: config.key,
       GATEWAY_ENV: env,
       SECRETS_SOURCE: settings.secretsSource,

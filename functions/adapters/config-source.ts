@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { Config } from "../core/config-schema.ts";
 import { parseConfig } from "../core/network-model.ts";
 import type { ConfigSourceInfo } from "../core/status.ts";
 import { type ConfigFileProblem, describeProblems, parseConfigText } from "./config-file.ts";
+import type { S3ObjectReader } from "./s3-object.ts";
 
 /**
  * The runtime config loader (docs/behaviour.md §1): the S3 object, re-checked at most every
@@ -38,7 +38,8 @@ export interface S3ConfigSourceOptions extends CommonOptions {
   readonly kind: "s3";
   readonly bucket: string;
   readonly key: string;
-  readonly s3Client: S3Client;
+  /** Reads the object (`s3-object.ts`). */
+  readonly s3: S3ObjectReader;
   /** The config bundled with the function (a parsed JSON value), used at cold start if S3 fails. */
   readonly bundled: unknown;
   /** Bound on one S3 call, so a hung S3 cannot hold requests; default 3000. */
@@ -75,28 +76,16 @@ interface Origin {
 }
 
 function s3Origin(options: S3ConfigSourceOptions): Origin {
-  const { bucket, key, s3Client, requestTimeoutMs = 3000 } = options;
+  const { bucket, key, s3, requestTimeoutMs = 3000 } = options;
   return {
     kind: "s3",
     location: `s3://${bucket}/${key}`,
     async fetch(knownVersion) {
-      try {
-        const answer = await s3Client.send(
-          new GetObjectCommand({
-            Bucket: bucket,
-            Key: key,
-            IfNoneMatch: knownVersion || undefined,
-          }),
-          { abortSignal: AbortSignal.timeout(requestTimeoutMs) },
-        );
-        const text = (await answer.Body?.transformToString("utf-8")) ?? "";
-        return { text, version: answer.ETag ?? "" };
-      } catch (error) {
-        // S3 answers 304 Not Modified to a matching If-None-Match; the SDK throws on it.
-        const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata;
-        if (status?.httpStatusCode === 304) return "unchanged";
-        throw error;
-      }
+      const answer = await s3.get({
+        ...(knownVersion ? { ifNoneMatch: knownVersion } : {}),
+        timeoutMs: requestTimeoutMs,
+      });
+      return answer === "unchanged" ? answer : { text: answer.text, version: answer.etag };
     },
   };
 }

@@ -1,15 +1,15 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { S3Client } from "@aws-sdk/client-s3";
 import { PREPARED_CONFIG_FILE, preparedConfigReader } from "./config-prepared.ts";
 import { type ConfigSource, createConfigSource } from "./config-source.ts";
+import { createS3ObjectReader } from "./s3-object.ts";
 import { createDynamoClient, DynamoStateStore } from "./state-store.ts";
 
 /**
  * Builds the adapters a Lambda needs from its environment, so both handlers stay thin:
- * - `CONFIG_BUCKET` + `CONFIG_KEY`: the S3 config object, with `BUNDLED_CONFIG_PATH` as the
- *   cold-start fallback and the config prepared from it at build time beside it; or
- *   `CONFIG_FILE` for a local file.
+ * - `CONFIG_BUCKET` + `CONFIG_KEY` (+ `CONFIG_BUCKET_DOMAIN` in AWS, `S3_ENDPOINT` locally): the
+ *   S3 config object, with `BUNDLED_CONFIG_PATH` as the cold-start fallback and the config
+ *   prepared from it at build time beside it; or `CONFIG_FILE` for a local file.
  * - `TABLE_NAME` (+ `DYNAMODB_ENDPOINT` locally): the state table.
  */
 type Env = Readonly<Record<string, string | undefined>>;
@@ -29,15 +29,18 @@ export function configSourceFromEnv(env: Env): ConfigSource {
   } catch {
     bundled = undefined;
   }
+  const bucket = required(env, "CONFIG_BUCKET");
+  const key = required(env, "CONFIG_KEY");
   return createConfigSource({
     kind: "s3",
-    bucket: required(env, "CONFIG_BUCKET"),
-    key: required(env, "CONFIG_KEY"),
-    s3Client: new S3Client({
-      ...(env.S3_ENDPOINT ? { endpoint: env.S3_ENDPOINT, forcePathStyle: true } : {}),
+    bucket,
+    key,
+    s3: createS3ObjectReader({
+      bucket,
+      key,
       region: env.AWS_REGION ?? "us-east-1",
-      requestChecksumCalculation: "WHEN_REQUIRED",
-      responseChecksumValidation: "WHEN_REQUIRED",
+      ...(env.CONFIG_BUCKET_DOMAIN ? { domain: env.CONFIG_BUCKET_DOMAIN } : {}),
+      ...(env.S3_ENDPOINT ? { endpoint: env.S3_ENDPOINT } : {}),
     }),
     bundled,
     prepared: preparedConfigReader(join(dirname(bundledPath), PREPARED_CONFIG_FILE)),

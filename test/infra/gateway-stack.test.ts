@@ -129,6 +129,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
     const expected = {
       TABLE_NAME: { Ref: idOf(stack.table) },
       CONFIG_BUCKET: { Ref: idOf(stack.bucket) },
+      CONFIG_BUCKET_DOMAIN: { "Fn::GetAtt": [idOf(stack.bucket), "RegionalDomainName"] },
       CONFIG_KEY: `config/${env}.json`,
       GATEWAY_ENV: env,
       SECRETS_SOURCE: "ssm",

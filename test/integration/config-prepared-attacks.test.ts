@@ -14,7 +14,12 @@ import {
 } from "../../functions/adapters/config-source.ts";
 import { configSourceFromEnv } from "../../functions/adapters/environment.ts";
 import { writeBundledConfig } from "../../infra/constructs/bundled-config.ts";
-import { type S3Bucket, S3RVER_CREDENTIALS, startS3Bucket } from "../support/s3-bucket.ts";
+import {
+  type S3Bucket,
+  S3RVER_CREDENTIALS,
+  s3rverObjectReader,
+  startS3Bucket,
+} from "../support/s3-bucket.ts";
 
 /**
  * Attacks on the config prepared at build time: only an S3 object with the bundled document's
@@ -50,7 +55,7 @@ let client: S3Client;
 beforeAll(async () => {
   bucket = await startS3Bucket(BUCKET);
   client = bucket.client;
-  // The Lambda's S3 client takes its credentials from the process environment.
+  // The Lambda's S3 reads take their credentials from the process environment.
   vi.stubEnv("AWS_ACCESS_KEY_ID", S3RVER_CREDENTIALS.accessKeyId);
   vi.stubEnv("AWS_SECRET_ACCESS_KEY", S3RVER_CREDENTIALS.secretAccessKey);
 });
@@ -158,7 +163,7 @@ describe("after a cold start on the prepared config", () => {
       kind: "s3",
       bucket: BUCKET,
       key: KEY,
-      s3Client: client,
+      s3: s3rverObjectReader(bucket.endpoint, BUCKET, KEY),
       bundled: JSON.parse(DEPLOYED),
       prepared: preparedConfigReader(join(packageDir, PREPARED_CONFIG_FILE)),
       clock: () => now,

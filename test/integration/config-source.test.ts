@@ -9,6 +9,7 @@ import {
   type ConfigSourceEvent,
   createConfigSource,
 } from "../../functions/adapters/config-source.ts";
+import { s3rverObjectReader } from "../support/s3-bucket.ts";
 
 const BUCKET = "gateway-config";
 const KEY = "config.json";
@@ -129,7 +130,7 @@ function s3Source(port: number, bundled: unknown = configDocument("bundled")) {
     kind: "s3",
     bucket: BUCKET,
     key: KEY,
-    s3Client: client(port),
+    s3: s3rverObjectReader(`http://127.0.0.1:${port}`, BUCKET, KEY),
     bundled,
     clock,
   });
