@@ -189,8 +189,13 @@ function median(values: readonly number[]): number {
  * never capture the quorum (ties go to the highest group):
  * - a block timestamp later than now plus `max_lag_seconds`; unless every answer is, when the
  *   monitor's own clock is the likelier fault;
- * - a block number more than `max_ahead_blocks` beyond the median of the other answers, when
- *   at least two others answered (with one other there is no telling who is right).
+ * - with two others or more, a block number more than `max_ahead_blocks` beyond their median;
+ * - with one other, the higher of two numbers more than `max_ahead_blocks` apart when its block
+ *   timestamp is not more than `max_lag_seconds` later than the lower's. Both cannot be honest
+ *   (a provider genuinely behind shows an old timestamp, and is judged `behind` instead), and
+ *   no third answer tells which lies. The lower one is kept because erring low is recoverable
+ *   (a later check with the truth moves the head on) and erring high is not (the served head
+ *   never goes back).
  */
 function implausiblyAhead(
   answers: readonly Answer[],
@@ -204,6 +209,11 @@ function implausiblyAhead(
     future.length < answers.length ? future.map((answer) => answer.provider) : [],
   );
   const plausible = answers.filter((answer) => !excluded.has(answer.provider));
+  if (plausible.length === 2) {
+    const higher = higherOfIrreconcilablePair(plausible, settings);
+    if (higher !== null) excluded.add(higher);
+    return excluded;
+  }
   for (const answer of plausible) {
     const others = plausible.filter((other) => other !== answer).map((other) => other.head.number);
     if (others.length >= 2 && answer.head.number - median(others) > settings.max_ahead_blocks) {
@@ -211,6 +221,23 @@ function implausiblyAhead(
     }
   }
   return excluded;
+}
+
+/** Of two answers, the higher one's provider when they cannot both be honest; else null. */
+function higherOfIrreconcilablePair(
+  pair: readonly Answer[],
+  settings: QuorumSettings,
+): string | null {
+  const [first, second] = pair;
+  if (first === undefined || second === undefined) return null;
+  const [lower, higher] =
+    first.head.number <= second.head.number ? [first, second] : [second, first];
+  const blocksApart = higher.head.number - lower.head.number;
+  // Signed: a higher block with an older timestamp is no more honest than one with the same.
+  const laterBySeconds = higher.head.timestamp - lower.head.timestamp;
+  return blocksApart > settings.max_ahead_blocks && laterBySeconds <= settings.max_lag_seconds
+    ? higher.provider
+    : null;
 }
 
 export function computeQuorum(input: QuorumInput): QuorumResult {

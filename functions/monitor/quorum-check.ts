@@ -250,11 +250,13 @@ function headDetail(check: HeadCheck | undefined, snapshot: QuorumSnapshot): str
   if ("error" in check.answer) return `no answer: ${check.answer.error}`;
   const { number, timestamp } = check.answer;
   if (snapshot.head === null || snapshot.headTimestamp === null) return `head ${number}`;
+  // Both distances: a head can be out as ahead by its block number with a level timestamp.
+  const blocks = number - snapshot.head;
+  const place =
+    blocks > 0 ? `${blocks} blocks above` : blocks < 0 ? `${-blocks} blocks below` : "at";
   const behind = snapshot.headTimestamp - timestamp;
-  const against = `the quorum head ${snapshot.head}`;
-  if (behind > 0) return `head ${number}, ${behind} s behind ${against}`;
-  if (behind < 0) return `head ${number}, ${-behind} s ahead of ${against}`;
-  return `head ${number}, level with ${against}`;
+  const time = behind > 0 ? `${behind} s behind` : behind < 0 ? `${-behind} s ahead` : "level";
+  return `head ${number}, ${place} the quorum head ${snapshot.head}, timestamp ${time}`;
 }
 
 /** This check's heads; a provider that did not answer keeps the head it was last seen at. */

@@ -7,11 +7,12 @@ import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 /**
  * One provider claiming a head far ahead of the others must not capture the quorum, on real
  * parts: anvil nodes, the local stack with its monitor, and a lying provider (a small HTTP
- * server in front of an anvil node that answers the head 1,000 blocks higher than it is).
+ * server in front of an anvil node that answers the head `lead` blocks higher than it is).
  */
 
 process.env.POWERTOOLS_LOG_LEVEL = "CRITICAL";
 
+/** Beyond the default `quorum.max_ahead_blocks` (500). */
 const LEAD = 1_000;
 
 interface Liar {
@@ -21,9 +22,14 @@ interface Liar {
 
 /**
  * Forwards to `node`, except the head: `eth_blockNumber` and `eth_getBlockByNumber("latest")`
- * answer `LEAD` blocks higher, stamped `secondsAhead` from now.
+ * answer `lead` blocks higher, stamped `secondsAhead` from now, or with the node's own block
+ * timestamp ("level": as current as the honest nodes', which mine alongside).
  */
-async function startLiar(node: AnvilNode, secondsAhead: number): Promise<Liar> {
+async function startLiar(
+  node: AnvilNode,
+  secondsAhead: number | "level",
+  lead = LEAD,
+): Promise<Liar> {
   const server: Server = createServer((request, response) => {
     let raw = "";
     request.on("data", (chunk: Buffer) => {
@@ -54,17 +60,20 @@ async function startLiar(node: AnvilNode, secondsAhead: number): Promise<Liar> {
   async function answer(call: { id: unknown; method: string; params: unknown[] }) {
     let result: unknown;
     if (call.method === "eth_blockNumber") {
-      result = `0x${(Number(await node.rpc("eth_blockNumber")) + LEAD).toString(16)}`;
+      result = `0x${(Number(await node.rpc("eth_blockNumber")) + lead).toString(16)}`;
     } else if (call.method === "eth_getBlockByNumber" && call.params[0] === "latest") {
       const block = (await node.rpc("eth_getBlockByNumber", ["latest", false])) as Record<
         string,
         string
       >;
-      const now = Math.floor(Date.now() / 1000) + secondsAhead;
+      const timestamp =
+        secondsAhead === "level"
+          ? Number(block.timestamp)
+          : Math.floor(Date.now() / 1000) + secondsAhead;
       result = {
         ...block,
-        number: `0x${(Number(block.number) + LEAD).toString(16)}`,
-        timestamp: `0x${now.toString(16)}`,
+        number: `0x${(Number(block.number) + lead).toString(16)}`,
+        timestamp: `0x${timestamp.toString(16)}`,
       };
     } else {
       result = await node.rpc(call.method, call.params);
@@ -84,6 +93,9 @@ async function startLiar(node: AnvilNode, secondsAhead: number): Promise<Liar> {
 
 interface Status {
   quorum: { head: number | null; members: string[] };
+  served_head: { latest: number | null; served: number | null };
+  monitor: { last_tick_at: string | null };
+  events: Array<{ provider: string | null; kind: string; reason: string; detail: string }>;
   active_provider: string | null;
   providers: Array<{
     name: string;
@@ -116,6 +128,8 @@ async function gateway(
     config: {
       // The timer ticks once at start; the test ticks after that.
       check_interval_seconds: 3600,
+      // The status route reads the state the monitor just wrote.
+      state_cache_ms: 0,
       // The anvil nodes are separate chains that mine the same blocks only while nothing sets them
       // apart: the fork check would exclude some as wrong_fork. Forks are tested in fork-check.test.ts.
       networks: { devnet: { chain_id: 31337, providers, quorum: { fork_check: false } } },
@@ -123,12 +137,24 @@ async function gateway(
   });
   cleanups.push(() => stack.close());
   const status = async () => (await (await fetch(`${stack.url}/devnet/status`)).json()) as Status;
+  /** The status once it shows a tick after `after` (a container refreshes its copy off the hot path). */
+  const statusAfter = async (after: string | null): Promise<Status> => {
+    for (let wait = 0; wait < 100; wait++) {
+      const now = await status();
+      if (now.monitor.last_tick_at !== null && now.monitor.last_tick_at !== after) return now;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error("the monitor's tick never showed on the status route");
+  };
+  // The start-up tick comes first; the test's ticks come after it.
+  await statusAfter(null);
   return {
     ...stack,
     status,
     async tick() {
+      const before = (await status()).monitor.last_tick_at;
       await stack.monitor?.monitor.tick();
-      return status();
+      return statusAfter(before);
     },
   };
 }
@@ -200,14 +226,15 @@ describe("three providers, one 1,000 blocks beyond the others with a current tim
   });
 });
 
-describe("two providers, one 1,000 blocks ahead with a current timestamp (undecidable by the quorum)", () => {
+describe("two providers, one 1,000 blocks ahead with a current timestamp", () => {
   let stack: Awaited<ReturnType<typeof gateway>>;
   let honestHead: number;
 
   beforeAll(async () => {
-    const liar = await startLiar(node(1), 0);
+    const liar = await startLiar(node(1), "level");
     cleanups.push(() => liar.close());
     honestHead = Number(await node(0).rpc("eth_blockNumber"));
+    // Preferred by priority: while it is in quorum, reads go to it.
     stack = await gateway([
       { name: "honest", url: node(0).url, priority: 2 },
       { name: "liar", url: liar.url, priority: 1 },
@@ -215,10 +242,65 @@ describe("two providers, one 1,000 blocks ahead with a current timestamp (undeci
     await stack.tick();
   });
 
-  it("both stay members and the quorum head is the liar's (one other answer cannot outvote it)", async () => {
+  it("regression: the liar won the tie, its number became the chain position's latest and eth_blockNumber froze at it; now it is out as ahead and the honest head is latest", async () => {
+    const status = await stack.status();
+    expect(status.quorum.members).toEqual(["honest"]);
+    expect(status.quorum.head).toBe(honestHead);
+    expect(status.served_head.latest).toBe(honestHead);
+    expect(status.providers.find((p) => p.name === "liar")).toMatchObject({
+      in_quorum: false,
+      quorum_reason: "ahead",
+    });
+    const head = await rpc(stack.url, "eth_blockNumber", []);
+    expect(Number(head.body.result)).toBe(honestHead);
+    const latest = await rpc(stack.url, "eth_getBlockByNumber", ["latest", false]);
+    expect(latest.provider).toBe("honest");
+    expect(Number((latest.body.result as { number: string }).number)).toBe(honestHead);
+  });
+
+  it("the exclusion is an event like any other ahead, its detail saying how many blocks above", async () => {
+    const { events } = await stack.status();
+    expect(events).toContainEqual(
+      expect.objectContaining({ provider: "liar", kind: "quorum_excluded", reason: "ahead" }),
+    );
+    const excluded = events.find((event) => event.provider === "liar");
+    expect(excluded?.detail).toBe(
+      `head ${honestHead + LEAD}, ${LEAD} blocks above the quorum head ${honestHead}, timestamp level`,
+    );
+  });
+
+  it("the chain moving on moves the head on, and the liar stays out", async () => {
+    await Promise.all([0, 1].map((index) => node(index).rpc("anvil_mine", ["0x3"])));
+    const status = await stack.tick();
+    expect(status.quorum.members).toEqual(["honest"]);
+    expect(status.served_head.latest).toBe(honestHead + 3);
+    const head = await rpc(stack.url, "eth_blockNumber", []);
+    expect(Number(head.body.result)).toBe(honestHead + 3);
+  });
+});
+
+describe("two providers, one 100 blocks ahead (within max_ahead_blocks) with a current timestamp", () => {
+  const lead = 100;
+  let stack: Awaited<ReturnType<typeof gateway>>;
+  let honestHead: number;
+
+  beforeAll(async () => {
+    const liar = await startLiar(node(1), "level", lead);
+    cleanups.push(() => liar.close());
+    honestHead = Number(await node(0).rpc("eth_blockNumber"));
+    // The lying front forwards to a node level with the honest one.
+    expect(Number(await node(1).rpc("eth_blockNumber"))).toBe(honestHead);
+    stack = await gateway([
+      { name: "honest", url: node(0).url, priority: 2 },
+      { name: "liar", url: liar.url, priority: 1 },
+    ]);
+    await stack.tick();
+  });
+
+  it("both stay members and the quorum head is the higher one (no more than max_ahead_blocks: not told apart from a faster provider)", async () => {
     const status = await stack.status();
     expect(status.quorum.members).toEqual(["honest", "liar"]);
-    expect(status.quorum.head).toBe(honestHead + LEAD);
+    expect(status.quorum.head).toBe(honestHead + lead);
   });
 
   it("before any request: the honest node itself answers null for a block above its head, and has no strike", async () => {

@@ -8,9 +8,11 @@ import {
 
 /**
  * One provider claiming a head far ahead of the others must not capture the quorum: not with
- * future block timestamps (excluded before grouping, so it cannot win a tie), and not with a
+ * future block timestamps (excluded before grouping, so it cannot win a tie), not with a
  * current timestamp when at least two others answered (more than `max_ahead_blocks` beyond
- * their median).
+ * their median), and not when only one other answered: two heads more than `max_ahead_blocks`
+ * apart whose timestamps say they are level cannot both be honest, and the higher one is out
+ * (a quorum head too low is corrected at a later check; one too high is served for good).
  */
 
 /** The monitor's clock: block timestamps (s) are compared with it. */
@@ -45,6 +47,8 @@ interface Row {
   members: string[];
   excluded?: Record<string, QuorumReason>;
   settings?: Partial<QuorumSettings>;
+  divider?: number;
+  recordedFinalizedHash?: string;
 }
 
 describe("quorum capture by one provider", () => {
@@ -71,16 +75,160 @@ describe("quorum capture by one provider", () => {
       excluded: { b: "ahead" },
     },
     {
-      name: "2 providers, current timestamps: one other is not enough to judge block numbers",
-      checks: [head("a", 100, 0), head("b", 1_100, 0)],
-      head: 1_100,
+      name: "regression: 2 providers, current timestamps, one 100,000 blocks ahead won the tie and became the head; now it is ahead and the lower head is the quorum's",
+      checks: [head("honest", 20_000_000, 0), head("liar", 20_100_000, 0)],
+      head: 20_000_000,
+      members: ["honest"],
+      excluded: { liar: "ahead" },
+    },
+    {
+      name: "2 providers: the far-ahead one is out whatever the order of the checks",
+      checks: [head("liar", 20_100_000, 0), head("honest", 20_000_000, -1)],
+      head: 20_000_000,
+      members: ["honest"],
+      excluded: { liar: "ahead" },
+    },
+    {
+      name: "2 providers: exactly max_ahead_blocks apart with level timestamps, both stay in",
+      checks: [head("a", 1_000, 0), head("b", 1_500, 0)],
+      head: 1_500,
       members: ["a", "b"],
+    },
+    {
+      name: "2 providers: max_ahead_blocks + 1 apart with level timestamps, the higher is ahead",
+      checks: [head("a", 1_000, 0), head("b", 1_501, 0)],
+      head: 1_000,
+      members: ["a"],
+      excluded: { b: "ahead" },
+    },
+    {
+      name: "2 providers: far apart with the higher one's timestamp exactly max_lag_seconds later, the higher is ahead",
+      checks: [head("a", 1_000, -60), head("b", 2_000, 0)],
+      head: 1_000,
+      members: ["a"],
+      excluded: { b: "ahead" },
+    },
+    {
+      name: "2 providers: far apart with the higher one's timestamp max_lag_seconds + 1 later, the lower is behind",
+      checks: [head("a", 1_000, -61), head("b", 2_000, 0)],
+      head: 2_000,
+      members: ["b"],
+      excluded: { a: "behind" },
+    },
+    {
+      name: "2 providers: a far-ahead head with an older timestamp than the other's is ahead too",
+      checks: [head("honest", 1_000, 0), head("liar", 100_000, -3_600)],
+      head: 1_000,
+      members: ["honest"],
+      excluded: { liar: "ahead" },
+    },
+    {
+      name: "2 providers: a stale provider (old block, old timestamp) is behind and the current one is the head",
+      checks: [head("stale", 19_999_000, -12_000), head("current", 20_000_000, 0)],
+      head: 20_000_000,
+      members: ["current"],
+      excluded: { stale: "behind" },
+    },
+    {
+      name: "2 providers: one catching up after a restart, 5,000 blocks and an hour behind, is behind until it is back",
+      checks: [head("current", 20_000_000, 0), head("restarted", 19_995_000, -3_600)],
+      head: 20_000_000,
+      members: ["current"],
+      excluded: { restarted: "behind" },
+    },
+    {
+      name: "2 providers: the restarted one back within max_lag_seconds is a member again",
+      checks: [head("current", 20_000_000, 0), head("restarted", 19_999_996, -48)],
+      head: 20_000_000,
+      members: ["current", "restarted"],
+    },
+    {
+      // 0.4 s blocks: 500 blocks are 200 s, so a gap of that many blocks shows in the timestamps.
+      name: "2 providers on a fast chain: 600 blocks behind is 240 s behind, behind, not the other ahead",
+      checks: [head("fast", 5_000_600, 0), head("slow", 5_000_000, -240)],
+      head: 5_000_600,
+      members: ["fast"],
+      excluded: { slow: "behind" },
+    },
+    {
+      name: "2 providers on a fast chain: 100 blocks (40 s) apart, both members",
+      checks: [head("fast", 5_000_100, 0), head("slow", 5_000_000, -40)],
+      head: 5_000_100,
+      members: ["fast", "slow"],
+    },
+    {
+      // 0.05 s blocks: 60 s are 1,200 blocks, beyond the default 500.
+      name: "2 providers on a chain faster than max_lag_seconds / max_ahead_blocks: raising max_ahead_blocks keeps both",
+      checks: [head("fast", 5_001_000, 0), head("slow", 5_000_000, -50)],
+      settings: { max_ahead_blocks: 2_000 },
+      head: 5_001_000,
+      members: ["fast", "slow"],
+    },
+    {
+      name: "2 providers: a future timestamp is judged first, so the honest lower one is the head",
+      checks: [head("honest", 1_000, 0), head("liar", 100_000, 3_600)],
+      head: 1_000,
+      members: ["honest"],
+      excluded: { liar: "ahead" },
     },
     {
       name: "every answer in the future: the monitor's clock is suspect, nobody is excluded for it",
       checks: [head("a", 100, 3_600), head("b", 100, 3_600)],
       head: 100,
       members: ["a", "b"],
+    },
+    {
+      name: "every answer in the future and far apart: block numbers are still judged, the higher is ahead",
+      checks: [head("a", 100, 3_600), head("b", 10_000, 3_600)],
+      head: 100,
+      members: ["a"],
+      excluded: { b: "ahead" },
+    },
+    {
+      name: "2 providers, block_majority_divider 100: far apart, the higher is ahead",
+      checks: [head("a", 20_000_050, 0), head("b", 20_100_000, 0)],
+      divider: 100,
+      head: 20_000_050,
+      members: ["a"],
+      excluded: { b: "ahead" },
+    },
+    {
+      name: "2 providers, block_majority_divider 100: within max_ahead_blocks, grouped as before (the higher group)",
+      checks: [head("a", 20_000_050, -2), head("b", 20_000_150, 0)],
+      divider: 100,
+      head: 20_000_150,
+      members: ["a", "b"],
+    },
+    {
+      name: "2 providers, block_majority_divider 1,000: one group yet 899 blocks apart with level timestamps, the higher is ahead (judged before grouping, as with 3 providers)",
+      checks: [head("a", 20_000_001, 0), head("b", 20_000_900, 0)],
+      divider: 1_000,
+      head: 20_000_001,
+      members: ["a"],
+      excluded: { b: "ahead" },
+    },
+    {
+      name: "2 providers: one on another fork far ahead is wrong_fork, not ahead, and does not vote",
+      checks: [
+        { ...head("a", 1_000), finalizedHash: "0xaa" },
+        { ...head("b", 9_000), finalizedHash: "0xbb" },
+      ],
+      recordedFinalizedHash: "0xaa",
+      head: 1_000,
+      members: ["a"],
+      excluded: { b: "wrong_fork" },
+    },
+    {
+      name: "3 providers, one on another fork: the other two are judged as a pair",
+      checks: [
+        { ...head("a", 1_000), finalizedHash: "0xaa" },
+        { ...head("b", 9_000), finalizedHash: "0xaa" },
+        { ...head("c", 1_000), finalizedHash: "0xcc" },
+      ],
+      recordedFinalizedHash: "0xaa",
+      head: 1_000,
+      members: ["a"],
+      excluded: { b: "ahead", c: "wrong_fork" },
     },
     // Three providers: a far-ahead head with a current timestamp used to stay a member.
     {
@@ -125,15 +273,22 @@ describe("quorum capture by one provider", () => {
       excluded: { c: "behind" },
     },
     {
-      name: "3 providers, one did not answer: one other left, block numbers are not judged",
+      name: "3 providers, one did not answer: the two answers are judged as a pair, the far-ahead one is out",
       checks: [
         head("a", 1_000),
         { provider: "b", answer: { error: "timeout" }, chainIdOk: null },
         head("c", 5_000),
       ],
-      head: 5_000,
-      members: ["a", "c"],
-      excluded: { b: "no_answer" },
+      head: 1_000,
+      members: ["a"],
+      excluded: { b: "no_answer", c: "ahead" },
+    },
+    {
+      name: "3 providers, one in the future: the other two are judged as a pair",
+      checks: [head("a", 1_000), head("b", 1_001, 600), head("c", 5_000)],
+      head: 1_000,
+      members: ["a"],
+      excluded: { b: "ahead", c: "ahead" },
     },
     {
       name: "4 providers: two colluding liars far ahead are each judged against the others' median",
@@ -143,10 +298,24 @@ describe("quorum capture by one provider", () => {
       excluded: { x: "ahead", y: "ahead" },
     },
     {
-      name: "a wrong-chain answer neither votes nor counts among the others",
+      name: "a wrong-chain answer neither votes nor counts among the others: the two left are a pair",
       checks: [head("a", 1_000), { ...head("b", 1_000), chainIdOk: false }, head("c", 9_000)],
-      head: 9_000,
-      members: ["a", "c"],
+      head: 1_000,
+      members: ["a"],
+      excluded: { b: "wrong_chain", c: "ahead" },
+    },
+    {
+      name: "a wrong-chain answer far ahead is wrong_chain, and the pair rule does not see it",
+      checks: [head("a", 1_000), { ...head("b", 90_000), chainIdOk: false }],
+      head: 1_000,
+      members: ["a"],
+      excluded: { b: "wrong_chain" },
+    },
+    {
+      name: "a wrong-chain answer far below does not push the right-chain one out as ahead",
+      checks: [head("a", 90_000), { ...head("b", 1_000), chainIdOk: false }],
+      head: 90_000,
+      members: ["a"],
       excluded: { b: "wrong_chain" },
     },
   ])("$name", (row) => {
@@ -154,37 +323,60 @@ describe("quorum capture by one provider", () => {
       checks: row.checks,
       memory: {},
       requestStats: {},
-      divider: 1,
+      divider: row.divider ?? 1,
       settings: { ...SETTINGS, ...row.settings },
       now: NOW,
+      recordedFinalizedHash: row.recordedFinalizedHash ?? null,
     });
     expect(result.head).toBe(row.head);
     expect(result.members).toEqual(row.members);
     expect(result.excluded).toEqual(row.excluded ?? {});
   });
 
-  it("an excluded far-ahead head counts as a missed check, so a persistent liar ends up failing often", () => {
-    let memory = {};
-    let last = computeQuorum({
-      checks: [head("a", 1_000), head("b", 1_000), head("liar", 9_000)],
-      memory,
-      requestStats: {},
-      divider: 1,
-      settings: SETTINGS,
-      now: NOW,
-    });
-    for (let tick = 1; tick < 10; tick++) {
-      memory = last.memory;
-      last = computeQuorum({
-        checks: [head("a", 1_000 + tick), head("b", 1_000 + tick), head("liar", 9_000 + tick)],
+  it.each([{ honest: ["a", "b"] }, { honest: ["a"] }])(
+    "an excluded far-ahead head counts as a missed check, so a persistent liar ends up failing often ($honest.length honest)",
+    ({ honest }) => {
+      const checks = (tick: number) => [
+        ...honest.map((name) => head(name, 1_000 + tick)),
+        head("liar", 9_000 + tick),
+      ];
+      let last = computeQuorum({
+        checks: checks(0),
+        memory: {},
+        requestStats: {},
+        divider: 1,
+        settings: SETTINGS,
+        now: NOW,
+      });
+      for (let tick = 1; tick < 10; tick++) {
+        last = computeQuorum({
+          checks: checks(tick),
+          memory: last.memory,
+          requestStats: {},
+          divider: 1,
+          settings: SETTINGS,
+          now: NOW + tick * 15_000,
+        });
+      }
+      expect(last.memory.liar?.recentChecks.every((missed) => missed)).toBe(true);
+      expect(last.excluded.liar).toBe("failing_often");
+    },
+  );
+
+  it("the trade-off: a liar BELOW the honest head with a current timestamp holds the quorum head low, and the head moves on the check after it stops", () => {
+    const tick = (liarHead: number, tickIndex: number, memory = {}) =>
+      computeQuorum({
+        checks: [head("honest", 20_000_000 + tickIndex), head("liar", liarHead)],
         memory,
         requestStats: {},
         divider: 1,
         settings: SETTINGS,
-        now: NOW + tick * 15_000,
+        now: NOW + tickIndex * 15_000,
       });
-    }
-    expect(last.memory.liar?.recentChecks.every((missed) => missed)).toBe(true);
-    expect(last.excluded.liar).toBe("failing_often");
+    const lying = tick(19_000_000, 0);
+    expect(lying).toMatchObject({ head: 19_000_000, members: ["liar"] });
+    expect(lying.excluded).toEqual({ honest: "ahead" });
+    const stopped = tick(20_000_001, 1, lying.memory);
+    expect(stopped).toMatchObject({ head: 20_000_001, members: ["honest", "liar"] });
   });
 });
