@@ -299,18 +299,18 @@ export class Gateway {
     open: readonly OpenCall[],
     fromHead: ReadonlySet<OpenCall>,
   ): void {
-    const highest = settleBlockNumbers(open, scope.servedHead, fromHead);
     const { network, context } = scope;
     const now = this.#deps.clock();
-    const delay = publicationDelayMs(network.settings.state_cache_ms);
-    if (highest === null || !mayPublish(context.state.head, highest, now, delay)) return;
     // Publications only go forward: one provider's number ahead of the chain would freeze
-    // every container's eth_blockNumber at it.
+    // every container's eth_blockNumber at it. Nor does a caller get such a number.
     const reachable = reachableHead(
       context.state.head,
       now,
       network.settings.block_time_seconds * 1000,
     );
+    const highest = settleBlockNumbers(open, scope.servedHead, fromHead, reachable);
+    const delay = publicationDelayMs(network.settings.state_cache_ms);
+    if (highest === null || !mayPublish(context.state.head, highest, now, delay)) return;
     if (reachable !== null && highest > reachable) return;
     if (!this.#publications.mayTry(network.name, now, delay)) return;
     this.#deps.store.publishServed(network.name, highest, now, delay).catch((error: unknown) =>

@@ -31,14 +31,16 @@ export interface HeadCheckDeps {
 const MEMBERS_ASKED = 2;
 
 /**
- * The providers at the quorum head to read the chain position from, best first: those whose
- * block at the recorded finalized height is the most common one, then quorum members. A
- * provider on another chain or fork is never asked: its `finalized` would become the record.
+ * The providers at `height` to read the chain position from, best first: those whose block at
+ * the recorded finalized height is the most common one, then quorum members. A provider on
+ * another chain or fork is never asked: its `finalized` would become the record. Below the
+ * quorum head only members are asked.
  */
 function sources(
   network: Network,
   quorum: QuorumSnapshot,
   finalizedMajority: readonly string[],
+  height: number,
 ): Provider[] {
   const rank = (provider: Provider) =>
     (finalizedMajority.includes(provider.name) ? 0 : 2) +
@@ -47,12 +49,28 @@ function sources(
     .filter((provider) => {
       const reason = quorum.excluded[provider.name];
       return (
-        quorum.heads[provider.name]?.number === quorum.head &&
+        quorum.heads[provider.name]?.number === height &&
         reason !== "wrong_chain" &&
-        reason !== "wrong_fork"
+        reason !== "wrong_fork" &&
+        (height === quorum.head || quorum.members.includes(provider.name))
       );
     })
     .sort((a, b) => rank(a) - rank(b));
+}
+
+/**
+ * The heights to read the chain position at, in turn: the quorum head, then the highest head
+ * of a member below it. Only a provider at the quorum head can have been the one to claim it;
+ * when none of them shows that block when asked for it by number (a front that claims a head
+ * its nodes do not have, or a node behind a balancer that reached it a moment ago), the chain
+ * position would stand still while the chain moves. It follows the highest head a member can
+ * show instead, and is forward-only, so it never goes back to it.
+ */
+function heightsToRead(quorum: QuorumSnapshot, head: number): number[] {
+  const below = quorum.members
+    .map((name) => quorum.heads[name]?.number)
+    .filter((number): number is number => number !== undefined && number < head);
+  return below.length === 0 ? [head] : [head, Math.max(...below)];
 }
 
 export async function runHeadCheck(
@@ -69,48 +87,89 @@ export async function runHeadCheck(
     maxResponseBytes: network.settings.max_response_bytes,
     scrub: deps.scrub,
   };
-  const candidates = sources(network, quorum, finalizedMajority);
-  for (const member of candidates.slice(0, MEMBERS_ASKED)) {
-    const observed = await observe(options, member, quorum.head, stored);
-    if (observed === null) continue;
-    // One member alone cannot break finality: a liar would empty every cache each tick.
-    const others = candidates.filter((provider) => provider !== member);
-    const seen =
-      observed.finalityBroken && !(await breakConfirmed(options, others, stored?.finalized ?? null))
-        ? { ...observed, finalityBroken: false }
-        : observed;
-    const now = deps.clock();
-    const head = advanceHead(stored, { ...seen, at: now });
-    await deps.monitorStore.writeHead(network.name, head);
-    // The quorum's head is a publication of the served head too (when its turn has come).
-    const delay = publicationDelayMs(network.settings.state_cache_ms);
-    if (mayPublish(stored, head.latest.number, now, delay)) {
-      await deps.store.publishServed(network.name, head.latest.number, now, delay);
+  for (const height of heightsToRead(quorum, quorum.head)) {
+    const candidates = sources(network, quorum, finalizedMajority, height);
+    for (const member of candidates.slice(0, MEMBERS_ASKED)) {
+      const observed = await observe(options, member, height, stored);
+      if (observed === null) continue;
+      if (height !== quorum.head) {
+        deps.telemetry.log("warn", "no provider showed the block at the quorum head", {
+          network: network.name,
+          quorum_head: quorum.head,
+          read_at: height,
+          provider: member.name,
+        });
+      }
+      const timestamp =
+        height === quorum.head
+          ? quorum.headTimestamp
+          : (quorum.heads[member.name]?.timestamp ?? null);
+      return record(deps, options, network, stored, { member, observed, candidates, timestamp });
     }
-    const timestamp = quorum.headTimestamp;
-    if (timestamp !== null) {
-      const lag = Math.max(0, deps.clock() / 1000 - timestamp);
-      deps.telemetry.measure("served_head_lag_seconds", { network: network.name }, lag, "Seconds");
-    }
-    if (seen.finalityBroken) {
-      deps.telemetry.log("error", "finality broken: the block recorded as finalized was replaced", {
-        network: network.name,
-        height: stored?.finalized?.number,
-        was: stored?.finalized?.hash,
-        provider: member.name,
-      });
-    }
-    if (seen.reorged) {
-      deps.telemetry.log("warn", "reorg: the block recorded as latest was replaced", {
-        network: network.name,
-        height: stored?.latest.number,
-        was: stored?.latest.hash,
-        provider: member.name,
-      });
-    }
-    return head;
   }
   return null;
+}
+
+/** Writes what one member showed as the chain position, and publishes it when its turn came. */
+async function record(
+  deps: HeadCheckDeps,
+  options: CallOptions,
+  network: Network,
+  stored: ChainHead | null,
+  read: {
+    readonly member: Provider;
+    readonly observed: Observed;
+    /** The providers at the same height: a finality break needs a second one to confirm it. */
+    readonly candidates: readonly Provider[];
+    /** The block timestamp of the head read, seconds. */
+    readonly timestamp: number | null;
+  },
+): Promise<ChainHead> {
+  const { member, observed, candidates, timestamp } = read;
+  // One member alone cannot break finality: a liar would empty every cache each tick.
+  const others = candidates.filter((provider) => provider !== member);
+  const seen =
+    observed.finalityBroken && !(await breakConfirmed(options, others, stored?.finalized ?? null))
+      ? { ...observed, finalityBroken: false }
+      : observed;
+  const now = deps.clock();
+  const head = advanceHead(stored, { ...seen, at: now });
+  await deps.monitorStore.writeHead(network.name, head);
+  // The quorum's head is a publication of the served head too (when its turn has come).
+  const delay = publicationDelayMs(network.settings.state_cache_ms);
+  if (mayPublish(stored, head.latest.number, now, delay)) {
+    await deps.store.publishServed(network.name, head.latest.number, now, delay);
+  }
+  if (timestamp !== null) {
+    const lag = Math.max(0, deps.clock() / 1000 - timestamp);
+    deps.telemetry.measure("served_head_lag_seconds", { network: network.name }, lag, "Seconds");
+  }
+  if (seen.finalityBroken) {
+    deps.telemetry.log("error", "finality broken: the block recorded as finalized was replaced", {
+      network: network.name,
+      height: stored?.finalized?.number,
+      was: stored?.finalized?.hash,
+      provider: member.name,
+    });
+  }
+  if (seen.reorged) {
+    deps.telemetry.log("warn", "reorg: the block recorded as latest was replaced", {
+      network: network.name,
+      height: stored?.latest.number,
+      was: stored?.latest.hash,
+      provider: member.name,
+    });
+  }
+  return head;
+}
+
+/** What one member shows at a height: the block there, the finality tags, and any reorg. */
+interface Observed {
+  readonly latest: BlockPosition;
+  readonly safe: BlockPosition | null;
+  readonly finalized: BlockPosition | null;
+  readonly reorged: boolean;
+  readonly finalityBroken: boolean;
 }
 
 async function observe(
@@ -118,13 +177,7 @@ async function observe(
   member: Provider,
   quorumHead: number,
   stored: ChainHead | null,
-): Promise<{
-  latest: BlockPosition;
-  safe: BlockPosition | null;
-  finalized: BlockPosition | null;
-  reorged: boolean;
-  finalityBroken: boolean;
-} | null> {
+): Promise<Observed | null> {
   const previous = stored?.latest ?? null;
   const recheck = previous !== null && previous.hash !== null && previous.number <= quorumHead;
   const previousFinal = stored?.finalized ?? null;

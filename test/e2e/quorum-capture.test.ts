@@ -303,6 +303,19 @@ describe("two providers, one 100 blocks ahead (within max_ahead_blocks) with a c
     expect(status.quorum.head).toBe(honestHead + lead);
   });
 
+  // The liar's front forwards a call for its claimed head block to a node that does not have it.
+  it("regression: nobody showed the block at the quorum head, so the chain position was never written; now it is the highest head a member shows", async () => {
+    const status = await stack.status();
+    expect(status.served_head.latest).toBe(honestHead);
+    await Promise.all([node(0).rpc("anvil_mine", ["0x3"]), node(1).rpc("anvil_mine", ["0x3"])]);
+    const after = await stack.tick();
+    expect(after.quorum.head).toBe(honestHead + 3 + lead);
+    expect(after.served_head.latest).toBe(honestHead + 3);
+    expect((await rpc(stack.url, "eth_blockNumber", [])).body.result).toBe(
+      `0x${(honestHead + 3).toString(16)}`,
+    );
+  });
+
   it("before any request: the honest node itself answers null for a block above its head, and has no strike", async () => {
     expect(
       await node(0).rpc("eth_getBlockByNumber", [`0x${(honestHead + 5).toString(16)}`, false]),

@@ -981,6 +981,22 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     expect(await answered(h)).toBe("0x7");
   });
 
+  // The chain position says block 100, 60 s ago: with 12 s blocks and the margin of 8, no chain
+  // can be past 113 yet.
+  it("regression: before any publication is old enough, a provider's number beyond the reachable head went to the caller; now the caller gets the newest block known to exist", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head(null));
+    h.upstream.script(P1, blockNumber(1_000));
+    expect(await answered(h)).toBe("0x64");
+  });
+
+  it("before any publication is old enough, a provider's number up to the reachable head is the caller's", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head(null));
+    h.upstream.script(P1, blockNumber(113));
+    expect(await answered(h)).toBe("0x71");
+  });
+
   it("a null for a block the served head covers is behind: next provider, no strike; with another provider's answer to the call, a failed request for 'failing often'", async () => {
     const h = harness(three);
     h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));

@@ -65,13 +65,16 @@ export function answerFromServedHead(
  * when there is one (a provider's number is for publishing, not for this caller), else with the
  * provider's own. A call every provider failed, one of them by answering a number behind the
  * served head, gets the served head too: that provider is alive, and the served head is what
- * the caller would have got from any answer. Returns the highest block a provider answered, to
- * publish, or null.
+ * the caller would have got from any answer. With no served head yet, a provider's number
+ * beyond the reachable head (`reachableHead`: no chain can be there yet) is not handed out
+ * either: the caller gets the newest block known to exist. Returns the highest block a
+ * provider answered, to publish, or null.
  */
 export function settleBlockNumbers(
   open: readonly OpenCall[],
   view: ServedHeadView,
   fromHead: ReadonlySet<OpenCall>,
+  reachable: number | null,
 ): number | null {
   let highest: number | null = null;
   for (const entry of open) {
@@ -86,6 +89,9 @@ export function settleBlockNumbers(
     if (answered === null) continue;
     highest = Math.max(highest ?? 0, answered);
     if (view.answer !== null) entry.answer = blockNumberAnswer(view.answer);
+    else if (reachable !== null && answered > reachable && view.newest > 0) {
+      entry.answer = blockNumberAnswer(view.newest);
+    }
   }
   return highest;
 }
