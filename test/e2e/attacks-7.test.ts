@@ -94,8 +94,9 @@ describe("a head claimed far ahead", () => {
     now = NOW + 1_000;
     const claimed = await rpc("eth_blockNumber", []);
     expect(claimed.provider).toBe("liar");
-    // Not published (19 is the furthest the chain can be), but handed to this caller as is.
-    expect(claimed.body.result).toBe("0x1e");
+    // Beyond the reachable head (19 is the furthest the chain can be): neither published nor
+    // handed to this caller, who gets the newest block known to exist.
+    expect(claimed.body.result).toBe("0xa");
     now = NOW + 27_000;
     const block = await rpc("eth_getBlockByNumber", ["0x1c", false]);
     expect(block).toMatchObject({ provider: "honest", attempts: "1", body: { result: null } });
