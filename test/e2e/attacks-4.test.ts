@@ -15,6 +15,7 @@ import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { rpcEvent } from "../support/api-gateway-event.ts";
 import { startForkedPair } from "../support/forked-anvils.ts";
 import { startNodeFront } from "../support/lying-front.ts";
+import { statusReader } from "../support/status-after-tick.ts";
 
 /**
  * Attacks on the fork check as a misbehaving provider would make them, on real parts: anvil
@@ -73,15 +74,7 @@ async function gateway(
     },
   });
   cleanups.push(() => stack.close());
-  const status = async () => (await (await fetch(`${stack.url}/devnet/status`)).json()) as Status;
-  const statusAfter = async (after: string | null): Promise<Status> => {
-    for (let wait = 0; wait < 100; wait++) {
-      const now = await status();
-      if (now.monitor.last_tick_at !== null && now.monitor.last_tick_at !== after) return now;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error("the monitor's tick never showed on the status route");
-  };
+  const { status, statusAfter } = statusReader<Status>(stack.url, "devnet");
   await statusAfter(null);
   return {
     ...stack,

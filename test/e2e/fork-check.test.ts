@@ -3,6 +3,7 @@ import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { startForkedPair } from "../support/forked-anvils.ts";
 import { type NodeFront, startNodeFront } from "../support/lying-front.ts";
+import { statusReader } from "../support/status-after-tick.ts";
 
 /**
  * A provider on another fork of the same chain id leaves the quorum, on real parts: two anvil
@@ -64,16 +65,7 @@ async function gateway(
     },
   });
   cleanups.push(() => stack.close());
-  const status = async () => (await (await fetch(`${stack.url}/devnet/status`)).json()) as Status;
-  /** The status once it shows a tick after `after` (a container refreshes its copy off the hot path). */
-  const statusAfter = async (after: string | null): Promise<Status> => {
-    for (let wait = 0; wait < 100; wait++) {
-      const now = await status();
-      if (now.monitor.last_tick_at !== null && now.monitor.last_tick_at !== after) return now;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error("the monitor's tick never showed on the status route");
-  };
+  const { status, statusAfter } = statusReader<Status>(stack.url, "devnet");
   // The start-up tick records the chain position; the test's ticks come after it.
   await statusAfter(null);
   return {
