@@ -195,7 +195,11 @@ function median(values: readonly number[]): number {
  *   (a provider genuinely behind shows an old timestamp, and is judged `behind` instead), and
  *   no third answer tells which lies. The lower one is kept because erring low is recoverable
  *   (a later check with the truth moves the head on) and erring high is not (the served head
- *   never goes back).
+ *   never goes back). A timestamp past the monitor's clock counts as now here: the future
+ *   bound lets a liar claim up to `max_lag_seconds` ahead of the clock, which would otherwise
+ *   make any honest head whose block is a few seconds old look `behind` it;
+ * - a block number past 2^53, even alone: no chain is that long, and such a number cannot even
+ *   be held exactly.
  */
 function implausiblyAhead(
   answers: readonly Answer[],
@@ -205,12 +209,21 @@ function implausiblyAhead(
   const future = answers.filter(
     (answer) => answer.head.timestamp > nowSeconds + settings.max_lag_seconds,
   );
-  const excluded = new Set(
-    future.length < answers.length ? future.map((answer) => answer.provider) : [],
-  );
+  // Every answer in the future: the monitor's own clock is the likelier fault, and no use.
+  const clockTrusted = future.length < answers.length;
+  const excluded = new Set([
+    ...(clockTrusted ? future.map((answer) => answer.provider) : []),
+    ...answers
+      .filter((answer) => !Number.isSafeInteger(answer.head.number))
+      .map((answer) => answer.provider),
+  ]);
   const plausible = answers.filter((answer) => !excluded.has(answer.provider));
   if (plausible.length === 2) {
-    const higher = higherOfIrreconcilablePair(plausible, settings);
+    const higher = higherOfIrreconcilablePair(plausible, {
+      maxAheadBlocks: settings.max_ahead_blocks,
+      maxLagSeconds: settings.max_lag_seconds,
+      latestTimestamp: clockTrusted ? nowSeconds : Number.POSITIVE_INFINITY,
+    });
     if (higher !== null) excluded.add(higher);
     return excluded;
   }
@@ -223,10 +236,13 @@ function implausiblyAhead(
   return excluded;
 }
 
-/** Of two answers, the higher one's provider when they cannot both be honest; else null. */
+/**
+ * Of two answers, the higher one's provider when they cannot both be honest; else null. A
+ * timestamp past `latestTimestamp` (the clock, when it is trusted) counts as that.
+ */
 function higherOfIrreconcilablePair(
   pair: readonly Answer[],
-  settings: QuorumSettings,
+  limits: { maxAheadBlocks: number; maxLagSeconds: number; latestTimestamp: number },
 ): string | null {
   const [first, second] = pair;
   if (first === undefined || second === undefined) return null;
@@ -234,8 +250,9 @@ function higherOfIrreconcilablePair(
     first.head.number <= second.head.number ? [first, second] : [second, first];
   const blocksApart = higher.head.number - lower.head.number;
   // Signed: a higher block with an older timestamp is no more honest than one with the same.
-  const laterBySeconds = higher.head.timestamp - lower.head.timestamp;
-  return blocksApart > settings.max_ahead_blocks && laterBySeconds <= settings.max_lag_seconds
+  const laterBySeconds =
+    Math.min(higher.head.timestamp, limits.latestTimestamp) - lower.head.timestamp;
+  return blocksApart > limits.maxAheadBlocks && laterBySeconds <= limits.maxLagSeconds
     ? higher.provider
     : null;
 }

@@ -116,6 +116,64 @@ describe("quorum capture by one provider", () => {
       excluded: { a: "behind" },
     },
     {
+      // The honest head's block is a few seconds old; the liar's timestamp is just inside the
+      // future bound, so it was "more than max_lag_seconds later" than the honest one's.
+      name: "regression: 2 providers, a liar 100,000 blocks ahead with a timestamp max_lag_seconds in the future was judged later than the honest head, became the quorum head and pushed the honest one out as behind; now a timestamp past the clock counts as now, and the liar is ahead",
+      checks: [head("honest", 20_000_000, -6), head("liar", 20_100_000, 60)],
+      head: 20_000_000,
+      members: ["honest"],
+      excluded: { liar: "ahead" },
+    },
+    {
+      name: "2 providers, one down and one on the wrong chain beside them: a liar with a timestamp just inside the future bound is still ahead",
+      checks: [
+        head("honest", 20_000_000, -11),
+        { provider: "down", answer: { error: "timeout" }, chainIdOk: null },
+        { ...head("other-chain", 5, -1), chainIdOk: false },
+        head("liar", 20_000_501, 59),
+      ],
+      divider: 20,
+      head: 20_000_000,
+      members: ["honest"],
+      excluded: { down: "no_answer", "other-chain": "wrong_chain", liar: "ahead" },
+    },
+    {
+      name: "2 providers: a current head far above one whose timestamp is more than max_lag_seconds old is no liar: the old one is behind",
+      checks: [head("stale", 20_000_000, -61), head("current", 20_100_000, 30)],
+      head: 20_100_000,
+      members: ["current"],
+      excluded: { stale: "behind" },
+    },
+    {
+      name: "2 providers, every answer in the future (the monitor's clock is behind): timestamps are compared as they are",
+      checks: [head("stale", 20_000_000, 3_600), head("current", 20_100_000, 7_200)],
+      head: 20_100_000,
+      members: ["current"],
+      excluded: { stale: "behind" },
+    },
+    {
+      name: "regression: a block number past 2^53 (a lone answer, the other provider down) became the quorum head, and so the served head for good; now it is ahead and there is no head",
+      checks: [
+        head("liar", 2 ** 60, 0),
+        { provider: "down", answer: { error: "timeout" }, chainIdOk: null },
+      ],
+      head: null,
+      members: [],
+      excluded: { liar: "ahead", down: "no_answer" },
+    },
+    {
+      name: "2 providers: 2^53 - 1 is still a block number (judged against the other answer as any)",
+      checks: [head("a", 2 ** 53 - 1, 0), head("b", 2 ** 53 - 2, 0)],
+      head: 2 ** 53 - 1,
+      members: ["a", "b"],
+    },
+    {
+      name: "a head of 0 (a fresh devnet) is a head like any other",
+      checks: [head("a", 0, 0), head("b", 0, -1)],
+      head: 0,
+      members: ["a", "b"],
+    },
+    {
       name: "2 providers: a far-ahead head with an older timestamp than the other's is ahead too",
       checks: [head("honest", 1_000, 0), head("liar", 100_000, -3_600)],
       head: 1_000,
