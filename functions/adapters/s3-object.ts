@@ -1,6 +1,7 @@
 import { createHash, createHmac, type Hash, type Hmac } from "node:crypto";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { AwsCredentialIdentityProvider, Checksum, SourceData } from "@smithy/types";
@@ -27,11 +28,13 @@ export interface S3ObjectLocation {
 }
 
 export type S3ObjectAnswer =
+  /** `etag` is "" when the answer had none. */
   | { readonly text: string; readonly etag: string }
   /** 304 to `If-None-Match`: the object still has the ETag the caller holds. */
   | "unchanged";
 
 export interface S3ObjectReader {
+  /** `timeoutMs` bounds the whole read: credentials, signing, connection, headers and body. */
   get(options: { ifNoneMatch?: string; timeoutMs: number }): Promise<S3ObjectAnswer>;
 }
 
@@ -48,6 +51,11 @@ export class S3ObjectError extends Error {
 
 /** Larger than any config the schema accepts; a bigger answer is cut off as an error. */
 const MAX_OBJECT_BYTES = 8 * 1024 * 1024;
+/** S3's error documents are a few hundred bytes; only this much of one is read. */
+const MAX_ERROR_BYTES = 16 * 1024;
+/** S3's error codes are short identifiers; anything else is not taken as one. */
+const ERROR_CODE = /^[A-Za-z][A-Za-z0-9.]{0,63}$/;
+const MAX_ERROR_MESSAGE = 300;
 
 /** SHA-256 and HMAC-SHA-256 from node:crypto, in the shape SignatureV4 asks for. */
 class NodeSha256 implements Checksum {
@@ -97,23 +105,112 @@ function encodeKey(key: string): string {
     .join("/");
 }
 
-/** Path-style on an S3-compatible server, else virtual-hosted on the bucket's domain. */
-export function s3ObjectUrl(location: S3ObjectLocation): URL {
-  const key = encodeKey(location.key);
-  if (location.endpoint !== undefined) {
-    const base = location.endpoint.replace(/\/+$/, "");
-    return new URL(`${base}/${encodeURIComponent(location.bucket)}/${key}`);
-  }
-  const domain = location.domain ?? `${location.bucket}.s3.${location.region}.amazonaws.com`;
-  return new URL(`https://${domain}/${key}`);
+/** Where the GET goes. The path is sent as built: a URL would resolve `.` and `..` segments of the key. */
+export interface S3ObjectAddress {
+  readonly protocol: "http:" | "https:";
+  /** Host and port, as the `Host` header carries them. */
+  readonly host: string;
+  readonly path: string;
 }
 
-/** `<Code>` and `<Message>` of an S3 XML error body, when it has them. */
-function s3Error(status: number, body: string): S3ObjectError {
+/** Path-style on an S3-compatible server, else virtual-hosted on the bucket's domain. */
+export function s3ObjectAddress(location: S3ObjectLocation): S3ObjectAddress {
+  const key = encodeKey(location.key);
+  const base = new URL(
+    location.endpoint ??
+      `https://${location.domain ?? `${location.bucket}.s3.${location.region}.amazonaws.com`}`,
+  );
+  if (base.protocol !== "http:" && base.protocol !== "https:") {
+    throw new Error(`an S3 endpoint is http or https, not ${base.protocol}`);
+  }
+  const path =
+    location.endpoint === undefined
+      ? `/${key}`
+      : `${base.pathname.replace(/\/+$/, "")}/${encodeURIComponent(location.bucket)}/${key}`;
+  return { protocol: base.protocol, host: base.host, path };
+}
+
+/** Removes what was sent to S3 and could be echoed back (the signature, the session token). */
+function scrubberOf(sent: Readonly<Record<string, string>>): (text: string) => string {
+  const authorization = sent.authorization ?? "";
+  const secrets = [
+    authorization,
+    /Signature=([0-9a-f]+)/.exec(authorization)?.[1] ?? "",
+    sent["x-amz-security-token"] ?? "",
+  ].filter((value) => value.length >= 8);
+  return (text) => secrets.reduce((clean, secret) => clean.replaceAll(secret, "[redacted]"), text);
+}
+
+/** `<Code>` and `<Message>` of an S3 XML error body, when it has them, made safe to log. */
+function s3Error(status: number, body: string, scrub: (text: string) => string): S3ObjectError {
   const field = (name: string) =>
-    new RegExp(`<${name}>([^<]{0,500})</${name}>`).exec(body)?.[1]?.trim();
-  const code = field("Code") ?? (status === 404 ? "NotFound" : `Http${status}`);
-  return new S3ObjectError(code, field("Message") ?? `HTTP ${status} from S3`, status);
+    new RegExp(`<${name}>([^<]{0,2000})</${name}>`).exec(body)?.[1]?.trim();
+  const code = field("Code");
+  const message = scrub(field("Message") ?? "")
+    .replace(/\p{Cc}+/gu, " ")
+    .slice(0, MAX_ERROR_MESSAGE)
+    .trim();
+  return new S3ObjectError(
+    code !== undefined && ERROR_CODE.test(code) && scrub(code) === code
+      ? code
+      : status === 404
+        ? "NotFound"
+        : `Http${status}`,
+    message || `HTTP ${status} from S3`,
+    status,
+  );
+}
+
+/** The body as sent, decoded from its `Content-Encoding` (S3 serves an object as uploaded). */
+function decodeBody(body: Buffer, encoding: string | undefined): Buffer {
+  const limits = { maxOutputLength: MAX_OBJECT_BYTES };
+  const name = (encoding ?? "identity").trim().toLowerCase();
+  try {
+    if (name === "identity" || name === "") return body;
+    if (name === "gzip" || name === "x-gzip") return gunzipSync(body, limits);
+    if (name === "deflate") return inflateSync(body, limits);
+    if (name === "br") return brotliDecompressSync(body, limits);
+  } catch (error) {
+    const why = error instanceof RangeError ? `over ${MAX_OBJECT_BYTES} bytes` : "corrupt";
+    throw new Error(`the object's ${name} encoding is ${why}: not a gateway config`);
+  }
+  const named = /^[a-z0-9.+-]{1,32}$/.test(name) ? name : "(unreadable)";
+  throw new Error(`the object has Content-Encoding ${named}, which this reader does not decode`);
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+function utf8Text(body: Buffer): string {
+  try {
+    return UTF8.decode(body);
+  } catch {
+    throw new Error("the object is not UTF-8 text: not a gateway config");
+  }
+}
+
+/** The answer to a GET, once its body is read. */
+function answerOf(
+  res: IncomingMessage,
+  body: Buffer,
+  ifNoneMatch: string | undefined,
+  scrub: (text: string) => string,
+): S3ObjectAnswer {
+  const status = res.statusCode ?? 0;
+  if (status === 304) {
+    if (ifNoneMatch) return "unchanged";
+    // Not modified since nothing: taken as "unchanged", the cold start would use its bundled copy silently.
+    throw new S3ObjectError("Http304", "HTTP 304 to a GET without If-None-Match", status);
+  }
+  if (status !== 200) throw s3Error(status, body.toString("utf8"), scrub);
+  const etag = res.headers.etag;
+  const text = utf8Text(decodeBody(body, res.headers["content-encoding"]));
+  return { text, etag: typeof etag === "string" ? etag : "" };
+}
+
+function timeoutError(timeoutMs: number): Error {
+  const error = new Error(`no complete answer from S3 within ${timeoutMs} ms`);
+  error.name = "TimeoutError";
+  return error;
 }
 
 export function createS3ObjectReader(
@@ -129,53 +226,117 @@ export function createS3ObjectReader(
     uriEscapePath: false,
     applyChecksum: true,
   });
+
+  const read = async (ifNoneMatch: string | undefined, deadline: AbortSignal) => {
+    // Built here, not at import: a malformed endpoint is a failed read, not a crashed init.
+    const address = s3ObjectAddress(location);
+    const url = new URL(`${address.protocol}//${address.host}`);
+    const signing = signer.sign({
+      method: "GET",
+      protocol: address.protocol,
+      hostname: url.hostname,
+      ...(url.port ? { port: Number(url.port) } : {}),
+      path: address.path,
+      query: {},
+      headers: {
+        host: address.host,
+        ...(ifNoneMatch ? { "if-none-match": ifNoneMatch } : {}),
+      },
+    });
+    // A credential chain still looking (an instance metadata service that does not answer)
+    // is given up at the deadline.
+    const signed = await Promise.race([
+      signing,
+      new Promise<never>((_, reject) => {
+        if (deadline.aborted) reject(deadline.reason);
+        deadline.addEventListener("abort", () => reject(deadline.reason), { once: true });
+      }),
+    ]);
+    const scrub = scrubberOf(signed.headers);
+    const send = address.protocol === "https:" ? httpsRequest : httpRequest;
+    return new Promise<S3ObjectAnswer>((resolve, reject) => {
+      let answering = false;
+      const fail = (error: unknown) => reject(deadline.aborted ? deadline.reason : error);
+      const req = send(
+        {
+          protocol: address.protocol,
+          // A bracketed IPv6 literal is a URL's spelling, not a host name.
+          hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+          ...(url.port ? { port: Number(url.port) } : {}),
+          path: address.path,
+          method: "GET",
+          headers: signed.headers,
+          signal: deadline,
+          // No keep-alive socket outlives the read: reads are `config_refresh_seconds` apart,
+          // longer than an idle socket is kept, and a frozen Lambda would carry it and its timer.
+          agent: false,
+        },
+        (res: IncomingMessage) => {
+          answering = true;
+          const status = res.statusCode ?? 0;
+          const limit = status === 200 ? MAX_OBJECT_BYTES : MAX_ERROR_BYTES;
+          const chunks: Buffer[] = [];
+          let size = 0;
+          let settled = false;
+          const settle = () => {
+            if (settled) return;
+            settled = true;
+            try {
+              resolve(answerOf(res, Buffer.concat(chunks), ifNoneMatch, scrub));
+            } catch (error) {
+              reject(error);
+            }
+          };
+          res.on("data", (chunk: Buffer) => {
+            if (settled) return;
+            const room = limit - size;
+            size += chunk.length;
+            if (chunk.length <= room) {
+              chunks.push(chunk);
+            } else if (status !== 200) {
+              // An error's first bytes name it; the rest is not waited for.
+              chunks.push(chunk.subarray(0, room));
+              settle();
+              res.destroy();
+            } else {
+              settled = true;
+              res.destroy();
+              reject(
+                new Error(`the object is over ${MAX_OBJECT_BYTES} bytes: not a gateway config`),
+              );
+            }
+          });
+          res.on("error", (error) => {
+            if (settled) return;
+            settled = true;
+            fail(new Error(`S3's answer was cut off: ${error.message}`));
+          });
+          res.on("end", () => {
+            if (res.complete) settle();
+            else if (!settled) {
+              settled = true;
+              fail(new Error("S3's answer was cut off before its end"));
+            }
+          });
+        },
+      );
+      req.on("error", (error) =>
+        fail(answering ? new Error(`S3's answer was cut off: ${error.message}`) : error),
+      );
+      req.end();
+    });
+  };
+
   return {
     async get({ ifNoneMatch, timeoutMs }) {
-      // Built here, not at import: a malformed endpoint is a failed read, not a crashed init.
-      const url = s3ObjectUrl(location);
-      const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-      const signed = await signer.sign({
-        method: "GET",
-        protocol: url.protocol,
-        hostname: url.hostname,
-        ...(url.port ? { port: Number(url.port) } : {}),
-        path: url.pathname,
-        query: {},
-        headers: {
-          host: url.host,
-          ...(ifNoneMatch ? { "if-none-match": ifNoneMatch } : {}),
-        },
-      });
-      return new Promise<S3ObjectAnswer>((resolve, reject) => {
-        const req = send(
-          url,
-          { method: "GET", headers: signed.headers, signal: AbortSignal.timeout(timeoutMs) },
-          (res: IncomingMessage) => {
-            const chunks: Buffer[] = [];
-            let size = 0;
-            res.on("data", (chunk: Buffer) => {
-              size += chunk.length;
-              if (size > MAX_OBJECT_BYTES) {
-                res.destroy(
-                  new Error(`the object is over ${MAX_OBJECT_BYTES} bytes: not a gateway config`),
-                );
-              } else chunks.push(chunk);
-            });
-            res.on("error", reject);
-            res.on("end", () => {
-              const status = res.statusCode ?? 0;
-              const body = Buffer.concat(chunks, size).toString("utf8");
-              if (status === 304) resolve("unchanged");
-              else if (status >= 200 && status < 300) {
-                const etag = res.headers.etag;
-                resolve({ text: body, etag: typeof etag === "string" ? etag : "" });
-              } else reject(s3Error(status, body));
-            });
-          },
-        );
-        req.on("error", reject);
-        req.end();
-      });
+      const deadline = new AbortController();
+      // Cleared when the read settles, so no timer outlives it into a frozen Lambda's next thaw.
+      const timer = setTimeout(() => deadline.abort(timeoutError(timeoutMs)), timeoutMs);
+      try {
+        return await read(ifNoneMatch, deadline.signal);
+      } finally {
+        clearTimeout(timer);
+      }
     },
   };
 }
