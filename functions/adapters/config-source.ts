@@ -75,17 +75,27 @@ interface Origin {
   fetch(knownVersion: string | undefined): Promise<Fetched>;
 }
 
+const contentHash = (text: string): string => createHash("sha256").update(text).digest("hex");
+
+/** The version of an S3 answer that came without an ETag: its content's, which S3 knows nothing of. */
+const CONTENT_VERSION = "sha256:";
+
 function s3Origin(options: S3ConfigSourceOptions): Origin {
   const { bucket, key, s3, requestTimeoutMs = 3000 } = options;
   return {
     kind: "s3",
     location: `s3://${bucket}/${key}`,
     async fetch(knownVersion) {
+      const conditional = knownVersion !== undefined && !knownVersion.startsWith(CONTENT_VERSION);
       const answer = await s3.get({
-        ...(knownVersion ? { ifNoneMatch: knownVersion } : {}),
+        ...(conditional ? { ifNoneMatch: knownVersion } : {}),
         timeoutMs: requestTimeoutMs,
       });
-      return answer === "unchanged" ? answer : { text: answer.text, version: answer.etag };
+      if (answer === "unchanged") return answer;
+      // Without an ETag (a proxy in front of S3 that drops it) every answer had the version "",
+      // so a changed object was taken for the one in force and never loaded.
+      const version = answer.etag || `${CONTENT_VERSION}${contentHash(answer.text)}`;
+      return version === knownVersion ? "unchanged" : { text: answer.text, version };
     },
   };
 }
@@ -96,7 +106,7 @@ function fileOrigin(path: string): Origin {
     location: path,
     async fetch(knownVersion) {
       const text = await readFile(path, "utf8");
-      const version = createHash("sha256").update(text).digest("hex");
+      const version = contentHash(text);
       return version === knownVersion ? "unchanged" : { text, version };
     },
   };
