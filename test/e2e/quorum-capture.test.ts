@@ -324,3 +324,28 @@ describe("two providers, one 100 blocks ahead (within max_ahead_blocks) with a c
     expect(honest).toMatchObject({ strikes: 0, blacklist: null });
   });
 });
+
+describe("two providers, one 1,000 blocks ahead with a timestamp just inside the future bound", () => {
+  it("regression: against an honest head whose block was 10 s old, the liar's timestamp of now + max_lag_seconds counted as 70 s later: it became the quorum head, the honest one was out as behind and eth_blockNumber froze 1,000 blocks ahead; now it is ahead", async () => {
+    // A chain's latest block is seconds old when it is read (6 s on average on a 12 s chain).
+    const honest = await startLiar(node(0), -10, 0);
+    const liar = await startLiar(node(1), 60);
+    cleanups.push(
+      () => honest.close(),
+      () => liar.close(),
+    );
+    const honestHead = Number(await node(0).rpc("eth_blockNumber"));
+    const stack = await gateway([
+      { name: "honest", url: honest.url, priority: 2 },
+      { name: "liar", url: liar.url, priority: 1 },
+    ]);
+
+    const status = await stack.tick();
+
+    expect(status.quorum.members).toEqual(["honest"]);
+    expect(status.quorum.head).toBe(honestHead);
+    expect(status.served_head.latest).toBe(honestHead);
+    expect(status.providers.find((p) => p.name === "liar")?.quorum_reason).toBe("ahead");
+    expect(Number((await rpc(stack.url, "eth_blockNumber", [])).body.result)).toBe(honestHead);
+  });
+});
