@@ -4,7 +4,7 @@ import type { Config } from "../core/config-schema.ts";
 import { parseConfig } from "../core/network-model.ts";
 import type { ConfigSourceInfo } from "../core/status.ts";
 import { type ConfigFileProblem, describeProblems, parseConfigText } from "./config-file.ts";
-import type { S3ObjectReader } from "./s3-object.ts";
+import { type S3ObjectAnswer, S3ObjectNotText, type S3ObjectReader } from "./s3-object.ts";
 
 /**
  * The runtime config loader (docs/behaviour.md §1): the S3 object, re-checked at most every
@@ -66,8 +66,14 @@ export interface ConfigSource {
   subscribe(listener: (event: ConfigSourceEvent) => void): void;
 }
 
-/** A document's text and version (ETag or content hash), or "unchanged" from `knownVersion`. */
-type Fetched = { readonly text: string; readonly version: string } | "unchanged";
+/**
+ * A document's text and version (ETag or content hash), a document that is no text, or
+ * "unchanged" from `knownVersion`.
+ */
+type Fetched =
+  | { readonly text: string; readonly version: string }
+  | { readonly notText: string; readonly version: string }
+  | "unchanged";
 
 interface Origin {
   readonly kind: "s3" | "file";
@@ -87,10 +93,18 @@ function s3Origin(options: S3ConfigSourceOptions): Origin {
     location: `s3://${bucket}/${key}`,
     async fetch(knownVersion) {
       const conditional = knownVersion !== undefined && !knownVersion.startsWith(CONTENT_VERSION);
-      const answer = await s3.get({
-        ...(conditional ? { ifNoneMatch: knownVersion } : {}),
-        timeoutMs: requestTimeoutMs,
-      });
+      let answer: S3ObjectAnswer;
+      try {
+        answer = await s3.get({
+          ...(conditional ? { ifNoneMatch: knownVersion } : {}),
+          timeoutMs: requestTimeoutMs,
+        });
+      } catch (error) {
+        if (!(error instanceof S3ObjectNotText)) throw error;
+        return error.etag === knownVersion
+          ? "unchanged"
+          : { notText: error.message, version: error.etag };
+      }
       if (answer === "unchanged") return answer;
       // Without an ETag (a proxy in front of S3 that drops it) every answer had the version "",
       // so a changed object was taken for the one in force and never loaded.
@@ -151,8 +165,13 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
       const fetched = await origin.fetch(inForce ? seenVersion : undefined);
       if (fetched === "unchanged") return undefined;
       seenVersion = fetched.version;
-      const config = prepared?.(fetched.text);
-      const result = config ? { ok: true as const, config } : parseConfigText(fetched.text);
+      const config = "text" in fetched ? prepared?.(fetched.text) : undefined;
+      const result =
+        "notText" in fetched
+          ? { ok: false as const, problems: [{ path: "(root)", message: fetched.notText }] }
+          : config
+            ? { ok: true as const, config }
+            : parseConfigText(fetched.text);
       if (result.ok) {
         adopt(result.config, origin.kind, fetched.version);
         return undefined;

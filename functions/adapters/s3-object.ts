@@ -49,6 +49,17 @@ export class S3ObjectError extends Error {
   }
 }
 
+/** A 200 whose body is not UTF-8 text: a bad object (to reject once), not an unreachable S3. */
+export class S3ObjectNotText extends Error {
+  readonly etag: string;
+
+  constructor(etag: string) {
+    super("the object is not UTF-8 text: not a gateway config");
+    this.name = "NotText";
+    this.etag = etag;
+  }
+}
+
 /** Larger than any config the schema accepts; a bigger answer is cut off as an error. */
 const MAX_OBJECT_BYTES = 8 * 1024 * 1024;
 /** S3's error documents are a few hundred bytes; only this much of one is read. */
@@ -178,15 +189,8 @@ function decodeBody(body: Buffer, encoding: string | undefined): Buffer {
   throw new Error(`the object has Content-Encoding ${named}, which this reader does not decode`);
 }
 
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
-function utf8Text(body: Buffer): string {
-  try {
-    return UTF8.decode(body);
-  } catch {
-    throw new Error("the object is not UTF-8 text: not a gateway config");
-  }
-}
+/** Strict, and a byte-order mark is kept: the document is then not the one prepared at build time. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** The answer to a GET, once its body is read. */
 function answerOf(
@@ -202,9 +206,13 @@ function answerOf(
     throw new S3ObjectError("Http304", "HTTP 304 to a GET without If-None-Match", status);
   }
   if (status !== 200) throw s3Error(status, body.toString("utf8"), scrub);
-  const etag = res.headers.etag;
-  const text = utf8Text(decodeBody(body, res.headers["content-encoding"]));
-  return { text, etag: typeof etag === "string" ? etag : "" };
+  const etag = typeof res.headers.etag === "string" ? res.headers.etag : "";
+  const decoded = decodeBody(body, res.headers["content-encoding"]);
+  try {
+    return { text: UTF8.decode(decoded), etag };
+  } catch {
+    throw new S3ObjectNotText(etag);
+  }
 }
 
 function timeoutError(timeoutMs: number): Error {

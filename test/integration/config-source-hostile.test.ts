@@ -178,12 +178,6 @@ describe("a refresh that fails keeps the last good config and reports each faile
       /^Error: S3's answer was cut off: /,
     ],
     [
-      "a body that is not UTF-8",
-      (response) =>
-        response.writeHead(200, { etag: '"latin1"' }).end(Buffer.from([0x7b, 0xe9, 0x7d])),
-      /^Error: the object is not UTF-8 text/,
-    ],
-    [
       "an error echoing the session token and the signature",
       (response) => {
         const echoed = `${response.req.headers["x-amz-security-token"]} ${response.req.headers.authorization}`;
@@ -216,6 +210,32 @@ describe("a refresh that fails keeps the last good config and reports each faile
     expect(reported).not.toContain(SESSION_TOKEN);
     expect(reported).not.toContain(SECRET_ACCESS_KEY);
     expect(reported).not.toContain("Signature=");
+  });
+
+  it("a body that is not UTF-8 is a rejected document: reported once, not read again while its ETag stays", async () => {
+    s3.answer((_request, response) =>
+      response.writeHead(200, { etag: '"good"' }).end(configText("good")),
+    );
+    const config = source(200);
+    const good = await config.current();
+
+    s3.answer((_request, response) =>
+      response.writeHead(200, { etag: '"latin1"' }).end(Buffer.from([0x7b, 0xe9, 0x7d])),
+    );
+    for (let check = 0; check < 2; check++) {
+      now += REFRESH_MS;
+      expect(await config.current()).toBe(good);
+    }
+    expect(events.slice(1)).toEqual([
+      {
+        type: "config_rejected",
+        location: "s3://gateway-config/config.json",
+        problems: [
+          { path: "(root)", message: "the object is not UTF-8 text: not a gateway config" },
+        ],
+      },
+    ]);
+    expect(s3.requests.at(-1)?.headers["if-none-match"]).toBe('"latin1"');
   });
 
   it("regression: a check right after S3 closed its connections went out on the dead keep-alive socket of the last one ('socket hang up', as after a Lambda thaw); now each read opens its own, and S3 gone is named as such", async () => {

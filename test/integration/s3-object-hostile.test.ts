@@ -2,7 +2,11 @@ import { createHook } from "node:async_hooks";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { createS3ObjectReader, type S3ObjectReader } from "../../functions/adapters/s3-object.ts";
+import {
+  createS3ObjectReader,
+  S3ObjectNotText,
+  type S3ObjectReader,
+} from "../../functions/adapters/s3-object.ts";
 import { type S3StandIn, startS3StandIn } from "../support/s3-stand-in.ts";
 
 /**
@@ -68,22 +72,29 @@ describe("answers S3 or a proxy should not give", () => {
     expect(await reader.get({ timeoutMs: 2000 })).toEqual({ text: "", etag: '"e"' });
   });
 
-  it("regression: a body that is not UTF-8 was read with its bad bytes replaced, so a config could load with them changed; now it is an error", async () => {
+  it("regression: a body that is not UTF-8 was read with its bad bytes replaced, so a config could load with them changed; now it is a document that is no text, with its ETag", async () => {
     const reader = await readerFor((_, response) => {
       response
         .writeHead(200, { etag: '"l"' })
         .end(Buffer.from('{"networks":{"caf\xe9":{}}}', "latin1"));
     });
-    await expect(reader.get({ timeoutMs: 2000 })).rejects.toThrow(
-      "the object is not UTF-8 text: not a gateway config",
-    );
+    const failure = await failureOf(reader.get({ timeoutMs: 2000 }));
+    expect(failure).toBeInstanceOf(S3ObjectNotText);
+    expect(failure).toMatchObject({
+      name: "NotText",
+      message: "the object is not UTF-8 text: not a gateway config",
+      etag: '"l"',
+    });
   });
 
-  it("reads a UTF-8 body with a byte-order mark without the mark", async () => {
+  it("keeps a UTF-8 byte-order mark for the config parser, which skips it (so the document is not taken for the one prepared at build time)", async () => {
     const reader = await readerFor((_, response) => {
       response.writeHead(200, { etag: '"b"' }).end(`\uFEFF{"a":"€"}`);
     });
-    expect(await reader.get({ timeoutMs: 2000 })).toEqual({ text: '{"a":"€"}', etag: '"b"' });
+    expect(await reader.get({ timeoutMs: 2000 })).toEqual({
+      text: '\uFEFF{"a":"€"}',
+      etag: '"b"',
+    });
   });
 
   it.each([
