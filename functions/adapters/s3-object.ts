@@ -202,7 +202,7 @@ function answerOf(
   const status = res.statusCode ?? 0;
   if (status === 304) {
     if (ifNoneMatch) return "unchanged";
-    // Not modified since nothing: taken as "unchanged", the cold start would use its bundled copy silently.
+    // Unasked for: taken as "unchanged", a cold start would use its bundled copy and report nothing.
     throw new S3ObjectError("Http304", "HTTP 304 to a GET without If-None-Match", status);
   }
   if (status !== 200) throw s3Error(status, body.toString("utf8"), scrub);
