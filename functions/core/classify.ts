@@ -36,9 +36,14 @@ const TRANSPORT_PENALTIES: Readonly<Record<TransportFailure["kind"], Penalty>> =
   tls: { kind: "connection", reason: "tls" },
 };
 
+/** `kind: text`, unless the text already starts with its kind (transport messages do). */
+export function withKind(kind: string, text: string): string {
+  return text.startsWith(`${kind}: `) ? text : `${kind}: ${text}`;
+}
+
 /** A failure below HTTP (connect refused/reset, TLS, timeout). */
 export function classifyTransport(failure: TransportFailure): RetryVerdict {
-  return retry(TRANSPORT_PENALTIES[failure.kind], `${failure.kind}: ${failure.message}`);
+  return retry(TRANSPORT_PENALTIES[failure.kind], withKind(failure.kind, failure.message));
 }
 
 const BROKEN_ANSWER: Penalty = { kind: "http", reason: "transient" };

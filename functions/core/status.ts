@@ -170,7 +170,9 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       : (quorum?.excluded[provider.name] ?? "no_answer");
     const head = quorum?.heads[provider.name] ?? null;
     const observed = input.observedHeads?.get(provider.name);
-    const headNumber = Math.max(head?.number ?? 0, observed ?? 0) || null;
+    // Block 0 is a head (a new devnet); only no head at all is null.
+    const headNumber =
+      head === null && observed === undefined ? null : Math.max(head?.number ?? 0, observed ?? 0);
     const lag =
       head && quorum?.headTimestamp != null
         ? Math.max(0, quorum.headTimestamp - head.timestamp)

@@ -1,4 +1,4 @@
-import { classifyHttp, classifyMember, classifyTransport } from "../core/classify.ts";
+import { classifyHttp, classifyMember, classifyTransport, withKind } from "../core/classify.ts";
 import type { Provider } from "../core/network-model.ts";
 import type { Upstream, UpstreamResult } from "../core/ports.ts";
 import type { BlockHead } from "../core/quorum.ts";
@@ -47,7 +47,7 @@ type Answer = { readonly result: unknown } | CheckFailure;
 function failure(verdict: Verdict, short: (text: string) => string): CheckFailure {
   switch (verdict.outcome) {
     case "retry":
-      return { error: short(`${verdict.kind}: ${verdict.detail}`), reason: verdict.reason };
+      return { error: short(withKind(verdict.kind, verdict.detail)), reason: verdict.reason };
     case "capability":
       return { error: short(`capability: ${verdict.detail}`), reason: "capability" };
     case "behind":

@@ -374,7 +374,7 @@ describe("emergency use, notifications, inner errors and the last upstream error
       error: {
         code: -32603,
         message:
-          "all providers failed for eth_blockNumber; last error: p3: connection: connection: ECONNREFUSED",
+          "all providers failed for eth_blockNumber; last error: p3: connection: ECONNREFUSED",
       },
     });
   });

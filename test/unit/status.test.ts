@@ -103,6 +103,23 @@ describe("the status JSON", () => {
     );
   });
 
+  it("regression: a provider at block 0 (a new devnet) showed no head; now 0, and null only with no head at all", () => {
+    const input = statusInput();
+    const quorum = input.state.quorum as NonNullable<typeof input.state.quorum>;
+    const atGenesis = networkStatus({
+      ...input,
+      state: {
+        ...input.state,
+        quorum: {
+          ...quorum,
+          heads: { main: { number: 0, timestamp: 1_799_999_990 } },
+        },
+      },
+    });
+    const heads = Object.fromEntries(atGenesis.providers.map((p) => [p.name, p.head.number]));
+    expect(heads).toMatchObject({ main: 0, second: null });
+  });
+
   it("shows this container's answer cache by class: hits, misses and their ratio", () => {
     expect(status().cache).toEqual({
       enabled: true,
