@@ -162,10 +162,21 @@ export interface HeadStallTransition {
   readonly detail: string;
 }
 
+/**
+ * The least age that counts as stalled, whatever the block time: block timestamps are whole
+ * seconds and a reading takes a moment, so on a chain of sub-second blocks (0.25 s on
+ * Arbitrum) a moving head is routinely older than five block times when it is read.
+ */
+export const HEAD_STALL_FLOOR_SECONDS = 10;
+
+function stallLimitSeconds(rule: HeadStallRule): number {
+  return Math.max(rule.stallBlockTimes * rule.blockTimeSeconds, HEAD_STALL_FLOOR_SECONDS);
+}
+
 /** Whether the head had not moved for more than the allowed block times when it was read. */
 export function headStalled(head: ObservedHead, rule: HeadStallRule): boolean {
   if (head.number === null || head.timestamp === null) return false;
-  return head.at / 1000 - head.timestamp > rule.stallBlockTimes * rule.blockTimeSeconds;
+  return head.at / 1000 - head.timestamp > stallLimitSeconds(rule);
 }
 
 /**
@@ -184,7 +195,11 @@ export function headStallTransition(
   const wasStalled = previous !== null && headStalled(previous, rule);
   const isStalled = headStalled(current, rule);
   const age = Math.max(0, Math.round(current.at / 1000 - current.timestamp));
-  const limit = `${rule.stallBlockTimes} block times of ${rule.blockTimeSeconds} s`;
+  const blockTimes = `${rule.stallBlockTimes} block times of ${rule.blockTimeSeconds} s`;
+  const limit =
+    stallLimitSeconds(rule) > rule.stallBlockTimes * rule.blockTimeSeconds
+      ? `${HEAD_STALL_FLOOR_SECONDS} s (the least, above ${blockTimes})`
+      : blockTimes;
   if (isStalled && !wasStalled) {
     return {
       kind: "head_stalled",

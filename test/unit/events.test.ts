@@ -137,6 +137,26 @@ describe("headStallTransition", () => {
     expect(headStallTransition(previous, current, rule)?.kind ?? null).toBe(kind);
   });
 
+  it.each<[string, number, string | null]>([
+    [
+      "regression: 0.25 s blocks, a moving head read 2 s old was a stall; now under the 10 s floor it is not",
+      2,
+      null,
+    ],
+    ["0.25 s blocks, exactly the 10 s floor is not yet stalled", 10, null],
+    ["0.25 s blocks, over the 10 s floor", 11, "head_stalled"],
+  ])("%s", (_name, age, kind) => {
+    const fast: HeadStallRule = { blockTimeSeconds: 0.25, stallBlockTimes: 5 };
+    expect(headStallTransition(head(1), head(age), fast)?.kind ?? null).toBe(kind);
+  });
+
+  it("names the floor when it, not the block times, is the limit", () => {
+    const fast: HeadStallRule = { blockTimeSeconds: 0.25, stallBlockTimes: 5 };
+    expect(headStallTransition(head(1), head(30), fast)?.detail).toBe(
+      "head 100 is 30 s old, over 10 s (the least, above 5 block times of 0.25 s)",
+    );
+  });
+
   it("says how old the head is against the rule", () => {
     expect(headStallTransition(head(10), head(75), rule)).toEqual({
       kind: "head_stalled",
