@@ -975,6 +975,17 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     expect(tries).toBe(2);
   });
 
+  it("regression: with 0.25 s blocks every eth_blockNumber went to a provider, though no container publishes more than once a delay; now a publication within the delay answers", async () => {
+    const h = harness(three, { block_time_seconds: 0.25 });
+    h.store.setHead(
+      "net",
+      head({ block: 102, at: NOW - DELAY + 500 }, { block: 101, at: NOW - 5_000 }),
+    );
+    h.upstream.script(P1, blockNumber(103));
+    expect(await answered(h)).toBe("0x65");
+    expect(h.upstream.callsTo(P1)).toBe(0);
+  });
+
   it("before any publication, the provider's own number", async () => {
     const h = harness(three);
     h.upstream.script(P1, blockNumber(7));
