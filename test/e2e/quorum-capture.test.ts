@@ -94,7 +94,7 @@ async function startLiar(
 
 interface Status {
   quorum: { head: number | null; members: string[] };
-  served_head: { latest: number | null; served: number | null };
+  served_head: { latest: number | null; served: number | null; finality_broken_at: string | null };
   monitor: { last_tick_at: string | null };
   events: Array<{ provider: string | null; kind: string; reason: string; detail: string }>;
   active_provider: string | null;
@@ -347,5 +347,106 @@ describe("two providers, one 1,000 blocks ahead with a timestamp just inside the
     expect(status.served_head.latest).toBe(honestHead);
     expect(status.providers.find((p) => p.name === "liar")?.quorum_reason).toBe("ahead");
     expect(Number((await rpc(stack.url, "eth_blockNumber", [])).body.result)).toBe(honestHead);
+  });
+});
+
+/** How a front over an honest node misbehaves; the test changes it between ticks. */
+interface FrontBehaviour {
+  /** Claims its head this many blocks below the node's. */
+  below: number;
+  /** Answers null for its own head block asked by number (a node behind a balancer). */
+  hideHead: boolean;
+  /** Answers every block asked by number with a made-up hash. */
+  fakeHashes: boolean;
+}
+
+async function startFront(node: AnvilNode, behaviour: FrontBehaviour): Promise<Liar> {
+  const server: Server = createServer((request, response) => {
+    let raw = "";
+    request.on("data", (chunk: Buffer) => {
+      raw += chunk.toString();
+    });
+    request.on("end", async () => {
+      type Call = { id: unknown; method: string; params: unknown[] };
+      const parsed = JSON.parse(raw) as Call | Call[];
+      const answers = await Promise.all(
+        (Array.isArray(parsed) ? parsed : [parsed]).map(async (call) => ({
+          jsonrpc: "2.0",
+          id: call.id,
+          result: await answer(call),
+        })),
+      );
+      response
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
+    });
+  });
+
+  async function answer(call: { method: string; params: unknown[] }): Promise<unknown> {
+    const head = Number(await node.rpc("eth_blockNumber")) - behaviour.below;
+    const [tag, full] = call.params;
+    if (call.method === "eth_blockNumber") return `0x${head.toString(16)}`;
+    if (call.method !== "eth_getBlockByNumber") return node.rpc(call.method, call.params);
+    const asked =
+      tag === "latest"
+        ? head
+        : typeof tag === "string" && tag.startsWith("0x")
+          ? Number(tag)
+          : null;
+    if (asked === null) return node.rpc(call.method, call.params);
+    if (tag !== "latest" && (asked > head || (behaviour.hideHead && asked === head))) return null;
+    const block = (await node.rpc("eth_getBlockByNumber", [
+      `0x${asked.toString(16)}`,
+      full,
+    ])) as Record<string, unknown>;
+    return tag !== "latest" && behaviour.fakeHashes
+      ? { ...block, hash: `0x${"dead".repeat(15)}${asked.toString(16).padStart(4, "0")}` }
+      : block;
+  }
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe("two fronts over one node: the one at the head stops showing its head block, the one two blocks below starts lying about hashes", () => {
+  const front: FrontBehaviour = { below: 0, hideHead: false, fakeHashes: false };
+  const low: FrontBehaviour = { below: 2, hideHead: false, fakeHashes: false };
+  let stack: Awaited<ReturnType<typeof gateway>>;
+
+  beforeAll(async () => {
+    const [atHead, below] = await Promise.all([
+      startFront(node(2), front),
+      startFront(node(2), low),
+    ]);
+    cleanups.push(
+      () => atHead.close(),
+      () => below.close(),
+    );
+    stack = await gateway([
+      { name: "front", url: atHead.url, priority: 2 },
+      { name: "low", url: below.url, priority: 1 },
+    ]);
+  });
+
+  it("while the front shows its head block, the chain position is read from it", async () => {
+    const status = await stack.tick();
+    expect(status.quorum.members).toEqual(["front", "low"]);
+    expect(status.served_head.latest).toBe(Number(await node(2).rpc("eth_blockNumber")));
+  });
+
+  // The lower member is the only provider at the height read; the front at the quorum head
+  // still shows the recorded finalized block and is asked to confirm.
+  it("regression: the lower member read instead broke finality alone; now a member at the quorum head must confirm it", async () => {
+    front.hideHead = true;
+    low.fakeHashes = true;
+    await node(2).rpc("anvil_mine", ["0x3"]);
+    const status = await stack.tick();
+    expect(status.served_head.finality_broken_at).toBeNull();
   });
 });
