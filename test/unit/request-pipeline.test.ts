@@ -990,6 +990,14 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     expect(await answered(h)).toBe("0x64");
   });
 
+  // A new devnet: the chain position says block 0, 60 s ago, and no publication was made.
+  it("regression: with the chain position at block 0, a provider's number beyond the reachable head went to the caller; now block 0 does", async () => {
+    const h = harness(three);
+    h.store.setHead("net", { ...head(null), latest: { number: 0, hash: null } });
+    h.upstream.script(P1, blockNumber(1_000));
+    expect(await answered(h)).toBe("0x0");
+  });
+
   it("before any publication is old enough, a provider's number up to the reachable head is the caller's", async () => {
     const h = harness(three);
     h.store.setHead("net", head(null));

@@ -98,7 +98,7 @@ export function settleBlockNumbers(
     highest = Math.max(highest ?? 0, answered);
     if (view.answer !== null) entry.answer = blockNumberAnswer(view.answer);
     else if (view.published !== null) entry.answer = blockNumberAnswer(view.published);
-    else if (reachable !== null && answered > reachable && view.newest > 0) {
+    else if (reachable !== null && answered > reachable) {
       entry.answer = blockNumberAnswer(view.newest);
     }
   }
