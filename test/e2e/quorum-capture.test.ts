@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { publicationDelayMs } from "../../functions/core/chain-head.ts";
 import { type AnvilNode, JsonRpcCallError, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { statusReader } from "../support/status-after-tick.ts";
@@ -106,6 +107,14 @@ interface Status {
     blacklist: unknown;
   }>;
 }
+
+/**
+ * With `state_cache_ms: 0`, the served head's publication delay: a tick publishes the head only
+ * this long after the publication before it, and eth_blockNumber answers a publication (never a
+ * provider's number above it) until it is this old.
+ */
+const PUBLICATION_DELAY_MS = publicationDelayMs(0);
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let nodes: AnvilNode[] = [];
 const cleanups: Array<() => Promise<void>> = [];
@@ -263,9 +272,11 @@ describe("two providers, one 1,000 blocks ahead with a current timestamp", () =>
 
   it("the chain moving on moves the head on, and the liar stays out", async () => {
     await Promise.all([0, 1].map((index) => node(index).rpc("anvil_mine", ["0x3"])));
+    await pause(PUBLICATION_DELAY_MS);
     const status = await stack.tick();
     expect(status.quorum.members).toEqual(["honest"]);
     expect(status.served_head.latest).toBe(honestHead + 3);
+    await pause(PUBLICATION_DELAY_MS);
     const head = await rpc(stack.url, "eth_blockNumber", []);
     expect(Number(head.body.result)).toBe(honestHead + 3);
   });
@@ -300,9 +311,11 @@ describe("two providers, one 100 blocks ahead (within max_ahead_blocks) with a c
     const status = await stack.status();
     expect(status.served_head.latest).toBe(honestHead);
     await Promise.all([node(0).rpc("anvil_mine", ["0x3"]), node(1).rpc("anvil_mine", ["0x3"])]);
+    await pause(PUBLICATION_DELAY_MS);
     const after = await stack.tick();
     expect(after.quorum.head).toBe(honestHead + 3 + lead);
     expect(after.served_head.latest).toBe(honestHead + 3);
+    await pause(PUBLICATION_DELAY_MS);
     expect((await rpc(stack.url, "eth_blockNumber", [])).body.result).toBe(
       `0x${(honestHead + 3).toString(16)}`,
     );
