@@ -95,7 +95,12 @@ async function startLiar(
 
 interface Status {
   quorum: { head: number | null; members: string[] };
-  served_head: { latest: number | null; served: number | null; finality_broken_at: string | null };
+  served_head: {
+    latest: number | null;
+    served: number | null;
+    finalized: number | null;
+    finality_broken_at: string | null;
+  };
   monitor: { last_tick_at: string | null };
   events: Array<{ provider: string | null; kind: string; reason: string; detail: string }>;
   active_provider: string | null;
@@ -461,5 +466,18 @@ describe("two fronts over one node: the one at the head stops showing its head b
     await node(2).rpc("anvil_mine", ["0x3"]);
     const status = await stack.tick();
     expect(status.served_head.finality_broken_at).toBeNull();
+  });
+
+  // anvil's finalized block is 64 below its head: a reorg deeper than that replaces it.
+  it("a real finality break seen by the lower member is confirmed by the front at the quorum head", async () => {
+    low.fakeHashes = false;
+    await node(2).rpc("anvil_mine", ["0x50"]);
+    const before = await stack.tick();
+    expect(before.served_head.finality_broken_at).toBeNull();
+    const head = Number(await node(2).rpc("eth_blockNumber"));
+    expect(before.served_head.finalized).toBeGreaterThan(0);
+    await node(2).rpc("anvil_reorg", [head - (before.served_head.finalized ?? 0) + 1, []]);
+    const after = await stack.tick();
+    expect(after.served_head.finality_broken_at).not.toBeNull();
   });
 });
