@@ -87,8 +87,10 @@ export async function runHeadCheck(
     maxResponseBytes: network.settings.max_response_bytes,
     scrub: deps.scrub,
   };
-  for (const height of heightsToRead(quorum, quorum.head)) {
-    const candidates = sources(network, quorum, finalizedMajority, height);
+  const heights = heightsToRead(quorum, quorum.head);
+  const readable = heights.map((height) => sources(network, quorum, finalizedMajority, height));
+  for (const [index, height] of heights.entries()) {
+    const candidates = readable[index] ?? [];
     for (const member of candidates.slice(0, MEMBERS_ASKED)) {
       const observed = await observe(options, member, height, stored);
       if (observed === null) continue;
@@ -104,7 +106,12 @@ export async function runHeadCheck(
         height === quorum.head
           ? quorum.headTimestamp
           : (quorum.heads[member.name]?.timestamp ?? null);
-      return record(deps, options, network, stored, { member, observed, candidates, timestamp });
+      // Those at the height read first, then those at the other heights: read below the quorum
+      // head, the member read may be the only one there, and must not break finality alone.
+      const confirmers = [...candidates, ...readable.flat()].filter(
+        (provider, at, all) => provider !== member && all.indexOf(provider) === at,
+      );
+      return record(deps, options, network, stored, { member, observed, confirmers, timestamp });
     }
   }
   return null;
@@ -119,17 +126,17 @@ async function record(
   read: {
     readonly member: Provider;
     readonly observed: Observed;
-    /** The providers at the same height: a finality break needs a second one to confirm it. */
-    readonly candidates: readonly Provider[];
+    /** The other providers that may be read: a finality break needs one to confirm it. */
+    readonly confirmers: readonly Provider[];
     /** The block timestamp of the head read, seconds. */
     readonly timestamp: number | null;
   },
 ): Promise<ChainHead> {
-  const { member, observed, candidates, timestamp } = read;
+  const { member, observed, confirmers, timestamp } = read;
   // One member alone cannot break finality: a liar would empty every cache each tick.
-  const others = candidates.filter((provider) => provider !== member);
   const seen =
-    observed.finalityBroken && !(await breakConfirmed(options, others, stored?.finalized ?? null))
+    observed.finalityBroken &&
+    !(await breakConfirmed(options, confirmers, stored?.finalized ?? null))
       ? { ...observed, finalityBroken: false }
       : observed;
   const now = deps.clock();
@@ -210,8 +217,9 @@ async function observe(
 }
 
 /**
- * Whether another quorum member at the head also has another block than the one recorded as
- * finalized; true when there is no other member to ask, false when it does not answer.
+ * Whether the first other provider that may be read (at the height read, else at the quorum head
+ * or the member head below it) also has another block than the one recorded as finalized; true
+ * when there is no other to ask, false when it does not answer.
  */
 async function breakConfirmed(
   options: CallOptions,

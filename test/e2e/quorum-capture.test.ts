@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { publicationDelayMs } from "../../functions/core/chain-head.ts";
 import { type AnvilNode, JsonRpcCallError, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { statusReader } from "../support/status-after-tick.ts";
@@ -94,7 +95,12 @@ async function startLiar(
 
 interface Status {
   quorum: { head: number | null; members: string[] };
-  served_head: { latest: number | null; served: number | null };
+  served_head: {
+    latest: number | null;
+    served: number | null;
+    finalized: number | null;
+    finality_broken_at: string | null;
+  };
   monitor: { last_tick_at: string | null };
   events: Array<{ provider: string | null; kind: string; reason: string; detail: string }>;
   active_provider: string | null;
@@ -106,6 +112,14 @@ interface Status {
     blacklist: unknown;
   }>;
 }
+
+/**
+ * With `state_cache_ms: 0`, the served head's publication delay: a tick publishes the head only
+ * this long after the publication before it, and eth_blockNumber answers a publication (never a
+ * provider's number above it) until it is this old.
+ */
+const PUBLICATION_DELAY_MS = publicationDelayMs(0);
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let nodes: AnvilNode[] = [];
 const cleanups: Array<() => Promise<void>> = [];
@@ -263,9 +277,11 @@ describe("two providers, one 1,000 blocks ahead with a current timestamp", () =>
 
   it("the chain moving on moves the head on, and the liar stays out", async () => {
     await Promise.all([0, 1].map((index) => node(index).rpc("anvil_mine", ["0x3"])));
+    await pause(PUBLICATION_DELAY_MS);
     const status = await stack.tick();
     expect(status.quorum.members).toEqual(["honest"]);
     expect(status.served_head.latest).toBe(honestHead + 3);
+    await pause(PUBLICATION_DELAY_MS);
     const head = await rpc(stack.url, "eth_blockNumber", []);
     expect(Number(head.body.result)).toBe(honestHead + 3);
   });
@@ -300,9 +316,11 @@ describe("two providers, one 100 blocks ahead (within max_ahead_blocks) with a c
     const status = await stack.status();
     expect(status.served_head.latest).toBe(honestHead);
     await Promise.all([node(0).rpc("anvil_mine", ["0x3"]), node(1).rpc("anvil_mine", ["0x3"])]);
+    await pause(PUBLICATION_DELAY_MS);
     const after = await stack.tick();
     expect(after.quorum.head).toBe(honestHead + 3 + lead);
     expect(after.served_head.latest).toBe(honestHead + 3);
+    await pause(PUBLICATION_DELAY_MS);
     expect((await rpc(stack.url, "eth_blockNumber", [])).body.result).toBe(
       `0x${(honestHead + 3).toString(16)}`,
     );
@@ -347,5 +365,119 @@ describe("two providers, one 1,000 blocks ahead with a timestamp just inside the
     expect(status.served_head.latest).toBe(honestHead);
     expect(status.providers.find((p) => p.name === "liar")?.quorum_reason).toBe("ahead");
     expect(Number((await rpc(stack.url, "eth_blockNumber", [])).body.result)).toBe(honestHead);
+  });
+});
+
+/** How a front over an honest node misbehaves; the test changes it between ticks. */
+interface FrontBehaviour {
+  /** Claims its head this many blocks below the node's. */
+  below: number;
+  /** Answers null for its own head block asked by number (a node behind a balancer). */
+  hideHead: boolean;
+  /** Answers every block asked by number with a made-up hash. */
+  fakeHashes: boolean;
+}
+
+async function startFront(node: AnvilNode, behaviour: FrontBehaviour): Promise<Liar> {
+  const server: Server = createServer((request, response) => {
+    let raw = "";
+    request.on("data", (chunk: Buffer) => {
+      raw += chunk.toString();
+    });
+    request.on("end", async () => {
+      type Call = { id: unknown; method: string; params: unknown[] };
+      const parsed = JSON.parse(raw) as Call | Call[];
+      const answers = await Promise.all(
+        (Array.isArray(parsed) ? parsed : [parsed]).map(async (call) => ({
+          jsonrpc: "2.0",
+          id: call.id,
+          result: await answer(call),
+        })),
+      );
+      response
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
+    });
+  });
+
+  async function answer(call: { method: string; params: unknown[] }): Promise<unknown> {
+    const head = Number(await node.rpc("eth_blockNumber")) - behaviour.below;
+    const [tag, full] = call.params;
+    if (call.method === "eth_blockNumber") return `0x${head.toString(16)}`;
+    if (call.method !== "eth_getBlockByNumber") return node.rpc(call.method, call.params);
+    const asked =
+      tag === "latest"
+        ? head
+        : typeof tag === "string" && tag.startsWith("0x")
+          ? Number(tag)
+          : null;
+    if (asked === null) return node.rpc(call.method, call.params);
+    if (tag !== "latest" && (asked > head || (behaviour.hideHead && asked === head))) return null;
+    const block = (await node.rpc("eth_getBlockByNumber", [
+      `0x${asked.toString(16)}`,
+      full,
+    ])) as Record<string, unknown>;
+    return tag !== "latest" && behaviour.fakeHashes
+      ? { ...block, hash: `0x${"dead".repeat(15)}${asked.toString(16).padStart(4, "0")}` }
+      : block;
+  }
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe("two fronts over one node: the one at the head stops showing its head block, the one two blocks below starts lying about hashes", () => {
+  const front: FrontBehaviour = { below: 0, hideHead: false, fakeHashes: false };
+  const low: FrontBehaviour = { below: 2, hideHead: false, fakeHashes: false };
+  let stack: Awaited<ReturnType<typeof gateway>>;
+
+  beforeAll(async () => {
+    const [atHead, below] = await Promise.all([
+      startFront(node(2), front),
+      startFront(node(2), low),
+    ]);
+    cleanups.push(
+      () => atHead.close(),
+      () => below.close(),
+    );
+    stack = await gateway([
+      { name: "front", url: atHead.url, priority: 2 },
+      { name: "low", url: below.url, priority: 1 },
+    ]);
+  });
+
+  it("while the front shows its head block, the chain position is read from it", async () => {
+    const status = await stack.tick();
+    expect(status.quorum.members).toEqual(["front", "low"]);
+    expect(status.served_head.latest).toBe(Number(await node(2).rpc("eth_blockNumber")));
+  });
+
+  // The lower member is the only provider at the height read; the front at the quorum head
+  // still shows the recorded finalized block and is asked to confirm.
+  it("regression: the lower member read instead broke finality alone; now a member at the quorum head must confirm it", async () => {
+    front.hideHead = true;
+    low.fakeHashes = true;
+    await node(2).rpc("anvil_mine", ["0x3"]);
+    const status = await stack.tick();
+    expect(status.served_head.finality_broken_at).toBeNull();
+  });
+
+  // anvil's finalized block is 64 below its head: a reorg deeper than that replaces it.
+  it("a real finality break seen by the lower member is confirmed by the front at the quorum head", async () => {
+    low.fakeHashes = false;
+    await node(2).rpc("anvil_mine", ["0x50"]);
+    const before = await stack.tick();
+    expect(before.served_head.finality_broken_at).toBeNull();
+    const head = Number(await node(2).rpc("eth_blockNumber"));
+    expect(before.served_head.finalized).toBeGreaterThan(0);
+    await node(2).rpc("anvil_reorg", [head - (before.served_head.finalized ?? 0) + 1, []]);
+    const after = await stack.tick();
+    expect(after.served_head.finality_broken_at).not.toBeNull();
   });
 });

@@ -1001,11 +1001,43 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     expect(await answered(h)).toBe("0x64");
   });
 
+  // A new devnet: the chain position says block 0, 60 s ago, and no publication was made.
+  it("regression: with the chain position at block 0, a provider's number beyond the reachable head went to the caller; now block 0 does", async () => {
+    const h = harness(three);
+    h.store.setHead("net", { ...head(null), latest: { number: 0, hash: null } });
+    h.upstream.script(P1, blockNumber(1_000));
+    expect(await answered(h)).toBe("0x0");
+  });
+
   it("before any publication is old enough, a provider's number up to the reachable head is the caller's", async () => {
     const h = harness(three);
     h.store.setHead("net", head(null));
     h.upstream.script(P1, blockNumber(113));
     expect(await answered(h)).toBe("0x71");
+  });
+
+  // The first publication (100) becomes the served head once it is a delay old, and nothing
+  // lower is served after it: a caller handed the provider's 105 meanwhile would see 100 next.
+  it("regression: while the only publication was too young, a provider's higher number went to the caller, and the served head after it was lower; now the caller gets the publication", async () => {
+    const h = harness(three);
+    h.store.setHead("net", head({ block: 100, at: NOW - 1_000 }));
+    h.upstream.script(P1, blockNumber(105));
+    expect(await answered(h)).toBe("0x64");
+    h.advance(DELAY);
+    h.upstream.script(P1, blockNumber(106));
+    expect(await answered(h)).toBe("0x64");
+  });
+
+  // The chain position moved on to 104 after the publication of 100, which was then too young to
+  // publish again: 104 is not what the containers will serve next, 100 is.
+  it("regression: while the only publication was too young, a provider's number beyond the reachable head got the chain position's latest, above the publication served next; now the publication", async () => {
+    const h = harness(three);
+    h.store.setHead("net", {
+      ...head({ block: 100, at: NOW - 1_000 }),
+      latest: { number: 104, hash: null },
+    });
+    h.upstream.script(P1, blockNumber(1_000));
+    expect(await answered(h)).toBe("0x64");
   });
 
   it("a null for a block the served head covers is behind: next provider, no strike; with another provider's answer to the call, a failed request for 'failing often'", async () => {

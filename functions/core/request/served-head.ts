@@ -18,8 +18,13 @@ const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
 export interface ServedHeadView {
   /** The served head now, or null when no publication is old enough yet. */
   readonly answer: number | null;
-  /** The newest publication, of any age: the blocks up to it exist on some provider. */
+  /** The newest publication or chain position, of any age: its blocks exist on some provider. */
   readonly newest: number;
+  /**
+   * The newest publication's block, of any age, or null before any: once it is a delay old it
+   * is the served head, and nothing lower is served after it.
+   */
+  readonly published: number | null;
   /** Published within a block time (or a publication delay, when longer): no provider is asked. */
   readonly recent: boolean;
 }
@@ -33,6 +38,7 @@ export function servedHeadView(
   return {
     answer: servedHeadAt(head, now, delayMs),
     newest: Math.max(head?.served?.block ?? 0, head?.latest.number ?? 0),
+    published: head?.served?.block ?? null,
     // No container publishes more often than once a delay: on a chain whose blocks come faster
     // (0.25 s on Arbitrum), asking a provider sooner could not make the answer any newer.
     recent: servedRecently(head, now, Math.max(blockTimeMs, delayMs)),
@@ -67,10 +73,12 @@ export function answerFromServedHead(
  * when there is one (a provider's number is for publishing, not for this caller), else with the
  * provider's own. A call every provider failed, one of them by answering a number behind the
  * served head, gets the served head too: that provider is alive, and the served head is what
- * the caller would have got from any answer. With no served head yet, a provider's number
- * beyond the reachable head (`reachableHead`: no chain can be there yet) is not handed out
- * either: the caller gets the newest block known to exist. Returns the highest block a
- * provider answered, to publish, or null.
+ * the caller would have got from any answer. With no served head yet but a publication too
+ * young to serve, the caller gets that publication: it is the served head a delay later, and a
+ * provider's higher number handed out now would be followed by that lower one. With no
+ * publication at all, a provider's number beyond the reachable head (`reachableHead`: no chain
+ * can be there yet) is not handed out either: the caller gets the newest block known to exist.
+ * Returns the highest block a provider answered, to publish, or null.
  */
 export function settleBlockNumbers(
   open: readonly OpenCall[],
@@ -91,7 +99,8 @@ export function settleBlockNumbers(
     if (answered === null) continue;
     highest = Math.max(highest ?? 0, answered);
     if (view.answer !== null) entry.answer = blockNumberAnswer(view.answer);
-    else if (reachable !== null && answered > reachable && view.newest > 0) {
+    else if (view.published !== null) entry.answer = blockNumberAnswer(view.published);
+    else if (reachable !== null && answered > reachable) {
       entry.answer = blockNumberAnswer(view.newest);
     }
   }
