@@ -15,15 +15,17 @@ const TIMEOUT_CODES = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "UND_ERR_CONNECT_
 
 export function transportFailure(error: unknown): TransportFailure {
   const code = errorCode(error);
-  const message = error instanceof Error ? error.message : String(error);
+  const text = error instanceof Error ? error.message : String(error);
+  // Node's messages often name their code already ("connect ECONNREFUSED 127.0.0.1:8545").
+  const named = code !== "" && text.includes(code) ? "" : code;
   if (TIMEOUT_CODES.has(code) || (error instanceof Error && error.name === "TimeoutError")) {
-    return { kind: "timeout", message: `timeout: ${message}` };
+    return { kind: "timeout", message: `timeout: ${text}` };
   }
   if (
     /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|EPROTO)/.test(code) ||
-    /\b(tls|ssl)\b/i.test(message)
+    /\b(tls|ssl)\b/i.test(text)
   ) {
-    return { kind: "tls", message: `tls: ${code ? `${code} ` : ""}${message}` };
+    return { kind: "tls", message: `tls: ${named ? `${named} ` : ""}${text}` };
   }
-  return { kind: "connection", message: `connection: ${code ? `${code} ` : ""}${message}` };
+  return { kind: "connection", message: `connection: ${named ? `${named} ` : ""}${text}` };
 }
