@@ -114,6 +114,19 @@ export function boundIssues(config: {
         message: `quorum.failing_often.window_seconds ${window.value}${window.where} is over ${limits.statsRetentionSeconds}: request stats are kept one hour`,
       });
     }
+    // With two answers, the higher of two heads more than max_ahead_blocks apart is judged a lie
+    // unless its timestamp is more than max_lag_seconds later: honest heads up to max_lag_seconds
+    // apart must fit in max_ahead_blocks, or an honest provider ahead would be left out.
+    const ahead = setting((s) => s.quorum?.max_ahead_blocks, ["quorum", "max_ahead_blocks"]);
+    const lag = setting((s) => s.quorum?.max_lag_seconds, ["quorum", "max_lag_seconds"]);
+    const blockTime = setting((s) => s.block_time_seconds, ["block_time_seconds"]);
+    const honestLead = Math.ceil(lag.value / blockTime.value);
+    if (ahead.value < honestLead) {
+      issues.push({
+        path: ahead.path,
+        message: `quorum.max_ahead_blocks ${ahead.value}${ahead.where || lag.where || blockTime.where} is under the ${honestLead} blocks a chain of ${blockTime.value} s blocks makes in quorum.max_lag_seconds ${lag.value}: an honest provider that far ahead would be left out of the quorum as ahead`,
+      });
+    }
     const hedgeMin = setting((s) => s.hedge?.min_ms, ["hedge", "min_ms"]);
     const hedgeMax = setting((s) => s.hedge?.max_ms, ["hedge", "max_ms"]);
     if (hedgeMin.value > hedgeMax.value) {

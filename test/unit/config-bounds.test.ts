@@ -93,6 +93,15 @@ describe("config bounds", () => {
       message:
         "quorum.failing_often.window_seconds 7200 is over 3600: request stats are kept one hour",
     },
+    {
+      name: "max_ahead_blocks under what an honest provider can lead by in max_lag_seconds",
+      config: {
+        networks: { eth: network({ block_time_seconds: 0.25, quorum: { max_ahead_blocks: 200 } }) },
+      },
+      path: "networks.eth.quorum.max_ahead_blocks",
+      message:
+        "quorum.max_ahead_blocks 200 in network eth is under the 240 blocks a chain of 0.25 s blocks makes in quorum.max_lag_seconds 60: an honest provider that far ahead would be left out of the quorum as ahead",
+    },
   ])("$name is reported at its path", ({ config, path, message }) => {
     expect(problems(config)).toEqual([[path, message]]);
   });
