@@ -30,6 +30,8 @@ function networkWith(blockTimeSeconds: number) {
         net: {
           chain_id: 1,
           block_time_seconds: blockTimeSeconds,
+          // As the config bounds ask: room for what an honest provider leads by in 60 s.
+          quorum: { max_ahead_blocks: Math.max(500, Math.ceil(60 / blockTimeSeconds)) },
           providers: [{ url: "http://honest.test" }, { url: "http://liar.test" }],
         },
       },
