@@ -6,6 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    setupFiles: ["test/support/scratch-cleanup.ts"],
     env: { NODE_NO_WARNINGS: "1" },
   },
 });

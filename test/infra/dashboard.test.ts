@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { ENVIRONMENTS } from "../../infra/environments.ts";
 import { BLACKLIST_REASONS, RETRY_KINDS } from "../../infra/metric-contract.ts";
 import { Monitoring } from "../../infra/monitoring.ts";
+import { scratchOutdir } from "../support/scratch-outdir.ts";
 
 /**
  * The dashboard tells each network's story as the status page does: requests, errors by kind,
@@ -19,7 +20,10 @@ interface Widget {
 }
 
 function dashboardOf(): Widget[] {
-  const stack = new Stack(new App(), "DashboardTest");
+  const stack = new Stack(
+    new App({ outdir: scratchOutdir("rpc-gateway-dashboard-") }),
+    "DashboardTest",
+  );
   const fn = (id: string) =>
     new LambdaFunction(stack, id, {
       runtime: Runtime.NODEJS_22_X,

@@ -1,5 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -9,6 +8,7 @@ import {
 } from "../../infra/environments.ts";
 import { createGatewayApp } from "../../infra/gateway-app.ts";
 import { readGatewayConfig } from "../../infra/gateway-config.ts";
+import { scratchOutdir } from "../support/scratch-outdir.ts";
 
 describe("environment settings", () => {
   it("deploys dev and prod, each with settings of its own name", () => {
@@ -26,7 +26,8 @@ describe("environment settings", () => {
   });
 
   it("refuses an unknown environment before building anything", () => {
-    expect(() => createGatewayApp({ appProps: { context: { env: "qa" } } })).toThrow(
+    const outdir = scratchOutdir("rpc-gateway-qa-");
+    expect(() => createGatewayApp({ appProps: { context: { env: "qa" }, outdir } })).toThrow(
       /unknown environment "qa"/,
     );
   });
@@ -46,7 +47,7 @@ describe("environment settings", () => {
 
 describe("the environment's config file at synth time", () => {
   const rootWith = (env: string, text: string): string => {
-    const root = mkdtempSync(join(tmpdir(), "rpc-gateway-config-"));
+    const root = scratchOutdir("rpc-gateway-config-");
     mkdirSync(join(root, "config"));
     writeFileSync(join(root, "config", `${env}.json`), text);
     return root;
@@ -83,7 +84,7 @@ describe("the environment's config file at synth time", () => {
   });
 
   it("fails the synth on a missing, malformed or invalid file, naming it", () => {
-    const empty = mkdtempSync(join(tmpdir(), "rpc-gateway-config-"));
+    const empty = scratchOutdir("rpc-gateway-config-");
     expect(() => readGatewayConfig("dev", empty)).toThrow(/cannot read config\/dev\.json/);
     expect(() => readGatewayConfig("dev", rootWith("dev", "{"))).toThrow(
       /config\/dev\.json is not valid JSON/,

@@ -10,6 +10,7 @@ import {
   MONITOR_TABLE_ACCESS,
   PROXY_TABLE_ACCESS,
 } from "../../infra/gateway-stack.ts";
+import { scratchOutdir } from "../support/scratch-outdir.ts";
 import { CDK_JSON_CONTEXT } from "./synth.ts";
 
 /**
@@ -26,7 +27,10 @@ interface Statement {
 }
 
 function stackWith(settings: EnvironmentSettings): { stack: GatewayStack; template: Template } {
-  const app = new App({ context: { ...CDK_JSON_CONTEXT, "aws:cdk:bundling-stacks": [] } });
+  const app = new App({
+    context: { ...CDK_JSON_CONTEXT, "aws:cdk:bundling-stacks": [] },
+    outdir: scratchOutdir("rpc-gateway-least-privilege-"),
+  });
   const stack = new GatewayStack(app, `LeastPrivilege-${settings.name}`, {
     settings,
     config: readGatewayConfig(settings.name),

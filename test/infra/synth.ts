@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
+
 import { join } from "node:path";
 import { Template } from "aws-cdk-lib/assertions";
 import { createGatewayApp, type GatewayApp } from "../../infra/gateway-app.ts";
 import { PROJECT_ROOT } from "../../infra/gateway-config.ts";
+import { scratchOutdir } from "../support/scratch-outdir.ts";
 
 /** The context `cdk` passes from cdk.json (feature flags), so tests synth what deploys do. */
 export const CDK_JSON_CONTEXT: Record<string, unknown> = (
@@ -29,7 +30,7 @@ export interface SynthOptions {
 
 /** One synth of the environment's app into a fresh temp dir. */
 export function synthGateway(env: string, options: SynthOptions = {}): Synthesized {
-  const outdir = mkdtempSync(join(tmpdir(), `rpc-gateway-cdk-${env}-`));
+  const outdir = scratchOutdir(`rpc-gateway-cdk-${env}-`);
   const context: Record<string, unknown> = { ...CDK_JSON_CONTEXT, env };
   if (!options.bundle) context["aws:cdk:bundling-stacks"] = [];
   const gateway = createGatewayApp({
