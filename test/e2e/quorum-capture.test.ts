@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publicationDelayMs } from "../../functions/core/chain-head.ts";
 import { type AnvilNode, JsonRpcCallError, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { startLyingFront } from "../support/lying-front.ts";
 import { statusReader } from "../support/status-after-tick.ts";
 
 /**
@@ -379,57 +380,32 @@ interface FrontBehaviour {
 }
 
 async function startFront(node: AnvilNode, behaviour: FrontBehaviour): Promise<Liar> {
-  const server: Server = createServer((request, response) => {
-    let raw = "";
-    request.on("data", (chunk: Buffer) => {
-      raw += chunk.toString();
-    });
-    request.on("end", async () => {
-      type Call = { id: unknown; method: string; params: unknown[] };
-      const parsed = JSON.parse(raw) as Call | Call[];
-      const answers = await Promise.all(
-        (Array.isArray(parsed) ? parsed : [parsed]).map(async (call) => ({
-          jsonrpc: "2.0",
-          id: call.id,
-          result: await answer(call),
-        })),
-      );
-      response
-        .writeHead(200, { "content-type": "application/json" })
-        .end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
-    });
-  });
-
-  async function answer(call: { method: string; params: unknown[] }): Promise<unknown> {
+  return startLyingFront(node.url, async (call, forward) => {
     const head = Number(await node.rpc("eth_blockNumber")) - behaviour.below;
-    const [tag, full] = call.params;
-    if (call.method === "eth_blockNumber") return `0x${head.toString(16)}`;
-    if (call.method !== "eth_getBlockByNumber") return node.rpc(call.method, call.params);
+    const [tag, full] = Array.isArray(call.params) ? call.params : [];
+    if (call.method === "eth_blockNumber") return { result: `0x${head.toString(16)}` };
+    if (call.method !== "eth_getBlockByNumber") return forward();
     const asked =
       tag === "latest"
         ? head
         : typeof tag === "string" && tag.startsWith("0x")
           ? Number(tag)
           : null;
-    if (asked === null) return node.rpc(call.method, call.params);
-    if (tag !== "latest" && (asked > head || (behaviour.hideHead && asked === head))) return null;
+    if (asked === null) return forward();
+    if (tag !== "latest" && (asked > head || (behaviour.hideHead && asked === head))) {
+      return { result: null };
+    }
     const block = (await node.rpc("eth_getBlockByNumber", [
       `0x${asked.toString(16)}`,
       full,
     ])) as Record<string, unknown>;
-    return tag !== "latest" && behaviour.fakeHashes
-      ? { ...block, hash: `0x${"dead".repeat(15)}${asked.toString(16).padStart(4, "0")}` }
-      : block;
-  }
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+    return {
+      result:
+        tag !== "latest" && behaviour.fakeHashes
+          ? { ...block, hash: `0x${"dead".repeat(15)}${asked.toString(16).padStart(4, "0")}` }
+          : block,
+    };
+  });
 }
 
 describe("two fronts over one node: the one at the head stops showing its head block, the one two blocks below starts lying about hashes", () => {
