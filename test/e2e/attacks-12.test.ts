@@ -1,6 +1,3 @@
-import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,6 +5,7 @@ import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { type DynamoFront, startDynamoFront } from "../support/dynamo-front.ts";
 import { GatewayClient, rpcCall } from "../support/gateway-client.ts";
 import {
   type CallScript,
@@ -29,60 +27,6 @@ const account = privateKeyToAccount(
   "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
 );
 const TO = "0x70997970c51812dc3a010c7d01b50e677d4c79c8";
-
-/** A DynamoDB endpoint in front of dynalite that passes every call through, or throttles them all. */
-interface DynamoFront {
-  readonly endpoint: string;
-  throttle: boolean;
-  close(): Promise<void>;
-}
-
-async function startDynamoFront(target: string): Promise<DynamoFront> {
-  const front = { throttle: false };
-  // A request whose forwarding fails (the target gone while the suite tears down) ends in a
-  // reset, never a rejection nobody handles.
-  const handleRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (front.throttle) {
-      res.writeHead(400, { "content-type": "application/x-amz-json-1.0" });
-      res.end(
-        JSON.stringify({
-          __type: "com.amazonaws.dynamodb.v20120810#ThrottlingException",
-          message: "Rate of requests exceeds the allowed throughput.",
-        }),
-      );
-      return;
-    }
-    const upstream = await fetch(target, {
-      method: "POST",
-      headers: Object.fromEntries(
-        Object.entries(req.headers).filter(
-          ([name]) =>
-            name.startsWith("x-amz") || name === "content-type" || name === "authorization",
-        ),
-      ) as Record<string, string>,
-      body: Buffer.concat(chunks),
-    });
-    res.writeHead(upstream.status, {
-      "content-type": upstream.headers.get("content-type") ?? "application/x-amz-json-1.0",
-    });
-    res.end(Buffer.from(await upstream.arrayBuffer()));
-  };
-  const server: Server = createServer((req, res) => {
-    handleRequest(req, res).catch(() => req.socket.destroy());
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return Object.assign(front, {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  });
-}
 
 let node: AnvilNode;
 let dynalite: LocalDynamoDb;
@@ -163,13 +107,13 @@ async function signedTransfer(): Promise<{ raw: string; hash: string }> {
 describe("sending a transaction (docs/behaviour.md §4.12, §4.13)", () => {
   it("regression: with DynamoDB throttling, a send was answered 500 and sent nowhere", async () => {
     const { raw, hash } = await signedTransfer();
-    front.throttle = true;
+    front.setMode("throttle");
     try {
       const sent = await post("net", rpcCall("eth_sendRawTransaction", [raw], 7));
       expect(sent.status).toBe(200);
       expect(sent.json).toEqual({ jsonrpc: "2.0", id: 7, result: hash });
     } finally {
-      front.throttle = false;
+      front.setMode("pass");
     }
     expect(await node.rpc("eth_getTransactionByHash", [hash])).not.toBeNull();
   });

@@ -1,7 +1,4 @@
-import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -14,6 +11,7 @@ import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { rpcEvent } from "../support/api-gateway-event.ts";
+import { type DynamoFront, type DynamoMode, startDynamoFront } from "../support/dynamo-front.ts";
 
 /**
  * Infrastructure faults (docs/behaviour.md §3, §6): DynamoDB unreachable or
@@ -21,69 +19,8 @@ import { rpcEvent } from "../support/api-gateway-event.ts";
  * it has none, still avoids a provider it saw fail, and says so in its logs.
  */
 
-type DynamoMode = "pass" | "throttle" | "down";
-
-/** A DynamoDB endpoint that can pass through to dynalite, throttle every call, or vanish. */
-async function startDynamoFront(
-  target: string,
-): Promise<{ endpoint: string; setMode(mode: DynamoMode): void; close(): Promise<void> }> {
-  let mode: DynamoMode = "pass";
-  const server: Server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (mode === "down") {
-      req.socket.destroy();
-      return;
-    }
-    if (mode === "throttle") {
-      res.writeHead(400, { "content-type": "application/x-amz-json-1.0" });
-      res.end(
-        JSON.stringify({
-          __type: "com.amazonaws.dynamodb.v20120810#ThrottlingException",
-          message: "Rate of requests exceeds the allowed throughput.",
-        }),
-      );
-      return;
-    }
-    try {
-      const upstream = await fetch(target, {
-        method: "POST",
-        headers: Object.fromEntries(
-          Object.entries(req.headers).filter(
-            ([name]) =>
-              name.startsWith("x-amz") || name === "content-type" || name === "authorization",
-          ),
-        ) as Record<string, string>,
-        body: Buffer.concat(chunks),
-      });
-      res.writeHead(upstream.status, {
-        "content-type": upstream.headers.get("content-type") ?? "application/x-amz-json-1.0",
-      });
-      res.end(Buffer.from(await upstream.arrayBuffer()));
-    } catch {
-      // dynalite gone mid-call (the suite tearing down): the caller sees the connection drop,
-      // as from a DynamoDB endpoint that vanished, and the test process no unhandled rejection.
-      req.socket.destroy();
-    }
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    setMode: (next) => {
-      mode = next;
-      if (next === "down") server.closeAllConnections();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-}
-
 let dynalite: LocalDynamoDb;
-let front: Awaited<ReturnType<typeof startDynamoFront>>;
+let front: DynamoFront;
 let primaryNode: AnvilNode;
 let secondary: AnvilNode;
 let primary: FaultShim;
