@@ -1,6 +1,7 @@
-import type { Agent as AgentType, Dispatcher } from "undici";
+import type { Agent as AgentType } from "undici";
 import Agent from "undici/lib/dispatcher/agent.js";
 import { errorCode } from "./transport-failure.ts";
+import { exchange } from "./undici-exchange.ts";
 
 /**
  * The AWS Parameters and Secrets Lambda Extension: a layer whose process serves SSM parameters
@@ -9,8 +10,9 @@ import { errorCode } from "./transport-failure.ts";
  * requests carrying the container's `AWS_SESSION_TOKEN` in `X-Aws-Parameters-Secrets-Token` are
  * served. Reading through it keeps the SSM and Secrets Manager SDK clients out of the bundle.
  *
- * Each GET has one timer for the whole exchange; the extension's own calls to AWS have no
- * timeout unless the function sets one, so this bounds them too. A GET is tried once more after
+ * Each GET is one bounded exchange (`undici-exchange.ts`: one timer for all of it, the answer
+ * capped); the extension's own calls to AWS have no timeout unless the function sets one, so
+ * this bounds them too. A GET is tried once more after
  * a short pause when the extension could not take it (connection refused or reset, "not ready",
  * a 5xx), never after a timeout, so one name costs at most two attempts.
  */
@@ -78,81 +80,42 @@ export function createSecretsExtension(options: SecretsExtensionOptions): Secret
     return agent;
   };
 
-  function attempt(path: string, token: string): Promise<Attempt> {
-    return new Promise((resolve) => {
-      let settled = false;
-      let controller: Dispatcher.DispatchController | null = null;
-      let abandoned: Error | null = null;
-      let status = 0;
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const finish = (result: Attempt) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(result);
-      };
-      const abandon = (error: string) => {
-        finish({ error, retryable: false });
-        abandoned = new Error(error);
-        if (controller !== null && !controller.aborted) controller.abort(abandoned);
-      };
+  async function attempt(path: string, token: string): Promise<Attempt> {
+    const outcome = await exchange(
+      dispatcher(),
+      {
+        origin: options.origin,
+        path,
+        method: "GET",
+        headers: { "x-aws-parameters-secrets-token": token, accept: "application/json" },
+      },
+      { timeoutMs, maxBytes: MAX_ANSWER_BYTES },
+    );
+    switch (outcome.kind) {
+      case "answer":
+        return { status: outcome.status, body: outcome.body };
       // A GET not yet started was never sent: it waited for a connection (more names at once
       // than the connections serve in time), which is not the extension's silence.
-      const timer = setTimeout(
-        () =>
-          abandon(
-            controller === null
-              ? `no connection to ${where} was free within ${timeoutMs} ms (more names asked at once than its ${EXTENSION_CONNECTIONS} connections answered in time)`
-              : `no answer from ${where} within ${timeoutMs} ms`,
-          ),
-        timeoutMs,
-      );
-      const handler: Dispatcher.DispatchHandler = {
-        onRequestStart(started) {
-          controller = started;
-          if (abandoned !== null) started.abort(abandoned);
-        },
-        onResponseStart(_controller, statusCode) {
-          status = statusCode;
-        },
-        onResponseData(_controller, chunk) {
-          if (settled) return;
-          size += chunk.length;
-          if (size > MAX_ANSWER_BYTES) abandon(`${where} answered over ${MAX_ANSWER_BYTES} bytes`);
-          else chunks.push(chunk);
-        },
-        onResponseEnd() {
-          finish({ status, body: Buffer.concat(chunks, size) });
-        },
-        onResponseError(_controller, error) {
-          const code = errorCode(error);
-          const message = error instanceof Error ? error.message : String(error);
-          finish({
-            error: `cannot reach ${where}: ${code ? `${code} ` : ""}${message}`,
-            // Refused: the extension is not listening yet (or the layer is missing).
-            retryable:
-              code === "ECONNREFUSED" || code === "ECONNRESET" || code === "UND_ERR_SOCKET",
-          });
-        },
-      };
-      try {
-        dispatcher().dispatch(
-          {
-            origin: options.origin,
-            path,
-            method: "GET",
-            headers: { "x-aws-parameters-secrets-token": token, accept: "application/json" },
-          },
-          handler,
-        );
-      } catch (error) {
-        finish({
-          error: `cannot reach ${where}: ${error instanceof Error ? error.message : String(error)}`,
+      case "timeout":
+        return {
+          error: outcome.started
+            ? `no answer from ${where} within ${timeoutMs} ms`
+            : `no connection to ${where} was free within ${timeoutMs} ms (more names asked at once than its ${EXTENSION_CONNECTIONS} connections answered in time)`,
           retryable: false,
-        });
+        };
+      case "too_large":
+        return { error: `${where} answered over ${MAX_ANSWER_BYTES} bytes`, retryable: false };
+      case "aborted":
+        return { error: `the GET to ${where} was aborted`, retryable: false };
+      case "failed": {
+        const code = errorCode(outcome.error);
+        return {
+          error: `cannot reach ${where}: ${code ? `${code} ` : ""}${outcome.error.message}`,
+          // Refused: the extension is not listening yet (or the layer is missing).
+          retryable: code === "ECONNREFUSED" || code === "ECONNRESET" || code === "UND_ERR_SOCKET",
+        };
       }
-    });
+    }
   }
 
   function judge(

@@ -1,19 +1,19 @@
 import type { Socket } from "node:net";
-import type { buildConnector, Dispatcher } from "undici";
+import type { buildConnector } from "undici";
 import buildSocketConnector from "undici/lib/core/connect.js";
 import Agent from "undici/lib/dispatcher/agent.js";
 import type { Upstream, UpstreamRequest, UpstreamResult } from "../core/ports.ts";
 import { errorCode, transportFailure } from "./transport-failure.ts";
+import { type ExchangeOutcome, exchange } from "./undici-exchange.ts";
 
 /**
  * Upstream HTTP on undici's dispatcher: one Agent (a keep-alive pool per provider origin) for
- * the life of the container, driven through `dispatch()` with a small handler of our own. Only
- * the dispatcher is imported, by path: the package's index also loads fetch, WebSocket, the
- * cache and the mocks, which the gateway never uses.
+ * the life of the container. Only the dispatcher is imported, by path: the package's index
+ * also loads fetch, WebSocket, the cache and the mocks, which the gateway never uses.
  *
- * Per attempt: one timer for the whole exchange (connect, send, headers, body); the answer
- * capped at `maxResponseBytes`, refused at once when its Content-Length says it is over;
- * an optional AbortSignal. A request is never re-sent behind the caller's back, except an
+ * Each attempt is one bounded exchange (`undici-exchange.ts`: one timer for all of it, the
+ * answer capped at `maxResponseBytes`, an optional AbortSignal), judged here as an upstream
+ * result. A request is never re-sent behind the caller's back, except an
  * `idempotent` one, once, when a keep-alive socket that had already carried an answer turns
  * out to be dead before this request got any.
  */
@@ -78,146 +78,27 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
     return target;
   };
 
-  function attempt(req: UpstreamRequest, target: Target, started: number) {
-    return new Promise<AttemptOutcome>((resolve) => {
-      const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
-      const elapsed = () => clock() - started;
-      let settled = false;
-      let answered = false;
-      let controller: Dispatcher.DispatchController | null = null;
-      /** Set once the attempt is over but undici still holds the request (queued or running). */
-      let abandonReason: Error | null = null;
-      let status = 0;
-      let retryAfter: string | undefined;
-      const chunks: Buffer[] = [];
-      let size = 0;
-
-      const finish = (result: UpstreamResult, resendable = false) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        req.signal?.removeEventListener("abort", onAbort);
-        resolve({ result, resendable });
-      };
-      /** Ends the attempt now and tells undici to drop the request and its socket. */
-      const abandon = (result: UpstreamResult, reason: Error) => {
-        finish(result);
-        abandonReason = reason;
-        if (controller !== null && !controller.aborted) controller.abort(reason);
-      };
-      const tooLarge = () =>
-        abandon(
-          { ok: false, tooLarge: true, limit: req.maxResponseBytes, elapsedMs: elapsed() },
-          new Error("answer over the size limit"),
-        );
-      const onAbort = () => {
-        const reason = req.signal?.reason;
-        const why = reason instanceof Error ? reason.message : String(reason ?? "no reason given");
-        abandon(
-          {
-            ok: false,
-            failure: { kind: "connection", message: `aborted by the caller: ${why}` },
-            elapsedMs: elapsed(),
-          },
-          new Error("aborted by the caller"),
-        );
-      };
-
-      const timer = setTimeout(
-        () =>
-          abandon(
-            {
-              ok: false,
-              failure: {
-                kind: "timeout",
-                message: `timeout: no complete answer within ${timeoutMs} ms`,
-              },
-              elapsedMs: elapsed(),
-            },
-            new Error("attempt timed out"),
-          ),
-        timeoutMs,
-      );
-      if (req.signal) {
-        if (req.signal.aborted) {
-          onAbort();
-          return;
-        }
-        req.signal.addEventListener("abort", onAbort, { once: true });
-      }
-
-      const handler: Dispatcher.DispatchHandler = {
-        onRequestStart(started) {
-          controller = started;
-          // The attempt ended while the request waited for a connection: nothing is written.
-          if (abandonReason !== null) started.abort(abandonReason);
-        },
-        onResponseStart(_controller, statusCode, headers) {
-          if (statusCode < 200) return; // 1xx: the real answer follows
-          answered = true;
-          const declared = Number(headers["content-length"]);
-          if (Number.isFinite(declared) && declared > req.maxResponseBytes) {
-            tooLarge();
-            return;
-          }
-          status = statusCode;
-          const header = headers["retry-after"];
-          retryAfter = Array.isArray(header) ? header[0] : header;
-        },
-        onResponseData(_controller, chunk) {
-          if (settled) return;
-          size += chunk.length;
-          if (size > req.maxResponseBytes) tooLarge();
-          else chunks.push(chunk);
-        },
-        onResponseEnd() {
-          const body =
-            chunks.length === 1
-              ? (chunks[0] as Buffer).toString("utf8")
-              : Buffer.concat(chunks, size).toString("utf8");
-          finish({
-            ok: true,
-            status,
-            body,
-            elapsedMs: elapsed(),
-            ...(retryAfter === undefined ? {} : { retryAfter }),
-          });
-        },
-        onResponseError(_controller, error) {
-          if (settled) return;
-          if (answered) {
-            // A body cut short (reset, premature close) is a connection failure, not an answer.
-            finish({
-              ok: false,
-              failure: {
-                kind: "connection",
-                message: `connection: the answer was cut short (${describe(error)})`,
-              },
-              elapsedMs: elapsed(),
-            });
-            return;
-          }
-          finish(
-            { ok: false, failure: transportFailure(error), elapsedMs: elapsed() },
-            afterEarlierAnswers.has(error),
-          );
-        },
-      };
-      try {
-        agent.dispatch(
-          {
-            origin: target.origin,
-            path: target.path,
-            method: "POST",
-            headers: target.headers,
-            body: req.body,
-          },
-          handler,
-        );
-      } catch (error) {
-        finish({ ok: false, failure: transportFailure(error), elapsedMs: elapsed() });
-      }
-    });
+  async function attempt(
+    req: UpstreamRequest,
+    target: Target,
+    started: number,
+  ): Promise<AttemptOutcome> {
+    const outcome = await exchange(
+      agent,
+      {
+        origin: target.origin,
+        path: target.path,
+        method: "POST",
+        headers: target.headers,
+        body: req.body,
+      },
+      { timeoutMs: req.timeoutMs, maxBytes: req.maxResponseBytes, signal: req.signal },
+    );
+    return {
+      result: upstreamResult(outcome, req, clock() - started),
+      resendable:
+        outcome.kind === "failed" && !outcome.answered && afterEarlierAnswers.has(outcome.error),
+    };
   }
 
   return {
@@ -240,6 +121,47 @@ export function createUpstream(options: { clock?: () => number } = {}): Upstream
       await agent.destroy();
     },
   };
+}
+
+/** An exchange's outcome as the classifier reads it. */
+function upstreamResult(
+  outcome: ExchangeOutcome,
+  req: UpstreamRequest,
+  elapsedMs: number,
+): UpstreamResult {
+  switch (outcome.kind) {
+    case "answer": {
+      const header = outcome.headers["retry-after"];
+      const retryAfter = Array.isArray(header) ? header[0] : header;
+      return {
+        ok: true,
+        status: outcome.status,
+        body: outcome.body.toString("utf8"),
+        elapsedMs,
+        ...(retryAfter === undefined ? {} : { retryAfter }),
+      };
+    }
+    case "timeout": {
+      const ms = Math.max(1, Math.floor(req.timeoutMs));
+      const message = `timeout: no complete answer within ${ms} ms`;
+      return { ok: false, failure: { kind: "timeout", message }, elapsedMs };
+    }
+    case "too_large":
+      return { ok: false, tooLarge: true, limit: req.maxResponseBytes, elapsedMs };
+    case "aborted": {
+      const { reason } = outcome;
+      const why = reason instanceof Error ? reason.message : String(reason ?? "no reason given");
+      const message = `aborted by the caller: ${why}`;
+      return { ok: false, failure: { kind: "connection", message }, elapsedMs };
+    }
+    case "failed": {
+      if (!outcome.answered)
+        return { ok: false, failure: transportFailure(outcome.error), elapsedMs };
+      // A body cut short (reset, premature close) is a connection failure, not an answer.
+      const message = `connection: the answer was cut short (${describe(outcome.error)})`;
+      return { ok: false, failure: { kind: "connection", message }, elapsedMs };
+    }
+  }
 }
 
 /** Origin, path and headers for a provider URL; credentials in it become Basic auth. */
