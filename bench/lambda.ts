@@ -88,7 +88,8 @@ export async function measureHandlerCpu(
   const rounds = new Map<LambdaVariant, LoopFigures[]>(variants.map((v) => [v, []]));
   const calls = new Map<LambdaVariant, Record<string, number>>(variants.map((v) => [v, {}]));
   for (let round = 1; round <= plan.rounds; round++) {
-    for (const variant of variants) {
+    // The order alternates, so a drift in the machine's load does not always favour one.
+    for (const variant of round % 2 === 1 ? variants : [...variants].reverse()) {
       // As deployed: the monitor has written the chain position (without it, every container
       // keeps retrying a served-head publication that cannot succeed).
       await environment.writeChainPosition();

@@ -144,6 +144,19 @@ function meta(loadAtStart: readonly number[]): PartMeta {
   };
 }
 
+/**
+ * The range of the same-round ratios, as text ("; rounds 0.71–0.93×"), or nothing with fewer
+ * than two rounds: the noise a verdict was read through.
+ */
+function roundRatios(measured: readonly number[], baseline: readonly number[]): string {
+  const ratios = measured.flatMap((value, index) => {
+    const base = baseline[index];
+    return base === undefined || base <= 0 ? [] : [value / base];
+  });
+  if (ratios.length < 2) return "";
+  return `; rounds ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
+}
+
 const validAll = (records: ReadonlyArray<ThroughputRecord | undefined>) =>
   records.every((r) => r !== undefined && r.problems.length === 0);
 
@@ -159,6 +172,11 @@ function throughputVerdicts(
   const gw32 = find(32, gatewayTarget("undici"));
   const pt32 = find(32, "pass-through");
   const throughput = gw32 && pt32 ? gw32.perSecond / pt32.perSecond : Number.NaN;
+  const rounds = roundRatios(gw32?.roundPerSecond ?? [], pt32?.roundPerSecond ?? []);
+  const serverCpu =
+    gw32?.serverCpuUsPerRequest != null && pt32?.serverCpuUsPerRequest != null
+      ? `; server CPU ${Math.round(gw32.serverCpuUsPerRequest)} vs ${Math.round(pt32.serverCpuUsPerRequest)} µs/req`
+      : "";
   const added = addedLatency(records, primary, gatewayTarget("undici"));
   const addedRatio = added ? added.gateway / added.passthrough : Number.NaN;
   // Sub-millisecond differences need a load generator that reports them.
@@ -166,7 +184,7 @@ function throughputVerdicts(
   return [
     {
       target: `local server: throughput ≥ ${TARGETS.throughputRatio}× the pass-through's at c=32 (${primary})`,
-      measured: `${Math.round(gw32?.perSecond ?? 0)} vs ${Math.round(pt32?.perSecond ?? 0)} req/s = ${throughput.toFixed(2)}×`,
+      measured: `${Math.round(gw32?.perSecond ?? 0)} vs ${Math.round(pt32?.perSecond ?? 0)} req/s = ${throughput.toFixed(2)}×${rounds}${serverCpu}`,
       verdict: verdict(throughput >= TARGETS.throughputRatio, validAll([gw32, pt32])),
     },
     {
@@ -362,7 +380,7 @@ async function main(): Promise<number> {
           verdicts: [
             {
               target: `handler CPU per request ≤ ${TARGETS.handlerCpuRatio}× a minimal middy handler's (same HTTP client, undici)`,
-              measured: `${Math.round(gateway?.medianCpuUs ?? 0)} vs ${Math.round(baseline?.medianCpuUs ?? 0)} µs = ${cpuRatio.toFixed(2)}×`,
+              measured: `${Math.round(gateway?.medianCpuUs ?? 0)} vs ${Math.round(baseline?.medianCpuUs ?? 0)} µs = ${cpuRatio.toFixed(2)}×${roundRatios(gateway?.cpuUs ?? [], baseline?.cpuUs ?? [])}`,
               verdict: verdict(cpuRatio <= TARGETS.handlerCpuRatio),
             },
           ],

@@ -54,6 +54,8 @@ export interface ThroughputRecord {
   readonly rounds: number;
   readonly requests: number;
   readonly perSecond: number;
+  /** Each round's req/s, in round order (absent in records from before it was kept). */
+  readonly roundPerSecond?: readonly number[];
   /** Median over rounds of each round's percentile (wrk reports percentiles per run). */
   readonly p50Ms: number;
   readonly p99Ms: number;
@@ -208,6 +210,7 @@ function combine(
     rounds: windows.length,
     requests,
     perSecond: seconds > 0 ? requests / seconds : 0,
+    roundPerSecond: windows.map((w) => w.result.perSecond),
     p50Ms: median(windows.map((w) => w.result.p50Ms)),
     p99Ms: median(windows.map((w) => w.result.p99Ms)),
     problems: windows.flatMap((w, index) => w.problems.map((p) => `round ${index + 1}: ${p}`)),
