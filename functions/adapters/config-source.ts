@@ -81,6 +81,9 @@ interface Origin {
   fetch(knownVersion: string | undefined): Promise<Fetched>;
 }
 
+/** The longest wait between checks while S3 hangs, in refresh intervals. */
+const MAX_BACKOFF_FACTOR = 8;
+
 const contentHash = (text: string): string => createHash("sha256").update(text).digest("hex");
 
 /** The version of an S3 answer that came without an ETag: its content's, which S3 knows nothing of. */
@@ -159,8 +162,18 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
     return inForce.loaded;
   };
 
+  /**
+   * Checks in a row that ran out of time. Each held a request for the whole read timeout (a
+   * check runs on the request path), so while S3 hangs the wait before the next check doubles,
+   * up to `MAX_BACKOFF_FACTOR` times the interval. A check that fails fast costs no request
+   * anything and is retried at the interval.
+   */
+  let timeoutsInARow = 0;
+
   /** Why the origin gave no config this time, for the cold-start error. */
   const checkOrigin = async (): Promise<string | undefined> => {
+    const timeoutsBefore = timeoutsInARow;
+    timeoutsInARow = 0;
     try {
       const fetched = await origin.fetch(inForce ? seenVersion : undefined);
       if (fetched === "unchanged") return undefined;
@@ -180,6 +193,8 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
       return describeProblems(origin.location, result.problems);
     } catch (error) {
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      if (error instanceof Error && error.name === "TimeoutError")
+        timeoutsInARow = timeoutsBefore + 1;
       emit({ type: "config_source_error", location: origin.location, error: message });
       return `${origin.location}: ${message}`;
     }
@@ -200,7 +215,10 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
   };
 
   const due = (config: Config): boolean =>
-    clock() - checkedAt >= (options.refreshSeconds ?? config.config_refresh_seconds) * 1000;
+    clock() - checkedAt >=
+    (options.refreshSeconds ?? config.config_refresh_seconds) *
+      1000 *
+      Math.min(2 ** timeoutsInARow, MAX_BACKOFF_FACTOR);
 
   return {
     subscribe(listener) {

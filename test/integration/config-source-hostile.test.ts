@@ -196,7 +196,8 @@ describe("a refresh that fails keeps the last good config and reports each faile
 
     s3.answer((_request, response) => fail(response));
     for (let check = 1; check <= 2; check++) {
-      now += REFRESH_MS;
+      // Two intervals before the second check: after a timeout the wait doubles (below).
+      now += REFRESH_MS * check;
       expect(await config.current()).toBe(good);
       const failures = events.filter((event) => event.type === "config_source_error");
       expect(failures).toHaveLength(check);
@@ -210,6 +211,48 @@ describe("a refresh that fails keeps the last good config and reports each faile
     expect(reported).not.toContain(SESSION_TOKEN);
     expect(reported).not.toContain(SECRET_ACCESS_KEY);
     expect(reported).not.toContain("Signature=");
+  });
+
+  it("while S3 hangs, each check that runs out of time doubles the wait before the next, up to 8 intervals; an answer ends it", async () => {
+    s3.answer((_request, response) =>
+      response.writeHead(200, { etag: '"good"' }).end(configText("good")),
+    );
+    const config = source(100);
+    const good = await config.current();
+    s3.answer(() => undefined);
+    const timeouts = () => events.filter((event) => event.type === "config_source_error").length;
+    const checkedAfter = async (ms: number) => {
+      const before = timeouts();
+      now += ms;
+      expect(await config.current()).toBe(good);
+      return timeouts() > before;
+    };
+    // Each check that times out cost a request 100 ms here (3 s in Lambda).
+    expect(await checkedAfter(REFRESH_MS)).toBe(true);
+    for (const wait of [2, 4, 8, 8]) {
+      expect(await checkedAfter(REFRESH_MS * wait - 1)).toBe(false);
+      expect(await checkedAfter(1)).toBe(true);
+    }
+    s3.answer((_request, response) => response.writeHead(304, { etag: '"good"' }).end());
+    now += REFRESH_MS * 8;
+    expect(await config.current()).toBe(good);
+    // Answered: back to one interval.
+    s3.answer(() => undefined);
+    expect(await checkedAfter(REFRESH_MS)).toBe(true);
+  });
+
+  it("a check that fails fast (S3 refusing, or gone) keeps the interval: it cost no request any time", async () => {
+    s3.answer((_request, response) =>
+      response.writeHead(200, { etag: '"good"' }).end(configText("good")),
+    );
+    const config = source(100);
+    await config.current();
+    s3.answer((_request, response) => response.writeHead(503).end("<html/>"));
+    for (let check = 1; check <= 3; check++) {
+      now += REFRESH_MS;
+      await config.current();
+      expect(events.filter((event) => event.type === "config_source_error")).toHaveLength(check);
+    }
   });
 
   it("a body that is not UTF-8 is a rejected document: reported once, not read again while its ETag stays", async () => {
