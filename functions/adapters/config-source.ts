@@ -4,7 +4,12 @@ import type { Config } from "../core/config-schema.ts";
 import { parseConfig } from "../core/network-model.ts";
 import type { ConfigSourceInfo } from "../core/status.ts";
 import { type ConfigFileProblem, describeProblems, parseConfigText } from "./config-file.ts";
-import { type S3ObjectAnswer, S3ObjectNotText, type S3ObjectReader } from "./s3-object.ts";
+import {
+  type S3ObjectAnswer,
+  S3ObjectError,
+  S3ObjectNotText,
+  type S3ObjectReader,
+} from "./s3-object.ts";
 
 /**
  * The runtime config loader (docs/behaviour.md §1): the S3 object, re-checked at most every
@@ -193,7 +198,12 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
       return describeProblems(origin.location, result.problems);
     } catch (error) {
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      if (error instanceof Error && error.name === "TimeoutError")
+      // The read's own deadline, not an S3 error answer that names its code TimeoutError.
+      if (
+        error instanceof Error &&
+        error.name === "TimeoutError" &&
+        !(error instanceof S3ObjectError)
+      )
         timeoutsInARow = timeoutsBefore + 1;
       emit({ type: "config_source_error", location: origin.location, error: message });
       return `${origin.location}: ${message}`;
@@ -214,11 +224,14 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
     throw new Error(`no usable config: ${failure}`);
   };
 
-  const due = (config: Config): boolean =>
-    clock() - checkedAt >=
-    (options.refreshSeconds ?? config.config_refresh_seconds) *
-      1000 *
-      Math.min(2 ** timeoutsInARow, MAX_BACKOFF_FACTOR);
+  const due = (config: Config): boolean => {
+    const sinceCheck = clock() - checkedAt;
+    // A clock that went back says nothing of the time since the last check: check now, rather
+    // than wait for it to catch up.
+    if (sinceCheck < 0) return true;
+    const interval = (options.refreshSeconds ?? config.config_refresh_seconds) * 1000;
+    return sinceCheck >= interval * Math.min(2 ** timeoutsInARow, MAX_BACKOFF_FACTOR);
+  };
 
   return {
     subscribe(listener) {

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Dispatcher } from "undici";
+import undiciSymbols from "undici/lib/core/symbols.js";
 
 /**
  * One HTTP exchange on an undici dispatcher, driven through `dispatch()` with a small handler:
@@ -57,6 +58,8 @@ export function exchange(
     let settled = false;
     let answered = false;
     let controller: Dispatcher.DispatchController | null = null;
+    /** Takes the request out of the dispatcher's queue while it waits for a connection. */
+    let leaveQueue: ((reason: Error) => void) | null = null;
     /** Set once the exchange is over but undici still holds the request (queued or running). */
     let abandonReason: Error | null = null;
     let status = 0;
@@ -75,7 +78,8 @@ export function exchange(
     const abandon = (outcome: ExchangeOutcome, reason: string) => {
       finish(outcome);
       abandonReason = new Error(reason);
-      if (controller !== null && !controller.aborted) controller.abort(abandonReason);
+      if (controller === null) leaveQueue?.(abandonReason);
+      else if (!controller.aborted) controller.abort(abandonReason);
     };
     const onAbort = () =>
       abandon({ kind: "aborted", reason: signal?.reason }, "aborted by the caller");
@@ -95,7 +99,8 @@ export function exchange(
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(started) {
         controller = started;
-        // The exchange ended while the request waited for a connection: nothing is written.
+        // The exchange ended while undici was handing the request to a connection (too late to
+        // leave the queue): nothing is written, but that connection is closed.
         if (abandonReason !== null) started.abort(abandonReason);
       },
       onResponseStart(_controller, statusCode, responseHeaders) {
@@ -131,7 +136,12 @@ export function exchange(
           method: request.method,
           headers: request.headers,
           ...(request.body === undefined ? {} : { body: request.body }),
-        },
+          // Without it, a request that ended while queued stayed there until a connection was
+          // free, and its abort then closed that connection (a healthy keep-alive one).
+          [undiciSymbols.kQueuedAbort]: (cancel: (reason: Error) => void) => {
+            leaveQueue = cancel;
+          },
+        } as Dispatcher.DispatchOptions,
         handler,
       );
     } catch (error) {

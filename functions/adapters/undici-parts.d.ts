@@ -14,3 +14,15 @@ declare module "undici/lib/core/connect.js" {
   const build: typeof buildConnector;
   export default build;
 }
+
+declare module "undici/lib/core/symbols.js" {
+  const symbols: {
+    /**
+     * A dispatch option: a dispatcher that queues the request (no connection free yet) calls it
+     * with a function that takes the request out of its queue. undici's own `request()` sets it
+     * for a request with an AbortSignal.
+     */
+    readonly kQueuedAbort: unique symbol;
+  };
+  export default symbols;
+}

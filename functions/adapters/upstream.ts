@@ -182,13 +182,25 @@ function parseTarget(raw: string): Target {
 }
 
 /**
- * Remembers the errors a socket fails with once it has received bytes since it connected
- * (after the TLS handshake, for https): it had carried an earlier answer.
+ * Remembers the errors a socket fails with when it had carried an earlier answer (bytes came
+ * after it connected, after the TLS handshake for https, and before the request now on it was
+ * written) and nothing of the request now on it came: a keep-alive socket the provider dropped
+ * in the pool. Bytes since the last write are the current request's answer begun (an interim
+ * 100, a malformed or cut-short answer): the provider had the request, which is not re-sent.
  */
 function watchForStaleness(socket: Socket, afterEarlierAnswers: WeakSet<Error>): void {
   const readAtConnect = socket.bytesRead;
+  let readAtLastWrite = readAtConnect;
+  const write = socket.write;
+  // undici writes each request with `write` (a request's parts in one turn, before any answer).
+  socket.write = function (this: Socket, ...args: Parameters<Socket["write"]>) {
+    readAtLastWrite = socket.bytesRead;
+    return Reflect.apply(write, this, args);
+  } as Socket["write"];
   socket.on("error", (error) => {
-    if (socket.bytesRead > readAtConnect) afterEarlierAnswers.add(error);
+    if (readAtLastWrite > readAtConnect && socket.bytesRead === readAtLastWrite) {
+      afterEarlierAnswers.add(error);
+    }
   });
 }
 

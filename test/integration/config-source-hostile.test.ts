@@ -255,6 +255,40 @@ describe("a refresh that fails keeps the last good config and reports each faile
     }
   });
 
+  it("regression: an S3 error answer whose code read TimeoutError was taken for a check that ran out of time and doubled the wait; now only the read's own timeout does", async () => {
+    s3.answer((_request, response) =>
+      response.writeHead(200, { etag: '"good"' }).end(configText("good")),
+    );
+    const config = source(100);
+    await config.current();
+    s3.answer((_request, response) =>
+      response.writeHead(500).end("<Error><Code>TimeoutError</Code><Message>x</Message></Error>"),
+    );
+    for (let check = 1; check <= 2; check++) {
+      now += REFRESH_MS;
+      await config.current();
+      expect(events.filter((event) => event.type === "config_source_error")).toHaveLength(check);
+    }
+  });
+
+  it("regression: after the clock went back, no check ran until it had caught up (an hour back: an hour without config changes); now a check runs at once", async () => {
+    s3.answer((_request, response) =>
+      response.writeHead(200, { etag: '"good"' }).end(configText("good")),
+    );
+    const config = source();
+    await config.current();
+    s3.answer((_request, response) =>
+      response.writeHead(200, { etag: '"changed"' }).end(configText("changed")),
+    );
+    now -= 3_600_000;
+    expect(providerHost(await config.current())).toBe("changed.example.com");
+    // Checked just now on the new clock: the interval runs from there.
+    s3.answer(() => undefined);
+    now += REFRESH_MS - 1;
+    expect(providerHost(await config.current())).toBe("changed.example.com");
+    expect(events.filter((event) => event.type === "config_source_error")).toHaveLength(0);
+  });
+
   it("a body that is not UTF-8 is a rejected document: reported once, not read again while its ETag stays", async () => {
     s3.answer((_request, response) =>
       response.writeHead(200, { etag: '"good"' }).end(configText("good")),

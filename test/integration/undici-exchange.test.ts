@@ -15,6 +15,7 @@ const behaviours = new Map<string, Behaviour>();
 let server: Server;
 let origin: string;
 let closedConnections = 0;
+let openedConnections = 0;
 const agent = new Agent({ connections: 1, headersTimeout: 0, bodyTimeout: 0 });
 
 beforeAll(async () => {
@@ -24,7 +25,10 @@ beforeAll(async () => {
       (behaviours.get(req.url ?? "") ?? ((_, r) => r.writeHead(404).end()))(req, res),
     );
   });
-  server.on("connection", (socket) => socket.on("close", () => closedConnections++));
+  server.on("connection", (socket) => {
+    openedConnections++;
+    socket.on("close", () => closedConnections++);
+  });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -58,6 +62,61 @@ describe("a bounded exchange on undici", () => {
     const queued = exchange(agent, get("/hang"), { timeoutMs: 100, maxBytes: 100 });
     expect(await queued).toEqual({ kind: "timeout", started: false });
     expect(await hanging).toEqual({ kind: "timeout", started: true });
+  });
+
+  it("regression: a request that timed out while queued for a connection destroyed the healthy keep-alive connection it was later handed; now it leaves the queue at once", async () => {
+    let received = 0;
+    behaviours.set("/counted", (_req, res) => {
+      received++;
+      setTimeout(() => res.end("ok"), 150);
+    });
+    const ownAgent = new Agent({ connections: 1, headersTimeout: 0, bodyTimeout: 0 });
+    try {
+      const openedBefore = openedConnections;
+      const holding = exchange(ownAgent, get("/counted"), { timeoutMs: 2000, maxBytes: 100 });
+      // The one connection is busy: this request waits for it and runs out of time there.
+      const queued = exchange(ownAgent, get("/counted"), { timeoutMs: 50, maxBytes: 100 });
+      expect(await queued).toEqual({ kind: "timeout", started: false });
+      expect(await holding).toMatchObject({ kind: "answer", status: 200 });
+      const next = await exchange(ownAgent, get("/counted"), { timeoutMs: 2000, maxBytes: 100 });
+      expect(next).toMatchObject({ kind: "answer", status: 200 });
+      // The queued request was never sent, and the next one reused the first connection.
+      expect(received).toBe(2);
+      expect(openedConnections - openedBefore).toBe(1);
+    } finally {
+      await ownAgent.destroy();
+    }
+  });
+
+  it("regression: a request aborted while it waited for the connection (a hedge's loser) closed the connection it was later handed; now it leaves the queue, unsent", async () => {
+    let received = 0;
+    behaviours.set("/counted-fast", (_req, res) => {
+      received++;
+      res.end("ok");
+    });
+    const ownAgent = new Agent({ connections: 1, headersTimeout: 0, bodyTimeout: 0 });
+    try {
+      const openedBefore = openedConnections;
+      const controller = new AbortController();
+      const first = exchange(ownAgent, get("/counted-fast"), { timeoutMs: 2000, maxBytes: 100 });
+      const loser = exchange(ownAgent, get("/counted-fast"), {
+        timeoutMs: 2000,
+        maxBytes: 100,
+        signal: controller.signal,
+      });
+      controller.abort("hedge won");
+      expect(await loser).toEqual({ kind: "aborted", reason: "hedge won" });
+      expect(await first).toMatchObject({ kind: "answer" });
+      const next = await exchange(ownAgent, get("/counted-fast"), {
+        timeoutMs: 2000,
+        maxBytes: 100,
+      });
+      expect(next).toMatchObject({ kind: "answer" });
+      expect(received).toBe(2);
+      expect(openedConnections - openedBefore).toBe(1);
+    } finally {
+      await ownAgent.destroy();
+    }
   });
 
   it("an answer declared or streamed over the limit is refused and its connection closed", async () => {

@@ -305,6 +305,58 @@ describe("a keep-alive socket that dies with a request on it", () => {
     expect(received).toBe(3);
   });
 
+  it.each([
+    [
+      "an interim 100 Continue (undici takes it for a bad answer)",
+      (res: ServerResponse) => {
+        res.writeContinue();
+        res.writeHead(200).end('{"jsonrpc":"2.0","id":1,"result":"0x1"}');
+      },
+    ],
+    [
+      "a Content-Length that is no number",
+      (res: ServerResponse) => res.socket?.end("HTTP/1.1 200 OK\r\ncontent-length: abc\r\n\r\n{}"),
+    ],
+    [
+      "half a status line, then a reset",
+      (res: ServerResponse) => {
+        res.socket?.write("HTTP/1.1 20");
+        setTimeout(() => res.socket?.resetAndDestroy(), 10);
+      },
+    ],
+  ])(
+    "regression: an idempotent request the provider had begun to answer (%s) on a new connection was re-sent; now it is sent once",
+    async (_what, answer) => {
+      await fresh();
+      behaviours.set("/malformed", (_req, res) => {
+        received++;
+        answer(res);
+      });
+      const result = await client.send(request("/malformed", { idempotent: true }));
+      expect(result).toMatchObject({ ok: false, failure: { kind: "connection" } });
+      expect(received).toBe(1);
+    },
+  );
+
+  it("regression: an idempotent request whose reused connection broke after part of its answer came was re-sent; now it is not", async () => {
+    await fresh();
+    let count = 0;
+    behaviours.set("/half-on-reuse", (_req, res) => {
+      received++;
+      count++;
+      if (count === 1) res.writeHead(200).end('{"jsonrpc":"2.0","id":1,"result":"0x1"}');
+      else {
+        res.socket?.write("HTTP/1.1 20");
+        setTimeout(() => res.socket?.resetAndDestroy(), 10);
+      }
+    });
+    expect((await client.send(request("/half-on-reuse", { idempotent: true }))).ok).toBe(true);
+    await idle();
+    const second = await client.send(request("/half-on-reuse", { idempotent: true }));
+    expect(second).toMatchObject({ ok: false, failure: { kind: "connection" } });
+    expect(received).toBe(2);
+  });
+
   it("an idempotent request reset on a new connection is not re-sent (the provider refuses it)", async () => {
     await fresh();
     const result = await client.send(request("/reset-always", { idempotent: true }));
