@@ -168,17 +168,20 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
   };
 
   /**
-   * Checks in a row that ran out of time. Each held a request for the whole read timeout (a
-   * check runs on the request path), so while S3 hangs the wait before the next check doubles,
-   * up to `MAX_BACKOFF_FACTOR` times the interval. A check that fails fast costs no request
-   * anything and is retried at the interval.
+   * Failed checks in a row that were slow: each ran out of time, or took at least half of it,
+   * holding its request that long (a check runs on the request path), so while S3 hangs or
+   * crawls the wait before the next check doubles, up to `MAX_BACKOFF_FACTOR` times the
+   * interval. A check that fails fast costs no request anything and is retried at the interval.
    */
-  let timeoutsInARow = 0;
+  let slowFailuresInARow = 0;
+  /** Half the read's time limit, in real time (the injected clock is the config's, not the wire's). */
+  const slowAfterMs = options.kind === "s3" ? (options.requestTimeoutMs ?? 3000) / 2 : Infinity;
 
   /** Why the origin gave no config this time, for the cold-start error. */
   const checkOrigin = async (): Promise<string | undefined> => {
-    const timeoutsBefore = timeoutsInARow;
-    timeoutsInARow = 0;
+    const slowFailuresBefore = slowFailuresInARow;
+    slowFailuresInARow = 0;
+    const startedAt = performance.now();
     try {
       const fetched = await origin.fetch(inForce ? seenVersion : undefined);
       if (fetched === "unchanged") return undefined;
@@ -199,12 +202,13 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
     } catch (error) {
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       // The read's own deadline, not an S3 error answer that names its code TimeoutError.
-      if (
+      const timedOut =
         error instanceof Error &&
         error.name === "TimeoutError" &&
-        !(error instanceof S3ObjectError)
-      )
-        timeoutsInARow = timeoutsBefore + 1;
+        !(error instanceof S3ObjectError);
+      if (timedOut || performance.now() - startedAt >= slowAfterMs) {
+        slowFailuresInARow = slowFailuresBefore + 1;
+      }
       emit({ type: "config_source_error", location: origin.location, error: message });
       return `${origin.location}: ${message}`;
     }
@@ -230,7 +234,7 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
     // than wait for it to catch up.
     if (sinceCheck < 0) return true;
     const interval = (options.refreshSeconds ?? config.config_refresh_seconds) * 1000;
-    return sinceCheck >= interval * Math.min(2 ** timeoutsInARow, MAX_BACKOFF_FACTOR);
+    return sinceCheck >= interval * Math.min(2 ** slowFailuresInARow, MAX_BACKOFF_FACTOR);
   };
 
   return {

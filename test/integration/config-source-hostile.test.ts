@@ -245,7 +245,7 @@ describe("a refresh that fails keeps the last good config and reports each faile
     s3.answer((_request, response) =>
       response.writeHead(200, { etag: '"good"' }).end(configText("good")),
     );
-    const config = source(100);
+    const config = source(2000);
     await config.current();
     s3.answer((_request, response) => response.writeHead(503).end("<html/>"));
     for (let check = 1; check <= 3; check++) {
@@ -255,11 +255,32 @@ describe("a refresh that fails keeps the last good config and reports each faile
     }
   });
 
+  it("an S3 error answer that takes most of the read's time counts as slow: the wait doubles as for a timeout", async () => {
+    s3.answer((_request, response) =>
+      response.writeHead(200, { etag: '"good"' }).end(configText("good")),
+    );
+    const config = source(400);
+    const good = await config.current();
+    s3.answer((_request, response) => {
+      setTimeout(() => response.writeHead(503).end("<html/>"), 300);
+    });
+    const failures = () => events.filter((event) => event.type === "config_source_error").length;
+    now += REFRESH_MS;
+    expect(await config.current()).toBe(good);
+    expect(failures()).toBe(1);
+    now += REFRESH_MS;
+    await config.current();
+    expect(failures()).toBe(1);
+    now += REFRESH_MS;
+    await config.current();
+    expect(failures()).toBe(2);
+  });
+
   it("regression: an S3 error answer whose code read TimeoutError was taken for a check that ran out of time and doubled the wait; now only the read's own timeout does", async () => {
     s3.answer((_request, response) =>
       response.writeHead(200, { etag: '"good"' }).end(configText("good")),
     );
-    const config = source(100);
+    const config = source(2000);
     await config.current();
     s3.answer((_request, response) =>
       response.writeHead(500).end("<Error><Code>TimeoutError</Code><Message>x</Message></Error>"),
