@@ -300,6 +300,20 @@ describe("answers with a Content-Encoding", () => {
     });
   });
 
+  it("a refusal whose body cannot be decoded is still that refusal: its status and Retry-After count, not the body", async () => {
+    behaviours.set("/refused-undecodable", (_req, res) =>
+      res
+        .writeHead(429, { "content-encoding": "zstd", "retry-after": "7" })
+        .end(Buffer.from([0x28, 0xb5, 0x2f, 0xfd])),
+    );
+    expect(await upstream.send(request("/refused-undecodable"))).toMatchObject({
+      ok: true,
+      status: 429,
+      body: "",
+      retryAfter: "7",
+    });
+  });
+
   it.each([
     ["corrupt gzip", "gzip", Buffer.from("not gzip at all"), /gzip encoding is corrupt/],
     ["a coding the gateway does not decode", "zstd", Buffer.from(answer), /Content-Encoding zstd/],
