@@ -58,7 +58,9 @@ export function secretPartsOf(raw: string): string[] {
     decodeURIComponentSafe(url.username),
     ...url.pathname.split("/").map(decodeURIComponentSafe),
     ...url.searchParams.values(),
-  ].filter((part) => !isHarmlessSegment(part));
+    // Shorter parts (a port-like number, a short id) are rarely keys and would mask every
+    // occurrence of themselves in logs.
+  ].filter((part) => part.length >= MIN_SECRET_LENGTH_IN_ANSWERS && !isHarmlessSegment(part));
   const password = decodeURIComponentSafe(url.password);
   return password === "" ? parts : [...parts, password];
 }

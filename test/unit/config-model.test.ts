@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 import { configSchema } from "../../functions/core/config-schema.ts";
 import { buildModel, deriveProviderName, parseConfig } from "../../functions/core/network-model.ts";
 import { resolveUrlTemplate } from "../../functions/core/placeholders.ts";
-import { makeScrubber, makeSecretScrubber, redactUrl } from "../../functions/core/redact.ts";
+import {
+  makeScrubber,
+  makeSecretScrubber,
+  redactUrl,
+  secretPartsOf,
+} from "../../functions/core/redact.ts";
 import type { AnswerClass } from "../../functions/core/request/cache-class.ts";
 import { cacheControlFor, getModeBody, matchRoute } from "../../functions/core/routes.ts";
 
@@ -199,6 +204,22 @@ describe("config: invictus configs load unchanged, defaults filled", () => {
       expect.stringMatching(/^llamarpc-[0-9a-f]{6}$/),
       expect.stringMatching(/^llamarpc-[0-9a-f]{6}$/),
     ]);
+  });
+});
+
+describe("a provider URL's secret parts, scrubbed like secret values", () => {
+  it.each([
+    [
+      "https://mainnet.infura.io/v3/9aa3d95b3bc440fa88ea12eaa4456161",
+      ["9aa3d95b3bc440fa88ea12eaa4456161"],
+    ],
+    ["https://q.example/rpc?format=json&apikey=QK-77f0e2c1d9a8", ["QK-77f0e2c1d9a8"]],
+    ["https://node-user:pw1@basic.example/", ["pw1"]],
+    ["https://x.example/rpc/1234?chain=5", []],
+    ["http://127.0.0.1:8546", []],
+    ["https://rpc.ankr.com/eth", []],
+  ])("%s → %j", (url, parts) => {
+    expect(secretPartsOf(url)).toEqual(parts);
   });
 });
 
