@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Config } from "../core/config-schema.ts";
-import { type ConfigProblem, parseConfig } from "../core/network-model.ts";
+import { duplicateKeys } from "../core/json-duplicate-keys.ts";
+import { type ConfigProblem, formatPath, parseConfig } from "../core/network-model.ts";
 import { placeholderUses } from "../core/placeholders.ts";
 
 /** A problem found in a config document; `hint` says how to fix it where the message does not. */
@@ -35,6 +36,16 @@ export function parseConfigText(text: string): ConfigTextResult {
     value = JSON.parse(json);
   } catch (error) {
     return { ok: false, problems: [jsonSyntaxProblem(json, error)] };
+  }
+  const repeated = duplicateKeys(json);
+  if (repeated.length > 0) {
+    return {
+      ok: false,
+      problems: repeated.map(({ path, key }) => ({
+        path: formatPath(path),
+        message: `key ${JSON.stringify(key)} appears more than once in this object (JSON keeps only the last): keep one`,
+      })),
+    };
   }
   return parseConfig(value);
 }

@@ -2,7 +2,7 @@ import type { Config } from "../core/config-schema.ts";
 import { buildModel, type GatewayModel, urlRedactions } from "../core/network-model.ts";
 import { resolveUrlTemplate, secretNamesOf } from "../core/placeholders.ts";
 import type { Telemetry } from "../core/ports.ts";
-import { makeScrubber, makeSecretScrubber } from "../core/redact.ts";
+import { makeScrubber, makeSecretScrubber, secretPartsOf } from "../core/redact.ts";
 import type { ConfigSource, LoadedConfig } from "./config-source.ts";
 import type { SecretResolver } from "./secrets.ts";
 
@@ -81,7 +81,12 @@ export function createModelSource(options: ModelSourceOptions): {
       resolveUrlTemplate(template, known, reasons),
     );
     reportLeftOut(model);
-    const secrets = secretNamesOf(loaded.config).flatMap((name) => known.get(name) ?? []);
+    const secrets = [
+      ...secretNamesOf(loaded.config).flatMap((name) => known.get(name) ?? []),
+      ...[...model.networks.values()].flatMap((network) =>
+        network.providers.flatMap((provider) => secretPartsOf(provider.url)),
+      ),
+    ];
     return {
       loaded,
       model,

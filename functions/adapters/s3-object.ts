@@ -1,10 +1,10 @@
 import { createHash, createHmac, type Hash, type Hmac } from "node:crypto";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { AwsCredentialIdentityProvider, Checksum, SourceData } from "@smithy/types";
+import { decodeContent } from "./content-coding.ts";
 
 /**
  * Reading one S3 object with a SigV4-signed GET, instead of the S3 client. The gateway reads
@@ -174,19 +174,15 @@ function s3Error(status: number, body: string, scrub: (text: string) => string):
 
 /** The body as sent, decoded from its `Content-Encoding` (S3 serves an object as uploaded). */
 function decodeBody(body: Buffer, encoding: string | undefined): Buffer {
-  const limits = { maxOutputLength: MAX_OBJECT_BYTES };
-  const name = (encoding ?? "identity").trim().toLowerCase();
-  try {
-    if (name === "identity" || name === "") return body;
-    if (name === "gzip" || name === "x-gzip") return gunzipSync(body, limits);
-    if (name === "deflate") return inflateSync(body, limits);
-    if (name === "br") return brotliDecompressSync(body, limits);
-  } catch (error) {
-    const why = error instanceof RangeError ? `over ${MAX_OBJECT_BYTES} bytes` : "corrupt";
-    throw new Error(`the object's ${name} encoding is ${why}: not a gateway config`);
+  const decoded = decodeContent(body, encoding, MAX_OBJECT_BYTES);
+  if (decoded.ok) return decoded.body;
+  if (decoded.problem === "unsupported") {
+    throw new Error(
+      `the object has Content-Encoding ${decoded.coding}, which this reader does not decode`,
+    );
   }
-  const named = /^[a-z0-9.+-]{1,32}$/.test(name) ? name : "(unreadable)";
-  throw new Error(`the object has Content-Encoding ${named}, which this reader does not decode`);
+  const why = decoded.problem === "too_large" ? `over ${MAX_OBJECT_BYTES} bytes` : "corrupt";
+  throw new Error(`the object's ${decoded.coding} encoding is ${why}: not a gateway config`);
 }
 
 /** Strict, and a byte-order mark is kept: the document is then not the one prepared at build time. */

@@ -3,6 +3,8 @@ import type { buildConnector } from "undici";
 import buildSocketConnector from "undici/lib/core/connect.js";
 import Agent from "undici/lib/dispatcher/agent.js";
 import type { Upstream, UpstreamRequest, UpstreamResult } from "../core/ports.ts";
+import type { TransportFailure } from "../core/verdict.ts";
+import { decodeContent } from "./content-coding.ts";
 import { errorCode, transportFailure } from "./transport-failure.ts";
 import { type ExchangeOutcome, exchange } from "./undici-exchange.ts";
 
@@ -13,7 +15,8 @@ import { type ExchangeOutcome, exchange } from "./undici-exchange.ts";
  *
  * Each attempt is one bounded exchange (`undici-exchange.ts`: one timer for all of it, the
  * answer capped at `maxResponseBytes`, an optional AbortSignal), judged here as an upstream
- * result. A request is never re-sent behind the caller's back, except an
+ * result; an answer the provider encoded though the request asked for identity is decoded
+ * here, capped again. A request is never re-sent behind the caller's back, except an
  * `idempotent` one, once, when a keep-alive socket that had already carried an answer turns
  * out to be dead before this request got any.
  */
@@ -133,10 +136,15 @@ function upstreamResult(
     case "answer": {
       const header = outcome.headers["retry-after"];
       const retryAfter = Array.isArray(header) ? header[0] : header;
+      const body = decodedBody(outcome, req.maxResponseBytes);
+      if ("tooLarge" in body) {
+        return { ok: false, tooLarge: true, limit: req.maxResponseBytes, elapsedMs };
+      }
+      if ("failure" in body) return { ok: false, failure: body.failure, elapsedMs };
       return {
         ok: true,
         status: outcome.status,
-        body: outcome.body.toString("utf8"),
+        body: body.text,
         elapsedMs,
         ...(retryAfter === undefined ? {} : { retryAfter }),
       };
@@ -164,6 +172,29 @@ function upstreamResult(
   }
 }
 
+/**
+ * The answer's text, decoded when it came with a Content-Encoding; `tooLarge` when it is over
+ * the cap once decoded. A 2xx body that cannot be decoded is no answer (a connection failure,
+ * as one cut short is); a refusal's status (and Retry-After) says enough without its page.
+ */
+function decodedBody(
+  answer: Extract<ExchangeOutcome, { kind: "answer" }>,
+  maxBytes: number,
+): { text: string } | { tooLarge: true } | { failure: TransportFailure } {
+  const header = answer.headers["content-encoding"];
+  if (header === undefined) return { text: answer.body.toString("utf8") };
+  const coding = Array.isArray(header) ? header.join(",") : header;
+  const decoded = decodeContent(answer.body, coding, maxBytes);
+  if (decoded.ok) return { text: decoded.body.toString("utf8") };
+  if (decoded.problem === "too_large") return { tooLarge: true };
+  if (answer.status >= 300) return { text: "" };
+  const message =
+    decoded.problem === "corrupt"
+      ? `connection: the answer's ${decoded.coding} encoding is corrupt`
+      : `connection: the answer came with Content-Encoding ${decoded.coding}, which the gateway does not decode`;
+  return { failure: { kind: "connection", message } };
+}
+
 /** Origin, path and headers for a provider URL; credentials in it become Basic auth. */
 function parseTarget(raw: string): Target {
   const url = new URL(raw);
@@ -173,6 +204,8 @@ function parseTarget(raw: string): Target {
   const headers: Record<string, string> = {
     "content-type": "application/json",
     accept: "application/json",
+    // Without it HTTP lets a server pick any coding; one that does so anyway is still decoded.
+    "accept-encoding": "identity",
   };
   if (url.username || url.password) {
     const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;

@@ -72,8 +72,16 @@ export function defineConfigSchemas() {
       if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
         ctx.addIssue({ code: "custom", message: "the URL must use http:// or https://" });
       }
-      if (/\$\{/.test(url.split("/")[2] ?? "")) {
+      // The credentials before an `@` may be secrets (basic-auth providers); the host may not.
+      const authority = /^[^:/?#]*:\/\/([^/?#]*)/.exec(url)?.[1] ?? "";
+      if (authority.slice(authority.lastIndexOf("@") + 1).includes("${")) {
         ctx.addIssue({ code: "custom", message: "a secret placeholder may not stand in the host" });
+      }
+      if (url.replace(PLACEHOLDER, "").includes("${")) {
+        ctx.addIssue({
+          code: "custom",
+          message: "an unclosed placeholder: write it as ${NAME}, with the closing }",
+        });
       }
     }),
   );

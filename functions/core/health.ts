@@ -157,8 +157,9 @@ export function applyProbePass(health: ProviderHealth, probe: ProbeRecord): Prov
 }
 
 /**
- * The probe failed: blacklisted again with the next strike, so the cooldown doubles. The
- * reason is what the probe's own failure was judged (`failedWith`, as live traffic would
+ * The probe failed: blacklisted again with the next strike, so the cooldown doubles, unless
+ * the provider said when to come back (`requestedMs`, its `Retry-After`), as for live traffic.
+ * The reason is what the probe's own failure was judged (`failedWith`, as live traffic would
  * judge it), else the reason the provider was blacklisted for.
  */
 export function applyProbeFail(
@@ -167,6 +168,7 @@ export function applyProbeFail(
   now: number,
   policy: CooldownPolicy,
   failedWith?: CooldownReason,
+  requestedMs?: number,
 ): ProviderHealth {
   const reason = failedWith ?? health.reason ?? "connection";
   const strikes = health.strikes + 1;
@@ -174,7 +176,7 @@ export function applyProbeFail(
     ...health,
     strikes,
     reason,
-    blacklistedUntil: now + cooldownMs(reason, strikes, policy),
+    blacklistedUntil: now + incidentCooldownMs(reason, strikes, policy, requestedMs),
     probeGated: true,
     lastProbe: probe,
     version: health.version + 1,

@@ -41,6 +41,30 @@ function decodeURIComponentSafe(text: string): string {
   }
 }
 
+/**
+ * The parts of a provider URL its redaction masks as keys (credentials, key-like path
+ * segments, query values that are not plain words), decoded. A key written into the URL
+ * itself rather than as a placeholder is as secret as a placeholder's value, so the
+ * scrubbers take these too: a provider that echoes its key in an error must not hand it on.
+ */
+export function secretPartsOf(raw: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return [];
+  }
+  const parts = [
+    decodeURIComponentSafe(url.username),
+    ...url.pathname.split("/").map(decodeURIComponentSafe),
+    ...url.searchParams.values(),
+    // Shorter parts (a port-like number, a short id) are rarely keys and would mask every
+    // occurrence of themselves in logs.
+  ].filter((part) => part.length >= MIN_SECRET_LENGTH_IN_ANSWERS && !isHarmlessSegment(part));
+  const password = decodeURIComponentSafe(url.password);
+  return password === "" ? parts : [...parts, password];
+}
+
 /** Replaces `${NAME}` placeholders so the redaction masks them whatever their value. */
 export function redactTemplate(template: string): string {
   return redactUrl(template.replace(/\$\{[^}]*\}/g, MASK));

@@ -5,6 +5,20 @@
 
 const DELAY_SECONDS = /^\s*(\d{1,10})\s*$/;
 
+/** Whether the status is one whose `Retry-After` says when the provider will take traffic again. */
+export function setsRetryAfter(status: number): boolean {
+  return status === 429 || status === 503;
+}
+
+/** The cooldown an answer's `Retry-After` asks for (ms), or null when its status sets none. */
+export function requestedCooldownMs(
+  status: number,
+  header: string | undefined,
+  now: number,
+): number | null {
+  return setsRetryAfter(status) ? retryAfterMs(header, now) : null;
+}
+
 /** Milliseconds from `now` the header asks for, or null when absent or unreadable. */
 export function retryAfterMs(header: string | undefined, now: number): number | null {
   if (header === undefined) return null;

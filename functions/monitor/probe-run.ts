@@ -11,6 +11,7 @@ import type { Network, Provider } from "../core/network-model.ts";
 import { healthOf, type NetworkState } from "../core/network-state.ts";
 import type { StateStore, Telemetry, Upstream } from "../core/ports.ts";
 import { probePlan, probeVerdict, providersToProbe } from "../core/probe.ts";
+import { retryAfterMs } from "../core/retry-after.ts";
 import { activeProvider } from "../core/selection.ts";
 import type { MonitorStore } from "./monitor-ports.ts";
 import { type CallOptions, latestBlock } from "./upstream-calls.ts";
@@ -153,6 +154,9 @@ async function probe(
             now,
             cooldownPolicy(settings),
             "error" in candidateCall ? candidateCall.reason : undefined,
+            "error" in candidateCall
+              ? (retryAfterMs(candidateCall.retryAfter, now) ?? undefined)
+              : undefined,
           );
     const outcome = await deps.store.writeHealth(
       network.name,

@@ -2,6 +2,7 @@ import { classifyHttp, classifyMember, classifyTransport, withKind } from "../co
 import type { Provider } from "../core/network-model.ts";
 import type { Upstream, UpstreamResult } from "../core/ports.ts";
 import type { BlockHead } from "../core/quorum.ts";
+import { setsRetryAfter } from "../core/retry-after.ts";
 import type { CallInfo, CooldownReason, Verdict } from "../core/verdict.ts";
 
 /**
@@ -40,6 +41,8 @@ export interface CheckFailure {
   readonly error: string;
   /** The cooldown reason live traffic would give it; absent for an answer judged unclassified. */
   readonly reason?: CooldownReason;
+  /** The `Retry-After` of a 429 or 503, as sent: the provider's word on when to come back. */
+  readonly retryAfter?: string;
 }
 
 type Answer = { readonly result: unknown } | CheckFailure;
@@ -97,7 +100,12 @@ async function send(
   }
   const whole = classifyHttp(outcome.status, outcome.body, parsed, infos);
   if (whole !== "members") {
-    return whole.outcome === "ok" ? { error: "no answer" } : failure(whole, short);
+    if (whole.outcome === "ok") return { error: "no answer" };
+    const judged = failure(whole, short);
+    const { retryAfter } = outcome;
+    return whole.outcome === "retry" && retryAfter !== undefined && setsRetryAfter(outcome.status)
+      ? { ...judged, retryAfter }
+      : judged;
   }
   return { parsed };
 }

@@ -543,6 +543,40 @@ describe("probe-gated recovery", () => {
     expectNoSecrets(s);
   });
 
+  it("regression: a probe answered 429 with Retry-After blacklisted for the escalated base (10 min at strike 2) instead of the seconds the provider asked for, keeping a recovered primary out long after; now the probe honours Retry-After as live traffic does", async () => {
+    const s = await scenario("probe-retry-after", [
+      { name: "a", node: 0, priority: 2 },
+      { name: "b", node: 1, priority: 1 },
+    ]);
+    await advanceChains(1);
+    await s.tick();
+    const rateLimited = {
+      kind: "http",
+      status: 429,
+      body: "Too Many Requests",
+      headers: { "retry-after": "8" },
+    } as const;
+    await s.shims.a?.setFault(rateLimited);
+    expect(await s.proxied()).toBe("b");
+    const blacklisted = await s.health("a");
+    expect(blacklisted).toMatchObject({ strikes: 1, reason: "rate_limit", probeGated: true });
+    expect(blacklisted.blacklistedUntil).toBe(s.clock.now + 8_000);
+
+    // Still limited when its probe comes: the provider's word again, 8 s, with the next strike.
+    s.clock.advance(8_000);
+    await s.tick();
+    const failed = await s.health("a");
+    expect(failed.lastProbe).toMatchObject({ result: "fail", at: s.clock.now });
+    expect(failed).toMatchObject({ strikes: 2, reason: "rate_limit" });
+    expect(failed.blacklistedUntil - s.clock.now).toBe(8_000);
+
+    // Its limit over, the next probe passes (the quorum takes it back after its failed checks).
+    await s.shims.a?.setFault(null);
+    s.clock.advance(8_000);
+    await s.tick();
+    expect(await s.health("a")).toMatchObject({ reason: null, probeGated: false });
+  });
+
   it("the backup carries traffic while every primary is out; traffic returns to the primary after its probe passes", async () => {
     const s = await scenario("backup", [
       { name: "a", node: 0, priority: 2 },

@@ -166,6 +166,27 @@ describe("secrets resolved per provider", () => {
     expect(JSON.stringify(s.telemetry.logs)).not.toContain(A_VALUE);
   });
 
+  it("regression: a key written into a provider URL itself (an invictus config loaded unchanged) reached callers and the status when the provider echoed it in an error; now the parts the URL's redaction masks are scrubbed like secrets", async () => {
+    const literalKey = "9aa3d95b3bc440fa88ea12eaa4456161";
+    const s = await setup({
+      networks: {
+        ethereum: {
+          chain_id: 1,
+          providers: [
+            { name: "infura", url: `https://mainnet.infura.io/v3/${literalKey}` },
+            { name: "query", url: "https://q.example/rpc?format=json&apikey=QK-77f0e2c1d9a8" },
+            { name: "basic", url: "https://node-user:pa55-w0rd-xyz@basic.example/" },
+          ],
+        },
+      },
+    });
+    const inForce = await s.models.current();
+    const echo = `project ${literalKey} over quota; key QK-77f0e2c1d9a8, password pa55-w0rd-xyz; format json for node-user`;
+    const masked = "project *** over quota; key ***, password ***; format json for node-user";
+    expect(inForce.scrub(echo)).toBe(masked);
+    expect(inForce.scrubAnswer(echo)).toBe(masked);
+  });
+
   it("regression: 50 requests while a secret was missing made one lookup (one read per name), not 50", async () => {
     service.parameters.set(`${PREFIX}A_KEY`, A_VALUE);
     const s = await setup();

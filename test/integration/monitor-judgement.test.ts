@@ -48,11 +48,11 @@ const options = () => ({
 });
 
 describe("the monitor's checks, judged as live traffic is", () => {
-  it.each<[string, Fault, { error: string; reason?: string }]>([
+  it.each<[string, Fault, { error: string; reason?: string; retryAfter?: string }]>([
     [
       "regression: a 429 was reported as a dead provider ('HTTP 429')",
       { kind: "http", status: 429, body: "Too Many Requests", headers: { "retry-after": "5" } },
-      { error: "rate_limit: HTTP 429", reason: "rate_limit" },
+      { error: "rate_limit: HTTP 429", reason: "rate_limit", retryAfter: "5" },
     ],
     [
       "a Cloudflare 522 page",

@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUpstream, type UpstreamClient } from "../../functions/adapters/upstream.ts";
 import type { UpstreamRequest } from "../../functions/core/ports.ts";
@@ -249,6 +250,82 @@ describe("upstream adapter", () => {
       failure: { kind: "connection" },
     });
   });
+});
+
+describe("answers with a Content-Encoding", () => {
+  const answer = '{"jsonrpc":"2.0","id":1,"result":"0x7a69"}';
+  const encodedBy = (encoding: string, body: Buffer): Behaviour => {
+    return (_req, res) =>
+      res
+        .writeHead(200, { "content-type": "application/json", "content-encoding": encoding })
+        .end(body);
+  };
+
+  it("asks for no content coding", async () => {
+    behaviours.set("/accept-encoding", (req, res) => {
+      res.end(JSON.stringify({ acceptEncoding: req.headers["accept-encoding"] ?? null }));
+    });
+    const result = await upstream.send(request("/accept-encoding"));
+    expect(result.ok && JSON.parse(result.body)).toEqual({ acceptEncoding: "identity" });
+  });
+
+  it.each([
+    ["gzip", gzipSync(answer)],
+    ["x-gzip", gzipSync(answer)],
+    ["deflate", deflateSync(answer)],
+    ["deflate", deflateRawSync(answer)],
+    ["br", brotliCompressSync(answer)],
+    ["gzip, br", brotliCompressSync(gzipSync(answer))],
+    ["GZIP ", gzipSync(answer)],
+  ])(
+    "regression: a %s answer the provider encoded unasked was handed on as its compressed bytes (the provider then blacklisted as not JSON-RPC); now it is decoded",
+    async (encoding, body) => {
+      behaviours.set("/encoded", encodedBy(encoding, body));
+      expect(await upstream.send(request("/encoded"))).toMatchObject({
+        ok: true,
+        status: 200,
+        body: answer,
+      });
+    },
+  );
+
+  it("an encoded answer whose decoded size is over the cap is too large (a small bomb is no way around the limit)", async () => {
+    const bomb = gzipSync(Buffer.alloc(5_000_000, 0x20));
+    expect(bomb.length).toBeLessThan(10_000);
+    behaviours.set("/bomb", encodedBy("gzip", bomb));
+    expect(await upstream.send(request("/bomb", { maxResponseBytes: 10_000 }))).toMatchObject({
+      ok: false,
+      tooLarge: true,
+      limit: 10_000,
+    });
+  });
+
+  it("a refusal whose body cannot be decoded is still that refusal: its status and Retry-After count, not the body", async () => {
+    behaviours.set("/refused-undecodable", (_req, res) =>
+      res
+        .writeHead(429, { "content-encoding": "zstd", "retry-after": "7" })
+        .end(Buffer.from([0x28, 0xb5, 0x2f, 0xfd])),
+    );
+    expect(await upstream.send(request("/refused-undecodable"))).toMatchObject({
+      ok: true,
+      status: 429,
+      body: "",
+      retryAfter: "7",
+    });
+  });
+
+  it.each([
+    ["corrupt gzip", "gzip", Buffer.from("not gzip at all"), /gzip encoding is corrupt/],
+    ["a coding the gateway does not decode", "zstd", Buffer.from(answer), /Content-Encoding zstd/],
+  ])(
+    "an answer in %s is a connection failure naming it, not an answer",
+    async (_name, encoding, body, message) => {
+      behaviours.set("/undecodable", encodedBy(encoding, body));
+      const result = await upstream.send(request("/undecodable"));
+      expect(result).toMatchObject({ ok: false, failure: { kind: "connection" } });
+      expect(!result.ok && "failure" in result && result.failure.message).toMatch(message);
+    },
+  );
 });
 
 describe("a keep-alive socket that dies with a request on it", () => {

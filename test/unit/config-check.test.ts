@@ -91,6 +91,35 @@ describe("checkConfigFile", () => {
     ]);
   });
 
+  it("regression: a key written twice in one object (a merge that kept both edits) was accepted, the first silently dropped; now each repeat is named by its path", async () => {
+    const report = await check(`{
+  "networks": {
+    "ethereum": { "chain_id": 1, "providers": [{ "url": "https://a.example" }] },
+    "ethereum": {
+      "chain_id": 1,
+      "max_attempts": 3,
+      "providers": [{ "url": "https://b.example", "priority": 1, "\\u0070riority": 2 }],
+      "max_attempts": 1
+    }
+  }
+}`);
+    expect(pathsAndMessages(report)).toEqual([
+      [
+        "networks",
+        'key "ethereum" appears more than once in this object (JSON keeps only the last): keep one',
+      ],
+      [
+        "networks.ethereum.providers[0]",
+        'key "priority" appears more than once in this object (JSON keeps only the last): keep one',
+      ],
+      [
+        "networks.ethereum",
+        'key "max_attempts" appears more than once in this object (JSON keeps only the last): keep one',
+      ],
+    ]);
+    expect(report.summary).toBeUndefined();
+  });
+
   it("names a duplicate provider name", async () => {
     const config = validConfig();
     const providers = config.networks.ethereum?.providers ?? [];

@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../../functions/core/config-schema.ts";
 import { buildModel, deriveProviderName, parseConfig } from "../../functions/core/network-model.ts";
-import { makeScrubber, makeSecretScrubber, redactUrl } from "../../functions/core/redact.ts";
+import { resolveUrlTemplate } from "../../functions/core/placeholders.ts";
+import {
+  makeScrubber,
+  makeSecretScrubber,
+  redactUrl,
+  secretPartsOf,
+} from "../../functions/core/redact.ts";
 import type { AnswerClass } from "../../functions/core/request/cache-class.ts";
 import { cacheControlFor, getModeBody, matchRoute } from "../../functions/core/routes.ts";
 
@@ -113,6 +119,18 @@ describe("config: invictus configs load unchanged, defaults filled", () => {
       "host",
     ],
     [
+      "placeholder in host after credentials",
+      { networks: { a: { chain_id: 1, providers: [{ url: "https://user@${HOST}.test/" }] } } },
+      "networks.a.providers[0].url",
+      "host",
+    ],
+    [
+      "regression: an unclosed placeholder (was accepted and sent to the provider as literal text)",
+      { networks: { a: { chain_id: 1, providers: [{ url: "https://x.test/v2/${KEY" }] } } },
+      "networks.a.providers[0].url",
+      "unclosed placeholder",
+    ],
+    [
       "reserved network name",
       { networks: { status: { chain_id: 1, providers: [{ url: "http://x.test" }] } } },
       "networks.status",
@@ -132,6 +150,32 @@ describe("config: invictus configs load unchanged, defaults filled", () => {
       expect.objectContaining({ path, message: expect.stringContaining(message) }),
     );
   });
+
+  it("regression: a placeholder in the URL's credentials (user:${PASSWORD}@, as basic-auth providers hand out) was refused as standing in the host, leaving the password to be committed in plain text; now it resolves, encoded, into the credentials", () => {
+    const template = "https://user:${NODE_PASSWORD}@nd-123.p2pify.com/rpc";
+    const result = parseConfig({
+      networks: { a: { chain_id: 1, providers: [{ url: template }] } },
+    });
+    expect(result.ok ? [] : result.problems).toEqual([]);
+    expect(deriveProviderName(template)).toBe("p2pify");
+    const resolved = resolveUrlTemplate(template, new Map([["NODE_PASSWORD", "p@ss:w/rd?#"]]));
+    expect(typeof resolved).toBe("string");
+    const url = new URL(resolved as string);
+    expect([url.hostname, url.pathname, decodeURIComponent(url.password)]).toEqual([
+      "nd-123.p2pify.com",
+      "/rpc",
+      "p@ss:w/rd?#",
+    ]);
+    expect(redactUrl(resolved as string)).toBe("https://nd-123.p2pify.com/rpc");
+  });
+
+  it.each(["https://x.test?key=${KEY}", "https://${USER}:${PASSWORD}@x.test"])(
+    "regression: %s was refused as a placeholder in the host; now it is accepted",
+    (url) => {
+      const result = parseConfig({ networks: { a: { chain_id: 1, providers: [{ url }] } } });
+      expect(result.ok ? [] : result.problems).toEqual([]);
+    },
+  );
 
   it.each([
     ["https://eth.llamarpc.com", "llamarpc"],
@@ -160,6 +204,22 @@ describe("config: invictus configs load unchanged, defaults filled", () => {
       expect.stringMatching(/^llamarpc-[0-9a-f]{6}$/),
       expect.stringMatching(/^llamarpc-[0-9a-f]{6}$/),
     ]);
+  });
+});
+
+describe("a provider URL's secret parts, scrubbed like secret values", () => {
+  it.each([
+    [
+      "https://mainnet.infura.io/v3/9aa3d95b3bc440fa88ea12eaa4456161",
+      ["9aa3d95b3bc440fa88ea12eaa4456161"],
+    ],
+    ["https://q.example/rpc?format=json&apikey=QK-77f0e2c1d9a8", ["QK-77f0e2c1d9a8"]],
+    ["https://node-user:pw1@basic.example/", ["pw1"]],
+    ["https://x.example/rpc/1234?chain=5", []],
+    ["http://127.0.0.1:8546", []],
+    ["https://rpc.ankr.com/eth", []],
+  ])("%s → %j", (url, parts) => {
+    expect(secretPartsOf(url)).toEqual(parts);
   });
 });
 

@@ -2,7 +2,7 @@ import { classifyHttp, classifyMember, classifyTransport, findInnerError } from 
 import { arrayElementSpans, parseJsonOrUndefined, withId } from "../json-raw.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
 import type { UpstreamResult } from "../ports.ts";
-import { retryAfterMs } from "../retry-after.ts";
+import { requestedCooldownMs } from "../retry-after.ts";
 import type { CallInfo, Verdict } from "../verdict.ts";
 import type { OpenCall } from "./open-call.ts";
 
@@ -116,17 +116,14 @@ export function judgeAttempt(
 
 const OK: Verdict = { outcome: "ok" };
 
-/** Statuses whose `Retry-After` says when the provider will take traffic again. */
-const RETRY_AFTER_STATUSES = new Set([429, 503]);
-
 function withRetryAfter(
   verdict: FailureVerdict,
   status: number,
   header: string | undefined,
   now: number,
 ): FailureVerdict {
-  if (verdict.outcome !== "retry" || !RETRY_AFTER_STATUSES.has(status)) return verdict;
-  const requested = retryAfterMs(header, now);
+  if (verdict.outcome !== "retry") return verdict;
+  const requested = requestedCooldownMs(status, header, now);
   return requested === null ? verdict : { ...verdict, retryAfterMs: requested };
 }
 
