@@ -96,15 +96,21 @@ const CATALOGUE: Readonly<Record<string, MethodSpec>> = {
   eth_getBlockByHash: byBlockHash(0, { result: orNull("object") }),
   eth_getBlockByNumber: atBlock(numberOrTag(0), { result: orNullIfUnsettled("object") }),
   eth_getBlockTransactionCountByHash: byBlockHash(0),
-  eth_getBlockTransactionCountByNumber: atBlock(numberOrTag(0)),
+  // Null only when the node has no such block: about a block the gateway knows exists, a
+  // provider that has not reached it yet (the same for the uncle count and the header).
+  eth_getBlockTransactionCountByNumber: atBlock(numberOrTag(0), {
+    result: orNullIfUnsettled("quantity"),
+  }),
   eth_getBlockReceipts: atBlock(numberTagOrHash(0), { result: orNullIfUnsettled("array") }),
   eth_getBlockAccessList: atBlock(numberTagOrHash(0)),
   eth_getHeaderByHash: byBlockHash(0),
-  eth_getHeaderByNumber: atBlock(numberOrTag(0)),
+  eth_getHeaderByNumber: atBlock(numberOrTag(0), { result: orNullIfUnsettled("object") }),
   eth_getUncleByBlockHashAndIndex: byBlockHash(0),
   eth_getUncleByBlockNumberAndIndex: atBlock(numberOrTag(0)),
   eth_getUncleCountByBlockHash: byBlockHash(0),
-  eth_getUncleCountByBlockNumber: atBlock(numberOrTag(0)),
+  eth_getUncleCountByBlockNumber: atBlock(numberOrTag(0), {
+    result: orNullIfUnsettled("quantity"),
+  }),
 
   // ---- transactions and receipts
   eth_getTransactionByHash: byTxHash({ result: orNull("object") }),

@@ -1,0 +1,151 @@
+import { describe, expect, it } from "vitest";
+import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
+import type { ChainHead } from "../../functions/core/chain-head.ts";
+import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
+import { Gateway } from "../../functions/core/gateway.ts";
+import { buildModel } from "../../functions/core/network-model.ts";
+import type { UpstreamRequest } from "../../functions/core/ports.ts";
+import { StateCache } from "../../functions/core/state-cache.ts";
+import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
+import { MemoryStateStore } from "../support/memory-state-store.ts";
+import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";
+
+/**
+ * Outside attacks on what a caller is told about blocks the gateway knows exist: a provider
+ * that has not reached a block answers `null` to the by-number lookups whose `null` only ever
+ * means "no such block" (a block's transaction count, its uncle count, its header). Scripted
+ * upstream, in-memory state, a test clock: nothing here sleeps.
+ */
+
+const NOW = 1_800_000_000_000;
+const P1 = "http://p1.test/";
+const P2 = "http://p2.test/";
+const hex = (n: number) => `0x${n.toString(16)}`;
+const HASH = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+
+/** The served head 120 (finalized 100), published long enough ago that it is answered. */
+const HEAD: ChainHead = {
+  latest: { number: 120, hash: HASH(120) },
+  safe: { number: 110, hash: HASH(110) },
+  finalized: { number: 100, hash: HASH(100) },
+  served: { block: 120, at: NOW - 5_000 },
+  previousServed: null,
+  updatedAt: NOW - 5_000,
+  reorgSeenAt: 0,
+};
+
+type Providers = ConfigInput["networks"][string]["providers"];
+
+function harness(providers: Providers) {
+  let now = NOW;
+  const clock = () => now;
+  const store = new MemoryStateStore(clock);
+  const upstream = new ScriptedUpstream((ms) => {
+    now += ms;
+  });
+  const telemetry = { log: () => undefined, count: () => undefined, measure: () => undefined };
+  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
+  const config = configSchema.parse({
+    networks: { net: { chain_id: 1, block_time_seconds: 12, providers } },
+  });
+  const model = buildModel(config, (url) => url);
+  const gateway = new Gateway({
+    model: () => model,
+    upstream,
+    store,
+    cache,
+    clock,
+    random: () => 0.5,
+    wait,
+    hedgeTimer,
+    telemetry,
+    scrub: (text) => text,
+    scrubAnswer: (text) => text,
+    ledger: new MemoryTransactionLedger(),
+  });
+  store.setHead("net", HEAD);
+  const names = providers.map((provider) => provider.name ?? provider.url);
+  const seen = { number: 120, timestamp: NOW / 1000 - 5 };
+  store.setQuorum("net", {
+    head: 120,
+    headTimestamp: seen.timestamp,
+    members: names,
+    excluded: {},
+    heads: Object.fromEntries(names.map((name) => [name, seen])),
+    computedAt: NOW - 5_000,
+  });
+  const rpc = async (body: string) => {
+    const response = await gateway.handleRpc("net", body);
+    return { ...response, json: JSON.parse(response.body) as { result?: unknown; error?: unknown } };
+  };
+  const advance = (ms: number) => {
+    now += ms;
+  };
+  return { store, upstream, rpc, advance };
+}
+
+interface SentCall {
+  readonly id: unknown;
+  readonly method: string;
+  readonly params: unknown[];
+}
+
+/** A node whose answer to each call is `reply(call)`. */
+function node(reply: (call: SentCall) => unknown) {
+  return (request: UpstreamRequest) => {
+    const parsed = JSON.parse(request.body) as SentCall | SentCall[];
+    const one = (call: SentCall) =>
+      JSON.stringify({ jsonrpc: "2.0", id: call.id, result: reply(call) });
+    return answer(Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed));
+  };
+}
+
+/** A node at block `height`: blocks above it do not exist there (`null`), as geth answers. */
+const nodeAt = (height: number) =>
+  node((call) => {
+    const block = Number.parseInt(String(call.params[0]), 16);
+    if (block > height) return null;
+    return call.method === "eth_getHeaderByNumber"
+      ? { number: hex(block), hash: HASH(block) }
+      : "0x3";
+  });
+
+const call = (id: number, method: string, block: string) =>
+  JSON.stringify({ jsonrpc: "2.0", id, method, params: [block] });
+
+const two: Providers = [
+  { name: "p1", url: P1, priority: 2 },
+  { name: "p2", url: P2, priority: 1 },
+];
+
+const NULL_ONLY_WHEN_MISSING = [
+  "eth_getBlockTransactionCountByNumber",
+  "eth_getUncleCountByBlockNumber",
+  "eth_getHeaderByNumber",
+];
+
+describe("a null for a block the gateway knows exists, from a lookup whose null means 'no such block'", () => {
+  for (const method of NULL_ONLY_WHEN_MISSING) {
+    it(`regression: ${method}("latest"), pinned to the served head, got a lagging provider's null; now the provider that has the block answers`, async () => {
+      const h = harness(two);
+      h.upstream.script(P1, nodeAt(119)).script(P2, nodeAt(125));
+      const response = await h.rpc(call(1, method, "latest"));
+      expect(response.json.result).not.toBeNull();
+      expect(response.json.result).toBeDefined();
+      expect(response.headers["x-gateway-provider"]).toBe("p2");
+    });
+
+    it(`regression: ${method} of a finalized block answered null by a provider without it was kept as immutable and served after the provider caught up; now it is never kept`, async () => {
+      const h = harness([{ name: "p1", url: P1 }]);
+      h.upstream.script(P1, nodeAt(10));
+      const first = await h.rpc(call(1, method, hex(50)));
+      // As for a block's own lookup: the provider has not reached it, and nobody else is asked.
+      expect(first.status).toBe(502);
+      expect(first.json.error).toBeDefined();
+      h.upstream.script(P1, nodeAt(125));
+      const response = await h.rpc(call(2, method, hex(50)));
+      expect(response.json.result).not.toBeNull();
+      expect(response.headers["x-gateway-cache"]).not.toMatch(/^hit/);
+    });
+  }
+});
