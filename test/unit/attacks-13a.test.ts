@@ -76,12 +76,12 @@ function harness(providers: Providers) {
   });
   const rpc = async (body: string) => {
     const response = await gateway.handleRpc("net", body);
-    return { ...response, json: JSON.parse(response.body) as { result?: unknown; error?: unknown } };
+    return {
+      ...response,
+      json: JSON.parse(response.body) as { result?: unknown; error?: unknown },
+    };
   };
-  const advance = (ms: number) => {
-    now += ms;
-  };
-  return { store, upstream, rpc, advance };
+  return { store, upstream, rpc };
 }
 
 interface SentCall {
@@ -148,4 +148,69 @@ describe("a null for a block the gateway knows exists, from a lookup whose null 
       expect(response.headers["x-gateway-cache"]).not.toMatch(/^hit/);
     });
   }
+});
+
+/**
+ * A node at `height` answering eth_feeHistory as anvil does: a newest block above its head is
+ * clamped to it, so the history silently ends early (and is empty far enough above).
+ */
+const feeNodeAt = (height: number) =>
+  node((call) => {
+    const count = Number.parseInt(String(call.params[0]), 16);
+    const newest = Math.min(Number.parseInt(String(call.params[1]), 16), height);
+    const oldest = Number.parseInt(String(call.params[1]), 16) - count + 1;
+    const blocks = Math.max(0, newest - oldest + 1);
+    return {
+      baseFeePerGas: Array.from({ length: blocks + 1 }, () => "0x7"),
+      gasUsedRatio: Array.from({ length: blocks }, () => 0.5),
+      oldestBlock: hex(Math.max(oldest, newest - blocks + 1)),
+    };
+  });
+
+const feeHistory = (id: number, count: unknown, newest: string) =>
+  JSON.stringify({ jsonrpc: "2.0", id, method: "eth_feeHistory", params: [count, newest, []] });
+
+/** The blocks a fee history answer covers, first and last. */
+const covered = (result: unknown) => {
+  const history = result as { oldestBlock: string; gasUsedRatio: number[] };
+  const first = Number.parseInt(history.oldestBlock, 16);
+  return [first, first + history.gasUsedRatio.length - 1];
+};
+
+describe("eth_feeHistory from a provider that has not reached its newest block", () => {
+  it("regression: eth_feeHistory(4, latest), pinned to the served head, got a lagging provider's history ending a block early, kept under the served head's number for the next caller; now the provider that has the block answers", async () => {
+    const h = harness(two);
+    h.upstream.script(P1, feeNodeAt(119)).script(P2, feeNodeAt(125));
+    const response = await h.rpc(feeHistory(1, "0x4", "latest"));
+    expect(covered(response.json.result)).toEqual([117, 120]);
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+    const byNumber = await h.rpc(feeHistory(2, "0x4", hex(120)));
+    expect(covered(byNumber.json.result)).toEqual([117, 120]);
+  });
+
+  it("holds: a block count given in decimal is read too, and a history cut at its old end (a node without old blocks) is an answer", async () => {
+    const h = harness(two);
+    const prunedOldEnd = node(() => ({
+      baseFeePerGas: ["0x7", "0x7"],
+      gasUsedRatio: [0.5],
+      oldestBlock: hex(120),
+    }));
+    h.upstream.script(P1, feeNodeAt(119)).script(P2, prunedOldEnd);
+    const response = await h.rpc(feeHistory(1, 4, "latest"));
+    expect(covered(response.json.result)).toEqual([120, 120]);
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+  });
+
+  it("holds: a block count of 0 gets the node's empty history", async () => {
+    const h = harness(two);
+    const empty = node(() => ({ baseFeePerGas: [], gasUsedRatio: [], oldestBlock: "0x0" }));
+    h.upstream.script(P1, empty).script(P2, empty);
+    const response = await h.rpc(feeHistory(1, "0x0", "latest"));
+    expect(response.json.result).toEqual({
+      baseFeePerGas: [],
+      gasUsedRatio: [],
+      oldestBlock: "0x0",
+    });
+    expect(response.headers["x-gateway-provider"]).toBe("p1");
+  });
 });
