@@ -105,9 +105,9 @@ const nodeAt = (height: number) =>
   node((call) => {
     const block = Number.parseInt(String(call.params[0]), 16);
     if (block > height) return null;
-    return call.method === "eth_getHeaderByNumber"
-      ? { number: hex(block), hash: HASH(block) }
-      : "0x3";
+    if (call.method === "eth_getHeaderByNumber") return { number: hex(block), hash: HASH(block) };
+    if (call.method.startsWith("trace_")) return [];
+    return "0x3";
   });
 
 const call = (id: number, method: string, block: string) =>
@@ -122,6 +122,9 @@ const NULL_ONLY_WHEN_MISSING = [
   "eth_getBlockTransactionCountByNumber",
   "eth_getUncleCountByBlockNumber",
   "eth_getHeaderByNumber",
+  // Reth and Erigon answer null for a block they do not have.
+  "trace_block",
+  "trace_replayBlockTransactions",
 ];
 
 describe("a null for a block the gateway knows exists, from a lookup whose null means 'no such block'", () => {

@@ -175,6 +175,8 @@ describe("the classifier's rules, read from the catalogue", () => {
       eth_getBlockTransactionCountByNumber: "quantity/unsettled-block",
       eth_getUncleCountByBlockNumber: "quantity/unsettled-block",
       eth_getHeaderByNumber: "object/unsettled-block",
+      trace_block: "array/unsettled-block",
+      trace_replayBlockTransactions: "array/unsettled-block",
       eth_getBlockByHash: "object/always",
       eth_getTransactionByHash: "object/always",
       eth_getTransactionReceipt: "object/always",

@@ -185,8 +185,15 @@ const CATALOGUE: Readonly<Record<string, MethodSpec>> = {
   debug_setHead: write(),
 
   // ---- trace (OpenEthereum, Erigon, Nethermind, Reth)
-  trace_block: atBlock(numberOrTag(0), TRACE_OF_MINED_BLOCK),
-  trace_replayBlockTransactions: atBlock(numberOrTag(0), TRACE_OF_MINED_BLOCK),
+  // Null only for a block the node does not have (reth, Erigon), as for a block's own lookup.
+  trace_block: atBlock(numberOrTag(0), {
+    ...TRACE_OF_MINED_BLOCK,
+    result: orNullIfUnsettled("array"),
+  }),
+  trace_replayBlockTransactions: atBlock(numberOrTag(0), {
+    ...TRACE_OF_MINED_BLOCK,
+    result: orNullIfUnsettled("array"),
+  }),
   trace_transaction: byTxHash(TRACE_OF_MINED_BLOCK),
   trace_replayTransaction: byTxHash(TRACE_OF_MINED_BLOCK),
   trace_get: byTxHash(HEAVY),
