@@ -175,6 +175,12 @@ export function classifyMember(
   if (!isEnvelope(response)) return retry(BROKEN_ANSWER, "not a JSON-RPC response object");
   const error = errorOf(response);
   if (error === undefined) return judgeResult(response.result, call, context);
+  if (FILTER_BY_ID.has(call.method) && FILTER_NOT_HELD.test(errorMessage(error))) {
+    return {
+      outcome: "inner_error",
+      detail: "filter not held by this provider (it lives on the one that installed it)",
+    };
+  }
   const verdict = judgeRpcError(error, call.method);
   if (verdict.outcome === "ok" && claimsRecentStatePruned(error, call, context.quorumHead)) {
     return retry(NO_RESULT, "pruned state claimed for a block every full node keeps");
@@ -194,6 +200,27 @@ export function classifyMember(
 }
 
 const NO_RESULT: Penalty = { kind: "no_result", reason: "transient" };
+
+/** Calls about a filter installed earlier, named by its id. */
+const FILTER_BY_ID: ReadonlySet<string> = new Set([
+  "eth_getFilterChanges",
+  "eth_getFilterLogs",
+  "eth_uninstallFilter",
+]);
+
+/**
+ * geth, reth and anvil "filter not found", Nethermind "Filter with id: 5 does not exist". A
+ * filter lives on the one provider that installed it: another provider's "not found" is no
+ * fault of its own and no answer for the caller while the provider holding it may still be
+ * asked (the call goes on as an inner error does: the next provider, else this answer, no
+ * penalty). Nothing was consumed, so asking the next one is safe.
+ */
+const FILTER_NOT_HELD = /\bfilter not found\b|\bfilter\b[^.]{0,40}\b(does not exist|not found)\b/i;
+
+function errorMessage(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === "string" ? message : "";
+}
 
 /** A full node keeps the state of this many recent blocks (geth's default); older may be pruned. */
 const RECENT_STATE_BLOCKS = 128;

@@ -217,3 +217,56 @@ describe("eth_feeHistory from a provider that has not reached its newest block",
     expect(response.headers["x-gateway-provider"]).toBe("p1");
   });
 });
+
+/**
+ * A node holding the filters `installed` (each id answers `changes`), answering "filter not
+ * found" for any other, as geth and anvil do; any other call gets "0x1".
+ */
+const filterNode = (installed: readonly string[]) => (request: UpstreamRequest) => {
+  const call = JSON.parse(request.body) as SentCall;
+  const body = call.method.startsWith("eth_getFilter")
+    ? installed.includes(String(call.params[0]))
+      ? { result: ["0xaa"] }
+      : { error: { code: -32000, message: "filter not found" } }
+    : { result: "0x1" };
+  return answer(JSON.stringify({ jsonrpc: "2.0", id: call.id, ...body }));
+};
+
+const poll = (id: number, filter: string, method = "eth_getFilterChanges") =>
+  JSON.stringify({ jsonrpc: "2.0", id, method, params: [filter] });
+
+describe("a filter polled through the gateway: it lives on the one provider that installed it", () => {
+  const ordered: Providers = [
+    { name: "p1", url: P1, priority: 1 },
+    { name: "p2", url: P2, priority: 2 },
+  ];
+
+  it("regression: a poll that reached a provider without the filter got 'filter not found' (the caller's events lost), and three in a row force-rotated that healthy provider away; now the provider holding it answers, and the other is not penalised", async () => {
+    const h = harness(ordered);
+    h.upstream.script(P1, filterNode(["0xf1"])).script(P2, filterNode([]));
+    for (let id = 1; id <= 4; id++) {
+      const response = await h.rpc(poll(id, "0xf1"));
+      expect(response.json.result).toEqual(["0xaa"]);
+      expect(response.headers["x-gateway-provider"]).toBe("p1");
+    }
+    const logs = await h.rpc(poll(5, "0xf1", "eth_getFilterLogs"));
+    expect(logs.json.result).toEqual(["0xaa"]);
+    // Still first for everything else: not demoted, not blacklisted.
+    const read = await h.rpc(call(6, "eth_getBlockTransactionCountByNumber", hex(110)));
+    expect(read.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("holds: a filter no provider holds (expired, or made up) gets the node's own 'filter not found', after each provider is asked once, and nobody is penalised", async () => {
+    const h = harness(ordered);
+    h.upstream.script(P1, filterNode([])).script(P2, filterNode([]));
+    for (let id = 1; id <= 4; id++) {
+      const response = await h.rpc(poll(id, "0xdead"));
+      expect(response.json.error).toEqual({ code: -32000, message: "filter not found" });
+    }
+    expect(h.upstream.callsTo(P1) + h.upstream.callsTo(P2)).toBe(8);
+    const read = await h.rpc(call(5, "eth_getBlockTransactionCountByNumber", hex(110)));
+    expect(read.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.store.healthWrites).toEqual([]);
+  });
+});
