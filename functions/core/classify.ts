@@ -17,6 +17,7 @@ import {
 } from "./classify-patterns.ts";
 import { judgeResult } from "./classify-result.ts";
 import { blockRefOf } from "./methods/block-ref.ts";
+import { FILTER_BY_ID } from "./methods/filters.ts";
 import type { CallInfo, ClassifyContext, TransportFailure, Verdict } from "./verdict.ts";
 
 type RetryVerdict = Extract<Verdict, { outcome: "retry" }>;
@@ -200,13 +201,6 @@ export function classifyMember(
 }
 
 const NO_RESULT: Penalty = { kind: "no_result", reason: "transient" };
-
-/** Calls about a filter installed earlier, named by its id. */
-const FILTER_BY_ID: ReadonlySet<string> = new Set([
-  "eth_getFilterChanges",
-  "eth_getFilterLogs",
-  "eth_uninstallFilter",
-]);
 
 /**
  * geth, reth and anvil "filter not found", Nethermind "Filter with id: 5 does not exist". A

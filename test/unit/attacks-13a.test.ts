@@ -36,7 +36,7 @@ const HEAD: ChainHead = {
 
 type Providers = ConfigInput["networks"][string]["providers"];
 
-function harness(providers: Providers) {
+function harness(providers: Providers, random: () => number = () => 0.5) {
   let now = NOW;
   const clock = () => now;
   const store = new MemoryStateStore(clock);
@@ -55,7 +55,7 @@ function harness(providers: Providers) {
     store,
     cache,
     clock,
-    random: () => 0.5,
+    random,
     wait,
     hedgeTimer,
     telemetry,
@@ -268,5 +268,33 @@ describe("a filter polled through the gateway: it lives on the one provider that
     const read = await h.rpc(call(5, "eth_getBlockTransactionCountByNumber", hex(110)));
     expect(read.headers["x-gateway-provider"]).toBe("p2");
     expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("regression: with two providers of one priority, each poll drew its own order and about half went first to the provider without the filter (an extra upstream call each); now every call about filters keeps one order, so a filter is installed and polled on the same provider", async () => {
+    let draw = 0;
+    // Two draws a request, in turn p2 then p1 first: a plain read's order changes each time.
+    const h = harness(
+      [
+        { name: "p1", url: P1 },
+        { name: "p2", url: P2 },
+      ],
+      () => [0.2, 0.8, 0.8, 0.2][draw++ % 4] ?? 0.5,
+    );
+    const installs = (request: UpstreamRequest) => {
+      const sent = JSON.parse(request.body) as SentCall;
+      return answer(JSON.stringify({ jsonrpc: "2.0", id: sent.id, result: "0xf1" }));
+    };
+    h.upstream.script(P1, installs).script(P2, installs);
+    const install = await h.rpc(
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_newBlockFilter", params: [] }),
+    );
+    const holder = install.headers["x-gateway-provider"];
+    const [holderUrl, otherUrl] = holder === "p1" ? [P1, P2] : [P2, P1];
+    h.upstream.script(holderUrl, filterNode(["0xf1"])).script(otherUrl, filterNode([]));
+    for (let id = 2; id <= 7; id++) {
+      const response = await h.rpc(poll(id, "0xf1"));
+      expect(response.json.result).toEqual(["0xaa"]);
+    }
+    expect(h.upstream.callsTo(otherUrl)).toBe(0);
   });
 });
