@@ -17,6 +17,7 @@ import {
 } from "./classify-patterns.ts";
 import { judgeResult } from "./classify-result.ts";
 import { blockRefOf } from "./methods/block-ref.ts";
+import { methodSpec } from "./methods/catalogue.ts";
 import { FILTER_BY_ID } from "./methods/filters.ts";
 import type { CallInfo, ClassifyContext, TransportFailure, Verdict } from "./verdict.ts";
 
@@ -186,6 +187,9 @@ export function classifyMember(
   if (verdict.outcome === "ok" && claimsRecentStatePruned(error, call, context.quorumHead)) {
     return retry(NO_RESULT, "pruned state claimed for a block every full node keeps");
   }
+  if (verdict.outcome === "unclassified" && unknownByHash(error, call)) {
+    return { outcome: "behind", detail: `no such hash here (${verdict.detail})` };
+  }
   if (verdict.outcome === "ok" && refusesKnownRange(error, call, context.quorumHead)) {
     return { outcome: "behind", detail: "log range beyond its head, within the known head" };
   }
@@ -238,6 +242,23 @@ function claimsRecentStatePruned(
     quorumHead !== null &&
     block.number > quorumHead - RECENT_STATE_BLOCKS
   );
+}
+
+/** A node's words for a hash it does not know (anvil's generic "Resource not found" too). */
+const NOT_FOUND = /\bnot found\b|\bdoes not exist\b|\bunknown (block|transaction|hash)\b/i;
+
+/**
+ * "Not found" about a block or transaction the call names by hash: the provider does not know
+ * it, not yet (a block just mined elsewhere) or never (a made-up hash). Like a provider behind,
+ * the next one is asked and nobody gets a strike; when none knows it the caller gets the node's
+ * answer. Counted as an unclassified error instead, a caller asking three times about a made-up
+ * hash would force-rotate a healthy provider away.
+ */
+function unknownByHash(error: unknown, call: CallInfo): boolean {
+  const namesHash =
+    methodSpec(call.method).hashKeyed !== null ||
+    blockRefOf(call.method, call.params)?.kind === "hash";
+  return namesHash && NOT_FOUND.test(errorMessage(error));
 }
 
 /**

@@ -298,3 +298,95 @@ describe("a filter polled through the gateway: it lives on the one provider that
     expect(h.upstream.callsTo(otherUrl)).toBe(0);
   });
 });
+
+const UNKNOWN_HASH = `0x${"ab".repeat(32)}`;
+const KNOWN_HASH = `0x${"cd".repeat(32)}`;
+
+/**
+ * A node that knows the block and transaction `KNOWN_HASH` and block numbers up to `height`;
+ * anything else gets `notFound` (the node's own wording), as anvil, geth and its tracers say.
+ */
+const hashNode =
+  (notFound: { code: number; message: string }, height = 125) =>
+  (request: UpstreamRequest) => {
+    const call = JSON.parse(request.body) as SentCall;
+    const named = JSON.stringify(call.params);
+    const byNumber = call.params.find(
+      (param) => typeof param === "string" && /^0x[0-9a-f]{1,8}$/.test(param),
+    );
+    const known =
+      named.includes(KNOWN_HASH) ||
+      (byNumber !== undefined && Number.parseInt(String(byNumber), 16) <= height);
+    const body = known ? { result: "0x5" } : { error: notFound };
+    return answer(JSON.stringify({ jsonrpc: "2.0", id: call.id, ...body }));
+  };
+
+const byHash = (id: number, method: string, hash: string) => {
+  const params =
+    method === "eth_getBalance"
+      ? ["0x0000000000000000000000000000000000000001", { blockHash: hash }]
+      : [hash];
+  return JSON.stringify({ jsonrpc: "2.0", id, method, params });
+};
+
+describe("a block or transaction named by hash that a provider does not know", () => {
+  const ordered: Providers = [
+    { name: "p1", url: P1, priority: 1 },
+    { name: "p2", url: P2, priority: 2 },
+  ];
+  const cases = [
+    { method: "eth_getBalance", notFound: { code: -32001, message: "Resource not found" } },
+    { method: "eth_getBalance", notFound: { code: -32000, message: "header for hash not found" } },
+    {
+      method: "debug_traceBlockByHash",
+      notFound: { code: -32000, message: `block ${UNKNOWN_HASH} not found` },
+    },
+    {
+      method: "debug_traceTransaction",
+      notFound: { code: -32000, message: `transaction ${UNKNOWN_HASH} not found` },
+    },
+  ];
+
+  for (const { method, notFound } of cases) {
+    it(`regression: ${method} at a made-up hash ("${notFound.message.slice(0, 24)}…") three times force-rotated the healthy first provider away (any caller could do it); now nobody is penalised and the caller gets the node's answer`, async () => {
+      const h = harness(ordered);
+      h.upstream.script(P1, hashNode(notFound)).script(P2, hashNode(notFound));
+      for (let id = 1; id <= 4; id++) {
+        const response = await h.rpc(byHash(id, method, UNKNOWN_HASH));
+        expect(response.json.error).toEqual(notFound);
+      }
+      const read = await h.rpc(call(5, "eth_getBlockTransactionCountByNumber", hex(110)));
+      expect(read.headers["x-gateway-provider"]).toBe("p2");
+      expect(h.store.healthWrites).toEqual([]);
+    });
+  }
+
+  it("regression: a hash the first provider has not seen yet (a block just mined) got its 'not found' though the next provider knew it; now the next provider answers", async () => {
+    const h = harness(ordered);
+    const notFound = { code: -32001, message: "Resource not found" };
+    h.upstream.script(P2, hashNode(notFound)).script(P1, (request) => {
+      const sent = JSON.parse(request.body) as SentCall;
+      return answer(JSON.stringify({ jsonrpc: "2.0", id: sent.id, result: "0x7" }));
+    });
+    const response = await h.rpc(byHash(1, "eth_getBalance", UNKNOWN_HASH));
+    expect(response.json.result).toBe("0x7");
+    expect(response.headers["x-gateway-provider"]).toBe("p1");
+  });
+
+  it("regression: geth's tracers say 'block #N not found' for a block they have not reached: debug_traceBlockByNumber(latest), pinned to the served head, got that error from a provider a block behind; now the next provider answers", async () => {
+    const h = harness(ordered);
+    h.upstream
+      .script(P2, hashNode({ code: -32000, message: "block #120 not found" }, 119))
+      .script(P1, hashNode({ code: -32000, message: "block #120 not found" }, 125));
+    const response = await h.rpc(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "debug_traceBlockByNumber",
+        params: ["latest", {}],
+      }),
+    );
+    expect(response.json.result).toBe("0x5");
+    expect(response.headers["x-gateway-provider"]).toBe("p1");
+  });
+});
