@@ -367,13 +367,14 @@ export class Gateway {
           this.#observed.observe(network.name, provider, block, scope.context.now);
       }
     }
+    const heavy = calls.map((entry) => methodSpec(entry.info.method).weight === "heavy");
     const attempt: AttemptRecord = {
       network,
       context: scope.context,
       slot,
       elapsedMs: result.elapsedMs,
-      heavy:
-        calls.length > 1 || calls.some((entry) => methodSpec(entry.info.method).weight === "heavy"),
+      heavy: calls.length > 1 || heavy.includes(true),
+      heavyCallsOnly: !heavy.includes(false),
       writes: scope.writes,
     };
     if (judgement.failure !== null) {

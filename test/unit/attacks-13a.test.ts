@@ -390,3 +390,59 @@ describe("a block or transaction named by hash that a provider does not know", (
     expect(response.headers["x-gateway-provider"]).toBe("p1");
   });
 });
+
+describe("errors of the caller's own code or query do not rotate a healthy provider away", () => {
+  const ordered: Providers = [
+    { name: "p1", url: P1, priority: 1 },
+    { name: "p2", url: P2, priority: 2 },
+  ];
+  /** anvil's answer to a debug_traceCall whose JS tracer throws; geth's is alike. */
+  const tracerThrows = {
+    code: -32603,
+    message: "Error: x (unknown at :1:29)\n    at result (unknown at :1:29)",
+  };
+  const node = (error: object) => (request: UpstreamRequest) => {
+    const sent = JSON.parse(request.body) as SentCall;
+    const body =
+      sent.method === "debug_traceCall" || sent.method === "eth_getBalance"
+        ? { error }
+        : { result: "0x5" };
+    return answer(JSON.stringify({ jsonrpc: "2.0", id: sent.id, ...body }));
+  };
+  const traceCall = (id: number) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method: "debug_traceCall",
+      params: [{ to: "0x0000000000000000000000000000000000000001" }, "latest", { tracer: "{…}" }],
+    });
+
+  it("regression: a debug_traceCall whose own JS tracer throws, three times, force-rotated the healthy first provider away; now the caller gets the error and the provider keeps its place", async () => {
+    const h = harness(ordered);
+    h.upstream.script(P1, node(tracerThrows)).script(P2, node(tracerThrows));
+    for (let id = 1; id <= 4; id++) {
+      const response = await h.rpc(traceCall(id));
+      expect(response.json.error).toEqual(tracerThrows);
+    }
+    const read = await h.rpc(call(5, "eth_getBlockTransactionCountByNumber", hex(110)));
+    expect(read.headers["x-gateway-provider"]).toBe("p2");
+  });
+
+  it("holds: the same unclassified error three times on a plain read still rotates the provider away (a broken node)", async () => {
+    const broken = { code: -32000, message: "leveldb: closed" };
+    const h = harness(ordered);
+    h.upstream.script(P1, node(broken)).script(P2, node(broken));
+    for (let id = 1; id <= 3; id++) {
+      await h.rpc(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id,
+          method: "eth_getBalance",
+          params: [`0x${id.toString(16).padStart(40, "0")}`, hex(110)],
+        }),
+      );
+    }
+    const read = await h.rpc(call(5, "eth_getBlockTransactionCountByNumber", hex(110)));
+    expect(read.headers["x-gateway-provider"]).toBe("p1");
+  });
+});

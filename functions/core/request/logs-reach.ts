@@ -201,6 +201,7 @@ function behind(
     slot,
     elapsedMs,
     heavy: true,
+    heavyCallsOnly: false,
     writes: scope.writes,
   };
   deps.health.noteFailure(attempt, verdict);
