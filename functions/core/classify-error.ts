@@ -63,12 +63,21 @@ const CALLERS_FAULT = new RegExp(
     LOGS_TOO_LARGE,
     /\binsufficient funds\b|\bnonce too (low|high)\b|\bintrinsic gas too low\b|\btransaction underpriced\b/,
     /\bmax fee per gas less than block base fee\b|\bgas required exceeds allowance\b|\bexceeds block gas limit\b/,
+    /\bintrinsic gas too high\b/,
     ALREADY_KNOWN,
   ]
     .map((part) => part.source)
     .join("|"),
   "i",
 );
+
+/**
+ * geth's words for raw transaction bytes every node refuses alike: bytes that are no
+ * transaction, a bad signature, a fee field out of order, too much data. The sender's; about
+ * another method (an "rlp:" error reading the node's own database) they would be the node's.
+ */
+const RAW_TRANSACTION_REFUSED =
+  /\brlp: |\btyped transaction too short\b|\btransaction type not supported\b|\binvalid sender\b|\bmax priority fee per gas higher than max fee per gas\b|\boversized data\b/i;
 
 /**
  * State the node has pruned (geth "missing trie node", "historical state is not available",
@@ -140,6 +149,11 @@ const ERROR_RULES: readonly ErrorRule[] = [
     judgement: TRANSIENT,
   },
   { applies: said(CALLERS_FAULT), judgement: OK },
+  {
+    applies: (facts) =>
+      facts.method === "eth_sendRawTransaction" && RAW_TRANSACTION_REFUSED.test(facts.message),
+    judgement: OK,
+  },
   { applies: said(PRUNED_STATE), judgement: OK },
   { applies: said(PERMANENT_UNCLASSIFIED), judgement: UNCLASSIFIED },
   { applies: said(CHAIN_UNAVAILABLE), judgement: CHAIN_NOT_SERVED },

@@ -446,3 +446,46 @@ describe("errors of the caller's own code or query do not rotate a healthy provi
     expect(read.headers["x-gateway-provider"]).toBe("p1");
   });
 });
+
+describe("a malformed or badly signed raw transaction is the caller's, whatever the node's words", () => {
+  const ordered: Providers = [
+    { name: "p1", url: P1, priority: 1 },
+    { name: "p2", url: P2, priority: 2 },
+  ];
+  // geth's answers to bytes that are no transaction, or to a bad signature or fee field.
+  const refusals = [
+    "rlp: expected input list for types.LegacyTx",
+    "typed transaction too short",
+    "transaction type not supported",
+    "invalid sender",
+    "max priority fee per gas higher than max fee per gas",
+    "oversized data",
+  ];
+  for (const message of refusals) {
+    it(`regression: geth's "${message}", three times, force-rotated the healthy first provider away; now it is the caller's answer and nobody is penalised`, async () => {
+      const h = harness(ordered);
+      const refusing = (request: UpstreamRequest) => {
+        const sent = JSON.parse(request.body) as SentCall;
+        const body =
+          sent.method === "eth_sendRawTransaction"
+            ? { error: { code: -32000, message } }
+            : { result: "0x5" };
+        return answer(JSON.stringify({ jsonrpc: "2.0", id: sent.id, ...body }));
+      };
+      h.upstream.script(P1, refusing).script(P2, refusing);
+      for (let id = 1; id <= 3; id++) {
+        const response = await h.rpc(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id,
+            method: "eth_sendRawTransaction",
+            params: ["0xf8"],
+          }),
+        );
+        expect(response.json.error).toEqual({ code: -32000, message });
+      }
+      const read = await h.rpc(call(4, "eth_getBlockTransactionCountByNumber", hex(110)));
+      expect(read.headers["x-gateway-provider"]).toBe("p2");
+    });
+  }
+});
