@@ -134,6 +134,11 @@ function batchCall(calls: readonly CallInfo[]): CallInfo {
   return shared ? first : { method: "", params: [] };
 }
 
+/** What the caller wrote into the calls (their params), which an error may echo. */
+function writtenIn(calls: readonly CallInfo[]): string {
+  return calls.map((call) => JSON.stringify(call.params ?? null)).join("\n");
+}
+
 /** A JSON-RPC answer with a status that does not decide: its members are judged one by one. */
 function judgeAnswer(parsed: unknown, calls: readonly CallInfo[]): Verdict | "members" {
   if (calls.length > 1 && isEnvelope(parsed)) return judgeWholeBatch(parsed, calls);
@@ -145,7 +150,7 @@ function judgeWholeBatch(envelope: Envelope, calls: readonly CallInfo[]): Verdic
   const error = errorOf(envelope);
   if (error === undefined) return retry(BROKEN_ANSWER, "a single result answered a batch");
   const call = batchCall(calls);
-  const verdict = judgeRpcError(error, call.method);
+  const verdict = judgeRpcError(error, call.method, writtenIn(calls));
   // A per-method blacklist needs the method; a batch of several names none.
   if (verdict.outcome === "capability" && call.method === "") {
     return { outcome: "unclassified", detail: verdict.detail };
@@ -160,7 +165,7 @@ function judgeFailedAnswer(parsed: unknown, calls: readonly CallInfo[]): Verdict
   const method = batchCall(calls).method;
   const verdicts = members.flatMap((member) => {
     const error = errorOf(member);
-    return error === undefined ? [] : [judgeRpcError(error, method)];
+    return error === undefined ? [] : [judgeRpcError(error, method, writtenIn(calls))];
   });
   const retries = verdicts.filter(isRetry);
   if (verdicts.length === 0 || retries.length < verdicts.length) return "members";
@@ -183,7 +188,7 @@ export function classifyMember(
       detail: "filter not held by this provider (it lives on the one that installed it)",
     };
   }
-  const verdict = judgeRpcError(error, call.method);
+  const verdict = judgeRpcError(error, call.method, writtenIn([call]));
   if (verdict.outcome === "ok" && claimsRecentStatePruned(error, call, context.quorumHead)) {
     return retry(NO_RESULT, "pruned state claimed for a block every full node keeps");
   }

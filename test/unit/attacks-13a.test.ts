@@ -489,3 +489,91 @@ describe("a malformed or badly signed raw transaction is the caller's, whatever 
     });
   }
 });
+
+describe("words the caller wrote, echoed back in a node's error, are not the node's own", () => {
+  /** A node that echoes a bad storage slot back, as anvil does, and answers reads "0x5". */
+  const echoing = (request: UpstreamRequest) => {
+    const parsed = JSON.parse(request.body) as SentCall | SentCall[];
+    const one = (sent: SentCall) => {
+      const slot = sent.method === "eth_getStorageAt" ? String(sent.params[1]) : null;
+      const body =
+        slot !== null && !/^0x[0-9a-f]+$/i.test(slot)
+          ? {
+              error: {
+                code: -32602,
+                message: `invalid value: string "${slot}", expected a 32 byte hex string`,
+              },
+            }
+          : { result: "0x5" };
+      return JSON.stringify({ jsonrpc: "2.0", id: sent.id, ...body });
+    };
+    return answer(Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed));
+  };
+  const storageAt = (id: number, slot: string) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method: "eth_getStorageAt",
+      params: ["0x0000000000000000000000000000000000000001", slot, hex(110)],
+    });
+  const reads = (count: number) =>
+    `[${Array.from({ length: count }, (_, id) =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id,
+        method: "eth_getBalance",
+        params: [`0x${(id + 1).toString(16).padStart(40, "0")}`, hex(110)],
+      }),
+    ).join(",")}]`;
+
+  it("regression: one batch of four calls whose bad param said 'batch too large', echoed by the node, taught every provider a batch limit of 1 for a day (on the local stack a later batch of 60 cost 50 upstream calls and 10 calls got -32005); now the echo teaches nothing", async () => {
+    const h = harness(two);
+    h.upstream.script(P1, echoing).script(P2, echoing);
+    const attack = `[${[1, 2, 3, 4].map((id) => storageAt(id, "batch too large")).join(",")}]`;
+    const refused = await h.rpc(attack);
+    const answers = JSON.parse(refused.body) as Array<{ error?: { code: number } }>;
+    expect(answers.map((member) => member.error?.code)).toEqual([-32602, -32602, -32602, -32602]);
+    expect(h.upstream.callsTo(P1) + h.upstream.callsTo(P2)).toBe(1);
+    const before = h.upstream.callsTo(P1) + h.upstream.callsTo(P2);
+    const batch = await h.rpc(reads(60));
+    expect((JSON.parse(batch.body) as unknown[]).length).toBe(60);
+    expect(h.upstream.callsTo(P1) + h.upstream.callsTo(P2) - before).toBe(1);
+  });
+
+  it("regression: a call whose bad param said 'rate limit', echoed by a lone provider, blacklisted it as rate limited; now it is the caller's answer", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.script(P1, echoing);
+    const response = await h.rpc(storageAt(1, "rate limit exceeded"));
+    expect(response.json.error).toMatchObject({ code: -32602 });
+    expect(h.upstream.callsTo(P1)).toBe(1);
+    expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("holds: a node refusing each member of a batch as too large, in its own words, is still learned from", async () => {
+    const h = harness(two);
+    const refusing = (request: UpstreamRequest) => {
+      const parsed = JSON.parse(request.body) as SentCall | SentCall[];
+      const one = (sent: SentCall, refuse: boolean) =>
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: sent.id,
+          ...(refuse ? { error: { code: -32600, message: "batch too large" } } : { result: "0x5" }),
+        });
+      return answer(
+        Array.isArray(parsed)
+          ? `[${parsed.map((sent) => one(sent, parsed.length > 2)).join(",")}]`
+          : one(parsed, false),
+      );
+    };
+    h.upstream.script(P1, refusing).script(P2, refusing);
+    const response = await h.rpc(reads(4));
+    expect((JSON.parse(response.body) as Array<{ result?: string }>).map((m) => m.result)).toEqual([
+      "0x5",
+      "0x5",
+      "0x5",
+      "0x5",
+    ]);
+    // Refused whole once, then served in two halves of two.
+    expect(h.upstream.callsTo(P1) + h.upstream.callsTo(P2)).toBe(3);
+  });
+});
