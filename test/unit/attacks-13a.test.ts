@@ -577,3 +577,29 @@ describe("words the caller wrote, echoed back in a node's error, are not the nod
     expect(h.upstream.callsTo(P1) + h.upstream.callsTo(P2)).toBe(3);
   });
 });
+
+describe("x-gateway-provider on a log query's error", () => {
+  it("regression: an eth_getLogs past the head, which every provider refused, handed the caller the last refusal with an empty x-gateway-provider (which means 'from the cache'); now it names the provider whose answer the caller got", async () => {
+    const h = harness(two);
+    const failing = (request: UpstreamRequest) => {
+      const sent = JSON.parse(request.body) as SentCall;
+      // anvil's words for a toBlock past its head.
+      const error = {
+        code: -32602,
+        message: "BlockOutOfRangeError: block height is 125 but requested was 300",
+      };
+      return answer(JSON.stringify({ jsonrpc: "2.0", id: sent.id, error }));
+    };
+    h.upstream.script(P1, failing).script(P2, failing);
+    const response = await h.rpc(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_getLogs",
+        params: [{ fromBlock: hex(100), toBlock: hex(300) }],
+      }),
+    );
+    expect(response.json.error).toMatchObject({ code: -32602 });
+    expect(response.headers["x-gateway-provider"]).toMatch(/^p[12]$/);
+  });
+});
