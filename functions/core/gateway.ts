@@ -367,14 +367,14 @@ export class Gateway {
           this.#observed.observe(network.name, provider, block, scope.context.now);
       }
     }
-    const heavy = calls.map((entry) => methodSpec(entry.info.method).weight === "heavy");
     const attempt: AttemptRecord = {
       network,
       context: scope.context,
       slot,
       elapsedMs: result.elapsedMs,
-      heavy: calls.length > 1 || heavy.includes(true),
-      heavyCallsOnly: !heavy.includes(false),
+      heavy:
+        calls.length > 1 || calls.some((entry) => methodSpec(entry.info.method).weight === "heavy"),
+      callersCodeOnly: calls.every((entry) => methodSpec(entry.info.method).runsCallersCode),
       writes: scope.writes,
     };
     if (judgement.failure !== null) {

@@ -428,6 +428,29 @@ describe("errors of the caller's own code or query do not rotate a healthy provi
     expect(read.headers["x-gateway-provider"]).toBe("p2");
   });
 
+  it("holds: a broken log index (the same unclassified error on every eth_getLogs) still rotates the provider away: a log query runs no code of the caller's", async () => {
+    const broken = { error: { code: -32000, message: "leveldb: closed" } };
+    const h = harness(ordered);
+    const logsBroken = (request: UpstreamRequest) => {
+      const sent = JSON.parse(request.body) as SentCall;
+      const body = sent.method === "eth_getLogs" ? broken : { result: "0x5" };
+      return answer(JSON.stringify({ jsonrpc: "2.0", id: sent.id, ...body }));
+    };
+    h.upstream.script(P1, logsBroken).script(P2, logsBroken);
+    for (let id = 1; id <= 3; id++) {
+      await h.rpc(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id,
+          method: "eth_getLogs",
+          params: [{ fromBlock: hex(100 + id), toBlock: hex(100 + id) }],
+        }),
+      );
+    }
+    const read = await h.rpc(call(5, "eth_getBlockTransactionCountByNumber", hex(110)));
+    expect(read.headers["x-gateway-provider"]).toBe("p1");
+  });
+
   it("holds: the same unclassified error three times on a plain read still rotates the provider away (a broken node)", async () => {
     const broken = { code: -32000, message: "leveldb: closed" };
     const h = harness(ordered);

@@ -183,6 +183,23 @@ describe("the classifier's rules, read from the catalogue", () => {
     });
   });
 
+  it("marks as running the caller's code exactly the calls, simulations and JS-tracer traces", () => {
+    expect(KNOWN_METHODS.filter((method) => methodSpec(method).runsCallersCode).sort()).toEqual([
+      "debug_traceBlock",
+      "debug_traceBlockByHash",
+      "debug_traceBlockByNumber",
+      "debug_traceCall",
+      "debug_traceTransaction",
+      "eth_call",
+      "eth_createAccessList",
+      "eth_estimateGas",
+      "eth_simulateV1",
+      "trace_call",
+      "trace_callMany",
+      "trace_rawTransaction",
+    ]);
+  });
+
   it("marks exactly the traces of mined blocks the classifier retried before", () => {
     expect(KNOWN_METHODS.filter((method) => methodSpec(method).tracesMinedBlock).sort()).toEqual([
       "debug_traceBlockByHash",

@@ -201,7 +201,7 @@ function behind(
     slot,
     elapsedMs,
     heavy: true,
-    heavyCallsOnly: false,
+    callersCodeOnly: false,
     writes: scope.writes,
   };
   deps.health.noteFailure(attempt, verdict);
