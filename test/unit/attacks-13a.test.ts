@@ -81,7 +81,9 @@ function harness(providers: Providers, random: () => number = () => 0.5) {
       json: JSON.parse(response.body) as { result?: unknown; error?: unknown },
     };
   };
-  return { store, upstream, rpc };
+  /** The answer as the caller gets it, unparsed (a JSON.parse would lose ids such as 1e400). */
+  const gatewayRpc = (body: string) => gateway.handleRpc("net", body);
+  return { store, upstream, rpc, gatewayRpc };
 }
 
 interface SentCall {
@@ -625,4 +627,26 @@ describe("x-gateway-provider on a log query's error", () => {
     expect(response.json.error).toMatchObject({ code: -32602 });
     expect(response.headers["x-gateway-provider"]).toMatch(/^p[12]$/);
   });
+});
+
+describe("a single call's id that nodes cannot read", () => {
+  /** A node that reads only string, null and unsigned integer ids, as reth does (anvil takes -7). */
+  const strictIds = (request: UpstreamRequest) => {
+    const idText = /"id":\s*([^,}]+)/.exec(request.body)?.[1]?.trim() ?? "null";
+    const readable = idText === "null" || idText.startsWith('"') || /^\d{1,19}$/.test(idText);
+    const body = readable
+      ? `{"jsonrpc":"2.0","id":${idText},"result":"0x5"}`
+      : '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}}';
+    return answer(body);
+  };
+  for (const id of ["1.5", "1e2", "18446744073709551616", "1e400", "-7"]) {
+    it(`regression: id ${id}, valid JSON-RPC, went upstream as written and the node's 'Invalid request' was the answer (in a batch the same call was served); now the caller gets the answer with their id`, async () => {
+      const h = harness(two);
+      h.upstream.script(P1, strictIds).script(P2, strictIds);
+      const response = await h.gatewayRpc(
+        `{"jsonrpc":"2.0","id":${id},"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000001","${hex(110)}"]}`,
+      );
+      expect(response.body).toBe(`{"jsonrpc":"2.0","id":${id},"result":"0x5"}`);
+    });
+  }
 });
