@@ -47,6 +47,8 @@ interface ErrorFacts {
   readonly code: number | undefined;
   readonly message: string;
   readonly method: string;
+  /** What the caller wrote into the call (its params as JSON text), in lower case. */
+  readonly written: string;
 }
 
 // On a trace of a block already mined (a catalogue fact), a pre-check failure means the node
@@ -63,12 +65,21 @@ const CALLERS_FAULT = new RegExp(
     LOGS_TOO_LARGE,
     /\binsufficient funds\b|\bnonce too (low|high)\b|\bintrinsic gas too low\b|\btransaction underpriced\b/,
     /\bmax fee per gas less than block base fee\b|\bgas required exceeds allowance\b|\bexceeds block gas limit\b/,
+    /\bintrinsic gas too high\b/,
     ALREADY_KNOWN,
   ]
     .map((part) => part.source)
     .join("|"),
   "i",
 );
+
+/**
+ * geth's words for raw transaction bytes every node refuses alike: bytes that are no
+ * transaction, a bad signature, a fee field out of order, too much data. The sender's; about
+ * another method (an "rlp:" error reading the node's own database) they would be the node's.
+ */
+const RAW_TRANSACTION_REFUSED =
+  /\brlp: |\btyped transaction too short\b|\btransaction type not supported\b|\binvalid sender\b|\bmax priority fee per gas higher than max fee per gas\b|\boversized data\b/i;
 
 /**
  * State the node has pruned (geth "missing trie node", "historical state is not available",
@@ -126,7 +137,22 @@ interface ErrorRule {
 const said =
   (pattern: RegExp) =>
   (facts: ErrorFacts): boolean =>
-    pattern.test(facts.message);
+    saysItself(pattern, facts);
+
+/**
+ * The message matches `pattern` in words that are the node's own, not words the caller wrote:
+ * nodes echo a bad param back ('invalid value: string "batch too large"'), and a tracer's
+ * error is the caller's own code. Read as the node's, such an echo let any caller teach every
+ * provider a batch limit of 1, or get a lone provider blacklisted as rate limited.
+ */
+function saysItself(pattern: RegExp, facts: ErrorFacts): boolean {
+  if (facts.written === "") return pattern.test(facts.message);
+  const everywhere = new RegExp(pattern.source, `${pattern.flags}g`);
+  for (const match of facts.message.matchAll(everywhere)) {
+    if (!facts.written.includes(match[0].toLowerCase())) return true;
+  }
+  return false;
+}
 const coded =
   (...codes: number[]) =>
   (facts: ErrorFacts): boolean =>
@@ -136,10 +162,15 @@ const coded =
 const ERROR_RULES: readonly ErrorRule[] = [
   {
     applies: (facts) =>
-      methodSpec(facts.method).tracesMinedBlock && PRE_CHECK_FAILURE.test(facts.message),
+      methodSpec(facts.method).tracesMinedBlock && saysItself(PRE_CHECK_FAILURE, facts),
     judgement: TRANSIENT,
   },
   { applies: said(CALLERS_FAULT), judgement: OK },
+  {
+    applies: (facts) =>
+      facts.method === "eth_sendRawTransaction" && saysItself(RAW_TRANSACTION_REFUSED, facts),
+    judgement: OK,
+  },
   { applies: said(PRUNED_STATE), judgement: OK },
   { applies: said(PERMANENT_UNCLASSIFIED), judgement: UNCLASSIFIED },
   { applies: said(CHAIN_UNAVAILABLE), judgement: CHAIN_NOT_SERVED },
@@ -147,14 +178,14 @@ const ERROR_RULES: readonly ErrorRule[] = [
   { applies: said(BATCH_LIMIT), judgement: BATCH_LIMITED },
   { applies: said(QUOTA), judgement: QUOTA_EXCEEDED },
   {
-    applies: (facts) => RATE_LIMIT.test(facts.message) || coded(...RATE_LIMIT_CODES)(facts),
+    applies: (facts) => saysItself(RATE_LIMIT, facts) || coded(...RATE_LIMIT_CODES)(facts),
     judgement: RATE_LIMITED,
   },
   { applies: said(TRANSIENT_PHRASES), judgement: TRANSIENT },
   { applies: said(TIMEOUT), judgement: TIMED_OUT },
   {
     applies: (facts) =>
-      INVALID_REQUEST.test(facts.message) || coded(...REQUEST_BLAMING_CODES)(facts),
+      saysItself(INVALID_REQUEST, facts) || coded(...REQUEST_BLAMING_CODES)(facts),
     judgement: OK,
   },
   { applies: said(SOFT_TRANSIENT), judgement: TRANSIENT },
@@ -266,7 +297,7 @@ function judgeLeaf(leaf: CauseNode, method: string): Judgement | undefined {
   const message = typeof leaf.message === "string" ? leaf.message : "";
   const details = isRecord(leaf.details) ? leaf.details : {};
   const code = numericCode(details.originalCode);
-  return matchRules({ code, message, method }) ?? LEAF_FALLBACKS.get(leaf.code);
+  return matchRules({ code, message, method, written: "" }) ?? LEAF_FALLBACKS.get(leaf.code);
 }
 
 /** Judged by the leaves, never by the wrapper: every leaf transient, or one permanent. */
@@ -319,9 +350,12 @@ export function mergeRetries(retries: readonly Penalty[]): Penalty {
 
 const DETAIL_LIMIT = 200;
 
-/** The verdict on one JSON-RPC `error` value answering a call of `method`. */
-export function judgeRpcError(error: unknown, method: string): Verdict {
-  const facts = errorFacts(error, method);
+/**
+ * The verdict on one JSON-RPC `error` value answering a call of `method`; `written` is what
+ * the caller wrote into the call (its params as JSON text), whose words an error may echo.
+ */
+export function judgeRpcError(error: unknown, method: string, written = ""): Verdict {
+  const facts = errorFacts(error, method, written.toLowerCase());
   const data = isRecord(error) ? error.data : undefined;
   const detail = detailOf(facts);
   const judgement = judgeFacts(facts, data) ?? UNCLASSIFIED;
@@ -343,11 +377,11 @@ function judgeFacts(facts: ErrorFacts, data: unknown): Judgement | undefined {
   return fromCauses ?? fromSummary ?? matchRules(facts);
 }
 
-function errorFacts(error: unknown, method: string): ErrorFacts {
-  if (typeof error === "string") return { code: undefined, message: error, method };
-  if (!isRecord(error)) return { code: undefined, message: "", method };
+function errorFacts(error: unknown, method: string, written: string): ErrorFacts {
+  if (typeof error === "string") return { code: undefined, message: error, method, written };
+  if (!isRecord(error)) return { code: undefined, message: "", method, written };
   const message = typeof error.message === "string" ? error.message : "";
-  return { code: numericCode(error.code), message, method };
+  return { code: numericCode(error.code), message, method, written };
 }
 
 function numericCode(code: unknown): number | undefined {

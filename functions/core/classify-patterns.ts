@@ -48,6 +48,8 @@ export const LAGGING_BACKEND = new RegExp(
     /\bdoes(n't| not) exist yet\b|must be less than or equal to the current blockchain height|\bheader not found\b|\bunknown block\b|\binvalid block height\b/,
     /\bnot (yet )?synced\b|\bis syncing\b|\bupstream height \d+ is less than\b/,
     /\bblock height is \d+ but requested was \d+\b|\bBlockOutOfRangeError\b/,
+    // geth's tracers and raw getters about a block number they have not reached.
+    /\b(block|header) #\d+ not found\b/,
   ]
     .map((part) => part.source)
     .join("|"),

@@ -90,6 +90,15 @@ export function judgeResult(result: unknown, call: CallInfo, context: ClassifyCo
       );
     }
   }
+  if (call.method === "eth_feeHistory") {
+    const last = feeHistoryShortOf(result, call, context);
+    if (last !== null) {
+      return {
+        outcome: "behind",
+        detail: `eth_feeHistory ended at block ${last}, before the newest block asked for, at or below the known head ${context.quorumHead}`,
+      };
+    }
+  }
   if (call.method === "eth_blockNumber" && context.quorumHead !== null) {
     const answered = Number.parseInt(result as string, 16);
     const floor = context.quorumHead - (context.headToleranceBlocks ?? 0);
@@ -101,6 +110,42 @@ export function judgeResult(result: unknown, call: CallInfo, context: ClassifyCo
     }
   }
   return { outcome: "ok" };
+}
+
+/** A block count as nodes read it: a hex quantity, or a decimal number or string. */
+function blockCountOf(value: unknown): number | null {
+  if (typeof value === "number") return Number.isSafeInteger(value) ? value : null;
+  if (typeof value !== "string") return null;
+  const count = /^0x[0-9a-f]{1,16}$/i.test(value)
+    ? Number.parseInt(value.slice(2), 16)
+    : /^[0-9]{1,16}$/.test(value)
+      ? Number(value)
+      : Number.NaN;
+  return Number.isSafeInteger(count) ? count : null;
+}
+
+/**
+ * The last block of a fee history that ends before the newest block the call names, when that
+ * block is at or below the known head: a node that has not reached it clamps the newest block
+ * to its own head (anvil, reth) instead of refusing, so its history silently lacks the blocks
+ * asked for. A history cut at its old end (a node without old blocks) still ends at the newest
+ * one. Null when the answer covers the newest block, or when nothing can be told.
+ */
+function feeHistoryShortOf(
+  result: unknown,
+  call: CallInfo,
+  context: ClassifyContext,
+): number | null {
+  const block = blockRefOf(call.method, call.params);
+  if (block?.kind !== "number" || context.quorumHead === null) return null;
+  if (block.number > context.quorumHead) return null;
+  const count = blockCountOf(Array.isArray(call.params) ? call.params[0] : undefined);
+  if (count === null || count < 1 || !isRecord(result)) return null;
+  const { oldestBlock, gasUsedRatio } = result;
+  if (typeof oldestBlock !== "string" || !/^0x[0-9a-f]{1,16}$/i.test(oldestBlock)) return null;
+  if (!Array.isArray(gasUsedRatio)) return null;
+  const last = Number.parseInt(oldestBlock.slice(2), 16) + gasUsedRatio.length - 1;
+  return last < block.number ? last : null;
 }
 
 function noResult(detail: string): Verdict {

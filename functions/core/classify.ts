@@ -17,6 +17,8 @@ import {
 } from "./classify-patterns.ts";
 import { judgeResult } from "./classify-result.ts";
 import { blockRefOf } from "./methods/block-ref.ts";
+import { methodSpec } from "./methods/catalogue.ts";
+import { FILTER_BY_ID } from "./methods/filters.ts";
 import type { CallInfo, ClassifyContext, TransportFailure, Verdict } from "./verdict.ts";
 
 type RetryVerdict = Extract<Verdict, { outcome: "retry" }>;
@@ -132,6 +134,11 @@ function batchCall(calls: readonly CallInfo[]): CallInfo {
   return shared ? first : { method: "", params: [] };
 }
 
+/** What the caller wrote into the calls (their params), which an error may echo. */
+function writtenIn(calls: readonly CallInfo[]): string {
+  return calls.map((call) => JSON.stringify(call.params ?? null)).join("\n");
+}
+
 /** A JSON-RPC answer with a status that does not decide: its members are judged one by one. */
 function judgeAnswer(parsed: unknown, calls: readonly CallInfo[]): Verdict | "members" {
   if (calls.length > 1 && isEnvelope(parsed)) return judgeWholeBatch(parsed, calls);
@@ -143,7 +150,7 @@ function judgeWholeBatch(envelope: Envelope, calls: readonly CallInfo[]): Verdic
   const error = errorOf(envelope);
   if (error === undefined) return retry(BROKEN_ANSWER, "a single result answered a batch");
   const call = batchCall(calls);
-  const verdict = judgeRpcError(error, call.method);
+  const verdict = judgeRpcError(error, call.method, writtenIn(calls));
   // A per-method blacklist needs the method; a batch of several names none.
   if (verdict.outcome === "capability" && call.method === "") {
     return { outcome: "unclassified", detail: verdict.detail };
@@ -158,7 +165,7 @@ function judgeFailedAnswer(parsed: unknown, calls: readonly CallInfo[]): Verdict
   const method = batchCall(calls).method;
   const verdicts = members.flatMap((member) => {
     const error = errorOf(member);
-    return error === undefined ? [] : [judgeRpcError(error, method)];
+    return error === undefined ? [] : [judgeRpcError(error, method, writtenIn(calls))];
   });
   const retries = verdicts.filter(isRetry);
   if (verdicts.length === 0 || retries.length < verdicts.length) return "members";
@@ -175,9 +182,18 @@ export function classifyMember(
   if (!isEnvelope(response)) return retry(BROKEN_ANSWER, "not a JSON-RPC response object");
   const error = errorOf(response);
   if (error === undefined) return judgeResult(response.result, call, context);
-  const verdict = judgeRpcError(error, call.method);
+  if (FILTER_BY_ID.has(call.method) && FILTER_NOT_HELD.test(errorMessage(error))) {
+    return {
+      outcome: "inner_error",
+      detail: "filter not held by this provider (it lives on the one that installed it)",
+    };
+  }
+  const verdict = judgeRpcError(error, call.method, writtenIn([call]));
   if (verdict.outcome === "ok" && claimsRecentStatePruned(error, call, context.quorumHead)) {
     return retry(NO_RESULT, "pruned state claimed for a block every full node keeps");
+  }
+  if (verdict.outcome === "unclassified" && unknownByHash(error, call)) {
+    return { outcome: "behind", detail: `no such hash here (${verdict.detail})` };
   }
   if (verdict.outcome === "ok" && refusesKnownRange(error, call, context.quorumHead)) {
     return { outcome: "behind", detail: "log range beyond its head, within the known head" };
@@ -194,6 +210,20 @@ export function classifyMember(
 }
 
 const NO_RESULT: Penalty = { kind: "no_result", reason: "transient" };
+
+/**
+ * geth, reth and anvil "filter not found", Nethermind "Filter with id: 5 does not exist". A
+ * filter lives on the one provider that installed it: another provider's "not found" is no
+ * fault of its own and no answer for the caller while the provider holding it may still be
+ * asked (the call goes on as an inner error does: the next provider, else this answer, no
+ * penalty). Nothing was consumed, so asking the next one is safe.
+ */
+const FILTER_NOT_HELD = /\bfilter not found\b|\bfilter\b[^.]{0,40}\b(does not exist|not found)\b/i;
+
+function errorMessage(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === "string" ? message : "";
+}
 
 /** A full node keeps the state of this many recent blocks (geth's default); older may be pruned. */
 const RECENT_STATE_BLOCKS = 128;
@@ -217,6 +247,23 @@ function claimsRecentStatePruned(
     quorumHead !== null &&
     block.number > quorumHead - RECENT_STATE_BLOCKS
   );
+}
+
+/** A node's words for a hash it does not know (anvil's generic "Resource not found" too). */
+const NOT_FOUND = /\bnot found\b|\bdoes not exist\b|\bunknown (block|transaction|hash)\b/i;
+
+/**
+ * "Not found" about a block or transaction the call names by hash: the provider does not know
+ * it, not yet (a block just mined elsewhere) or never (a made-up hash). Like a provider behind,
+ * the next one is asked and nobody gets a strike; when none knows it the caller gets the node's
+ * answer. Counted as an unclassified error instead, a caller asking three times about a made-up
+ * hash would force-rotate a healthy provider away.
+ */
+function unknownByHash(error: unknown, call: CallInfo): boolean {
+  const namesHash =
+    methodSpec(call.method).hashKeyed !== null ||
+    blockRefOf(call.method, call.params)?.kind === "hash";
+  return namesHash && NOT_FOUND.test(errorMessage(error));
 }
 
 /**

@@ -374,6 +374,7 @@ export class Gateway {
       elapsedMs: result.elapsedMs,
       heavy:
         calls.length > 1 || calls.some((entry) => methodSpec(entry.info.method).weight === "heavy"),
+      callersCodeOnly: calls.every((entry) => methodSpec(entry.info.method).runsCallersCode),
       writes: scope.writes,
     };
     if (judgement.failure !== null) {

@@ -56,7 +56,10 @@ export type Verdict =
    * candidate; no strike, since being behind is not being broken.
    */
   | { readonly outcome: "behind"; readonly detail: string }
-  /** A configured `inner_errors` substring: next candidate while attempts remain. */
+  /**
+   * A configured `inner_errors` substring, or a filter this provider does not hold: next
+   * candidate while attempts remain, else the answer as is; no penalty.
+   */
   | { readonly outcome: "inner_error"; readonly detail: string };
 
 /** A failure below HTTP: no status line was received (or the body could not be read). */

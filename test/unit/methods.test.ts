@@ -172,10 +172,32 @@ describe("the classifier's rules, read from the catalogue", () => {
       eth_feeHistory: "object/never",
       eth_getBlockByNumber: "object/unsettled-block",
       eth_getBlockReceipts: "array/unsettled-block",
+      eth_getBlockTransactionCountByNumber: "quantity/unsettled-block",
+      eth_getUncleCountByBlockNumber: "quantity/unsettled-block",
+      eth_getHeaderByNumber: "object/unsettled-block",
+      trace_block: "array/unsettled-block",
+      trace_replayBlockTransactions: "array/unsettled-block",
       eth_getBlockByHash: "object/always",
       eth_getTransactionByHash: "object/always",
       eth_getTransactionReceipt: "object/always",
     });
+  });
+
+  it("marks as running the caller's code exactly the calls, simulations and JS-tracer traces", () => {
+    expect(KNOWN_METHODS.filter((method) => methodSpec(method).runsCallersCode).sort()).toEqual([
+      "debug_traceBlock",
+      "debug_traceBlockByHash",
+      "debug_traceBlockByNumber",
+      "debug_traceCall",
+      "debug_traceTransaction",
+      "eth_call",
+      "eth_createAccessList",
+      "eth_estimateGas",
+      "eth_simulateV1",
+      "trace_call",
+      "trace_callMany",
+      "trace_rawTransaction",
+    ]);
   });
 
   it("marks exactly the traces of mined blocks the classifier retried before", () => {

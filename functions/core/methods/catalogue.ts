@@ -45,6 +45,7 @@ function spec(cache: CacheClass, overrides: Partial<MethodSpec> = {}): MethodSpe
     cache,
     result: null,
     tracesMinedBlock: false,
+    runsCallersCode: false,
     ...overrides,
   };
 }
@@ -59,7 +60,11 @@ const atBlock = (block: BlockParam, overrides: Partial<MethodSpec> = {}): Method
 const write = (overrides: Partial<MethodSpec> = {}): MethodSpec =>
   spec("never", { idempotent: false, ...overrides });
 const HEAVY = { weight: "heavy" } as const;
+/** Runs the caller's code, or the block's under the caller's tracer. */
+const CALLERS_CODE = { weight: "heavy", runsCallersCode: true } as const;
 const TRACE_OF_MINED_BLOCK = { weight: "heavy", tracesMinedBlock: true } as const;
+/** A debug trace of a mined block, under a tracer the caller may have written (JS). */
+const DEBUG_TRACE_OF_MINED_BLOCK = { ...TRACE_OF_MINED_BLOCK, runsCallersCode: true } as const;
 
 /** State at a block: the block parameter is optional and means "latest" when left out. */
 const stateAt = (at: number, result: ResultRule | null = null): MethodSpec =>
@@ -96,15 +101,21 @@ const CATALOGUE: Readonly<Record<string, MethodSpec>> = {
   eth_getBlockByHash: byBlockHash(0, { result: orNull("object") }),
   eth_getBlockByNumber: atBlock(numberOrTag(0), { result: orNullIfUnsettled("object") }),
   eth_getBlockTransactionCountByHash: byBlockHash(0),
-  eth_getBlockTransactionCountByNumber: atBlock(numberOrTag(0)),
+  // Null only when the node has no such block: about a block the gateway knows exists, a
+  // provider that has not reached it yet (the same for the uncle count and the header).
+  eth_getBlockTransactionCountByNumber: atBlock(numberOrTag(0), {
+    result: orNullIfUnsettled("quantity"),
+  }),
   eth_getBlockReceipts: atBlock(numberTagOrHash(0), { result: orNullIfUnsettled("array") }),
   eth_getBlockAccessList: atBlock(numberTagOrHash(0)),
   eth_getHeaderByHash: byBlockHash(0),
-  eth_getHeaderByNumber: atBlock(numberOrTag(0)),
+  eth_getHeaderByNumber: atBlock(numberOrTag(0), { result: orNullIfUnsettled("object") }),
   eth_getUncleByBlockHashAndIndex: byBlockHash(0),
   eth_getUncleByBlockNumberAndIndex: atBlock(numberOrTag(0)),
   eth_getUncleCountByBlockHash: byBlockHash(0),
-  eth_getUncleCountByBlockNumber: atBlock(numberOrTag(0)),
+  eth_getUncleCountByBlockNumber: atBlock(numberOrTag(0), {
+    result: orNullIfUnsettled("quantity"),
+  }),
 
   // ---- transactions and receipts
   eth_getTransactionByHash: byTxHash({ result: orNull("object") }),
@@ -127,14 +138,14 @@ const CATALOGUE: Readonly<Record<string, MethodSpec>> = {
 
   // ---- execution
   // Runs the caller's code: how long it takes is the caller's, never a sign of a slow provider.
-  eth_call: atBlock(numberTagOrHash(1, "latest"), { result: value("data"), weight: "heavy" }),
+  eth_call: atBlock(numberTagOrHash(1, "latest"), { ...CALLERS_CODE, result: value("data") }),
   // Both run against the pending block when no block is given (go-ethereum's default).
   eth_estimateGas: atBlock(numberOrTag(1, "pending"), {
+    ...CALLERS_CODE,
     result: value("quantity"),
-    weight: "heavy",
   }),
-  eth_createAccessList: atBlock(numberOrTag(1, "pending"), HEAVY),
-  eth_simulateV1: atBlock(numberTagOrHash(1, "latest"), HEAVY),
+  eth_createAccessList: atBlock(numberOrTag(1, "pending"), CALLERS_CODE),
+  eth_simulateV1: atBlock(numberTagOrHash(1, "latest"), CALLERS_CODE),
   eth_fillTransaction: spec("never"), // fills nonce and fees from the pending state
 
   // ---- logs and filters (a filter lives on the one provider that installed it)
@@ -170,24 +181,31 @@ const CATALOGUE: Readonly<Record<string, MethodSpec>> = {
   debug_getRawBlockAccessList: atBlock(numberOrTag(0)),
   debug_getRawTransaction: byTxHash(),
   debug_getBadBlocks: spec("never"),
-  debug_traceBlockByNumber: atBlock(numberOrTag(0), TRACE_OF_MINED_BLOCK),
-  debug_traceBlockByHash: byBlockHash(0, TRACE_OF_MINED_BLOCK),
-  debug_traceTransaction: byTxHash(TRACE_OF_MINED_BLOCK),
-  debug_traceCall: atBlock(numberTagOrHash(1), HEAVY),
-  debug_traceBlock: spec("never", HEAVY), // a block given as RLP, maybe never mined
+  debug_traceBlockByNumber: atBlock(numberOrTag(0), DEBUG_TRACE_OF_MINED_BLOCK),
+  debug_traceBlockByHash: byBlockHash(0, DEBUG_TRACE_OF_MINED_BLOCK),
+  debug_traceTransaction: byTxHash(DEBUG_TRACE_OF_MINED_BLOCK),
+  debug_traceCall: atBlock(numberTagOrHash(1), CALLERS_CODE),
+  debug_traceBlock: spec("never", CALLERS_CODE), // a block given as RLP, maybe never mined
   debug_storageRangeAt: byBlockHash(0, HEAVY),
   debug_setHead: write(),
 
   // ---- trace (OpenEthereum, Erigon, Nethermind, Reth)
-  trace_block: atBlock(numberOrTag(0), TRACE_OF_MINED_BLOCK),
-  trace_replayBlockTransactions: atBlock(numberOrTag(0), TRACE_OF_MINED_BLOCK),
+  // Null only for a block the node does not have (reth, Erigon), as for a block's own lookup.
+  trace_block: atBlock(numberOrTag(0), {
+    ...TRACE_OF_MINED_BLOCK,
+    result: orNullIfUnsettled("array"),
+  }),
+  trace_replayBlockTransactions: atBlock(numberOrTag(0), {
+    ...TRACE_OF_MINED_BLOCK,
+    result: orNullIfUnsettled("array"),
+  }),
   trace_transaction: byTxHash(TRACE_OF_MINED_BLOCK),
   trace_replayTransaction: byTxHash(TRACE_OF_MINED_BLOCK),
   trace_get: byTxHash(HEAVY),
   trace_filter: atBlock(logFilter(0), HEAVY),
-  trace_call: atBlock(numberTagOrHash(2, "latest"), HEAVY),
-  trace_callMany: atBlock(numberTagOrHash(1, "latest"), HEAVY),
-  trace_rawTransaction: spec("never", HEAVY), // traced on top of the node's own tip
+  trace_call: atBlock(numberTagOrHash(2, "latest"), CALLERS_CODE),
+  trace_callMany: atBlock(numberTagOrHash(1, "latest"), CALLERS_CODE),
+  trace_rawTransaction: spec("never", CALLERS_CODE), // traced on top of the node's own tip
 };
 
 const SPECS: ReadonlyMap<string, MethodSpec> = new Map(Object.entries(CATALOGUE));

@@ -60,4 +60,9 @@ export interface MethodSpec {
   readonly result: ResultRule | null;
   /** Re-executes a block already mined: a failed pre-check there means the node's state is wrong. */
   readonly tracesMinedBlock: boolean;
+  /**
+   * Runs code the caller wrote or chose (a call, a simulation, a JS tracer): an error the
+   * node cannot classify is the code's far more often than the node's.
+   */
+  readonly runsCallersCode: boolean;
 }

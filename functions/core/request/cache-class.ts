@@ -60,6 +60,7 @@ const REALTIME: CallPlan = {
 /** Methods about one block whose answer, unless null or empty, names that block. */
 const ANSWERS_NAMING_THEIR_BLOCK: ReadonlySet<string> = new Set([
   "eth_getBlockByNumber",
+  "eth_getHeaderByNumber",
   "eth_getBlockReceipts",
   "eth_getTransactionByBlockNumberAndIndex",
 ]);

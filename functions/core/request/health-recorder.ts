@@ -50,6 +50,13 @@ export interface AttemptRecord {
    * exempt from the slow rule.
    */
   readonly heavy: boolean;
+  /**
+   * Every call runs the caller's code (a call, a simulation, a JS tracer: the catalogue's
+   * `runsCallersCode`): an unclassified error is the code's far more often than the node's, and
+   * does not count toward force-rotate (a caller could otherwise rotate a healthy provider away
+   * by sending a throwing tracer three times).
+   */
+  readonly callersCodeOnly: boolean;
   /** The request's state writes: they run beside the retries, and the answer waits a little. */
   readonly writes: Promise<unknown>[];
 }
@@ -165,6 +172,7 @@ export class HealthRecorder {
     const counterKey = key(network.name, provider.name);
     this.#lastSuccessAt.set(counterKey, this.#deps.clock());
     if (verdict.outcome === "unclassified") {
+      if (attempt.callersCodeOnly) return;
       const inARow = (this.#unclassifiedInARow.get(counterKey) ?? 0) + 1;
       if (inARow >= network.settings.force_rotate_errors) {
         this.#unclassifiedInARow.delete(counterKey);

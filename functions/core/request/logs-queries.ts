@@ -161,6 +161,9 @@ async function serveInternally(
   }
   const entry = served?.entry;
   const answer = entry?.answer ?? null;
+  // A kept error answer the caller may get is that provider's answer (x-gateway-provider).
+  const kept = answer === null ? (entry?.fallback?.provider ?? null) : null;
+  if (kept !== null && !request.used.includes(kept)) request.used.push(kept);
   return {
     text: answer ?? entry?.fallback?.text ?? null,
     provider: answer !== null ? (served?.used.at(-1) ?? null) : (entry?.fallback?.provider ?? null),

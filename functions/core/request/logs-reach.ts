@@ -201,6 +201,7 @@ function behind(
     slot,
     elapsedMs,
     heavy: true,
+    callersCodeOnly: false,
     writes: scope.writes,
   };
   deps.health.noteFailure(attempt, verdict);

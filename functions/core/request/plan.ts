@@ -73,10 +73,26 @@ function nextRoundOfOne(
 export function upstreamBody(group: AttemptGroup, single: boolean, body: string): string {
   const [first] = group.calls;
   // A single call's text is the caller's body, unless its block tags were pinned.
-  if (single) return first?.call.raw ?? body;
+  if (single) {
+    const raw = first?.call.raw ?? body;
+    return first === undefined || nodesReadId(first.call.rawId)
+      ? raw
+      : withId(raw, String(first.call.position));
+  }
   if (group.alone && first !== undefined)
     return withId(first.call.raw, String(first.call.position));
   return `[${group.calls.map((entry) => withId(entry.call.raw, String(entry.call.position))).join(",")}]`;
+}
+
+/**
+ * Whether nodes read this id as written: a string, null (or none), or an unsigned integer
+ * under 2^53. Other JSON numbers are valid JSON-RPC ids (1.5, 1e2, -7, 2^64), but reth and
+ * anvil refuse some of them ("Invalid request"), so such a call goes with its position as id
+ * and the caller's is spliced back into the answer, as for a batch.
+ */
+function nodesReadId(rawId: string | null): boolean {
+  if (rawId === null || rawId === "null" || rawId.startsWith('"')) return true;
+  return /^(0|[1-9]\d{0,15})$/.test(rawId) && Number.isSafeInteger(Number(rawId));
 }
 
 /**

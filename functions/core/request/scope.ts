@@ -1,9 +1,11 @@
 import { publicationDelayMs } from "../chain-head.ts";
+import { isCall } from "../jsonrpc.ts";
+import { FILTER_METHODS } from "../methods/filters.ts";
 import type { GatewayModel, Network, Provider } from "../network-model.ts";
 import type { LearnedLimit, NetworkState } from "../network-state.ts";
 import { QUORUM_STALE_INTERVALS } from "../policies.ts";
 import { PLAIN_READ, rankProviders, type SelectionContext, whyNotCandidate } from "../selection.ts";
-import type { AcceptedRequest } from "./admit.ts";
+import { type AcceptedRequest, callsOf } from "./admit.ts";
 import { highestSighting, type ObservedHeads } from "./observed-head.ts";
 import type { HeldPenalty } from "./penalties.ts";
 import type { PinnedTags } from "./pin-tags.ts";
@@ -29,6 +31,17 @@ export interface RequestScope {
   readonly servedHead: ServedHeadView;
   /** What block tags are pinned to, or null when they go upstream as written. */
   readonly pin: PinnedTags | null;
+}
+
+/**
+ * The draw for a request about filters only: the same order every time (weight, then the
+ * config's order, within a priority), so a filter is polled on the provider that installed it
+ * while that provider serves.
+ */
+const FIXED_DRAW = () => 0.5;
+
+function aboutFiltersOnly(request: AcceptedRequest): boolean {
+  return callsOf(request).every((member) => isCall(member) && FILTER_METHODS.has(member.method));
 }
 
 /** What a request's scope is drawn from beside the request and the state. */
@@ -78,7 +91,11 @@ export function requestScope(
     model,
     request,
     single: request.kind === "single",
-    ranked: rankProviders(network.providers, body, deps.random),
+    ranked: rankProviders(
+      network.providers,
+      body,
+      aboutFiltersOnly(request) ? FIXED_DRAW : deps.random,
+    ),
     context,
     // Answers between monitor ticks may show a newer head than the snapshot, and the served
     // head may be newer still: a block at or below either exists.
