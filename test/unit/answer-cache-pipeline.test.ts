@@ -1,15 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
 import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { Gateway } from "../../functions/core/gateway.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
 import type { LogLevel, Telemetry } from "../../functions/core/ports.ts";
 import { answerKey } from "../../functions/core/request/cache-class.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
 import { readRawTransaction } from "../../functions/core/transactions.ts";
+import { gatewayHarness, type HarnessNetwork } from "../support/gateway-harness.ts";
 import { MemoryAnswerStore } from "../support/memory-answer-store.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
 import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";
 
 /**
@@ -96,7 +91,7 @@ const chain = (method: string, params: unknown[]): unknown => {
 };
 
 function harness(
-  overrides: Partial<ConfigInput["networks"][string]> = {},
+  overrides: HarnessNetwork = {},
   options: {
     shared?: MemoryAnswerStore;
     memoryBytes?: number;
@@ -104,39 +99,23 @@ function harness(
     results?: (method: string, params: unknown[]) => unknown;
   } = {},
 ) {
-  let now = NOW;
-  const clock = () => now;
-  const store = new MemoryStateStore(clock);
-  if (options.head !== null) store.setHead("net", options.head ?? HEAD);
-  const upstream = new ScriptedUpstream().script(P1, node(options.results ?? chain));
-  const shared = options.shared ?? new MemoryAnswerStore(clock);
   const telemetry = recordingTelemetry();
-  const config = configSchema.parse({
-    ...(options.memoryBytes === undefined ? {} : { cache_memory_bytes: options.memoryBytes }),
-    networks: {
-      net: { chain_id: 1, providers: [{ name: "p1", url: P1 }], ...overrides },
+  // Made with the harness's clock, when the test brings none.
+  let shared!: MemoryAnswerStore;
+  const { gateway, store, upstream, rpc, advance, clock } = gatewayHarness({
+    providers: [{ name: "p1", url: P1 }],
+    network: overrides,
+    config: options.memoryBytes === undefined ? {} : { cache_memory_bytes: options.memoryBytes },
+    // No state caching: each request reads the chain position as the test set it.
+    stateCache: { ttlMs: 0, maxStaleMs: -1 },
+    now: NOW,
+    upstream: () => new ScriptedUpstream().script(P1, node(options.results ?? chain)),
+    deps: ({ clock }) => {
+      shared = options.shared ?? new MemoryAnswerStore(clock);
+      return { telemetry, sharedAnswers: shared };
     },
   });
-  const model = buildModel(config, (url) => url);
-  const gateway = new Gateway({
-    model: () => model,
-    upstream,
-    store,
-    // No state caching: each request reads the chain position as the test set it.
-    cache: new StateCache({ store, clock, telemetry, ttlMs: () => 0, maxStaleMs: -1 }),
-    clock,
-    random: () => 0.5,
-    wait,
-    hedgeTimer,
-    telemetry,
-    scrub: (text) => text,
-    scrubAnswer: (text) => text,
-    sharedAnswers: shared,
-  });
-  const rpc = (body: string) => gateway.handleRpc("net", body);
-  const advance = (ms: number) => {
-    now += ms;
-  };
+  if (options.head !== null) store.setHead("net", options.head ?? HEAD);
   const logs = () => telemetry.logs.map((line) => line.message);
   return { gateway, store, upstream, shared, telemetry, rpc, advance, clock, logs };
 }

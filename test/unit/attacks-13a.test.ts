@@ -1,14 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
 import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { Gateway } from "../../functions/core/gateway.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
 import type { UpstreamRequest } from "../../functions/core/ports.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
+import {
+  everyoneInQuorum,
+  gatewayHarness,
+  type HarnessProviders,
+} from "../support/gateway-harness.ts";
 import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
-import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";
+import { answer } from "../support/scripted-upstream.ts";
 
 /**
  * Outside attacks on what a caller is told about blocks the gateway knows exist: a provider
@@ -34,44 +33,19 @@ const HEAD: ChainHead = {
   reorgSeenAt: 0,
 };
 
-type Providers = ConfigInput["networks"][string]["providers"];
+type Providers = HarnessProviders;
 
 function harness(providers: Providers, random: () => number = () => 0.5) {
-  let now = NOW;
-  const clock = () => now;
-  const store = new MemoryStateStore(clock);
-  const upstream = new ScriptedUpstream((ms) => {
-    now += ms;
-  });
-  const telemetry = { log: () => undefined, count: () => undefined, measure: () => undefined };
-  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
-  const config = configSchema.parse({
-    networks: { net: { chain_id: 1, block_time_seconds: 12, providers } },
-  });
-  const model = buildModel(config, (url) => url);
-  const gateway = new Gateway({
-    model: () => model,
-    upstream,
-    store,
-    cache,
-    clock,
-    random,
-    wait,
-    hedgeTimer,
-    telemetry,
-    scrub: (text) => text,
-    scrubAnswer: (text) => text,
-    ledger: new MemoryTransactionLedger(),
+  const { gateway, store, upstream } = gatewayHarness({
+    providers,
+    network: { block_time_seconds: 12 },
+    now: NOW,
+    deps: { random, ledger: new MemoryTransactionLedger() },
   });
   store.setHead("net", HEAD);
-  const names = providers.map((provider) => provider.name ?? provider.url);
-  const seen = { number: 120, timestamp: NOW / 1000 - 5 };
-  store.setQuorum("net", {
+  everyoneInQuorum(store, providers, {
     head: 120,
-    headTimestamp: seen.timestamp,
-    members: names,
-    excluded: {},
-    heads: Object.fromEntries(names.map((name) => [name, seen])),
+    timestamp: NOW / 1000 - 5,
     computedAt: NOW - 5_000,
   });
   const rpc = async (body: string) => {

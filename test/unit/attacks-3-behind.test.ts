@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
 import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { Gateway } from "../../functions/core/gateway.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
 import type { UpstreamRequest } from "../../functions/core/ports.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
+import {
+  everyoneInQuorum,
+  gatewayHarness,
+  type HarnessNetwork,
+  type HarnessProviders,
+} from "../support/gateway-harness.ts";
 import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
-import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";
+import { answer } from "../support/scripted-upstream.ts";
 
 /**
  * Attacks on the unpinned resend and on "behind is not a failed request" (docs/behaviour.md
@@ -23,7 +23,7 @@ const P2 = "http://p2.test/";
 const P3 = "http://p3.test/";
 const hex = (n: number) => `0x${n.toString(16)}`;
 
-type Providers = ConfigInput["networks"][string]["providers"];
+type Providers = HarnessProviders;
 
 /** The served head 120, published long enough ago that every container answers it. */
 const HEAD: ChainHead = {
@@ -36,49 +36,25 @@ const HEAD: ChainHead = {
   reorgSeenAt: 0,
 };
 
-function harness(providers: Providers, overrides: Partial<ConfigInput["networks"][string]> = {}) {
-  let now = NOW;
-  const clock = () => now;
-  const store = new MemoryStateStore(clock);
-  const upstream = new ScriptedUpstream((ms) => {
-    now += ms;
-  });
-  const telemetry = { log: () => undefined, count: () => undefined, measure: () => undefined };
-  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
-  const config = configSchema.parse({
-    networks: { net: { chain_id: 1, providers, ...overrides } },
-  });
-  const model = buildModel(config, (url) => url);
+function harness(providers: Providers, overrides: HarnessNetwork = {}) {
   /** What request stats (failing often) were told, attempt by attempt. */
   const outcomes: Array<{ provider: string; ok: boolean }> = [];
-  const gateway = new Gateway({
-    model: () => model,
-    upstream,
-    store,
-    cache,
-    clock,
-    random: () => 0.5,
-    wait,
-    hedgeTimer,
-    telemetry,
-    scrub: (text) => text,
-    scrubAnswer: (text) => text,
-    ledger: new MemoryTransactionLedger(),
-    recordOutcome: (_, provider, ok) => outcomes.push({ provider, ok }),
+  const { store, upstream, rpc } = gatewayHarness({
+    providers,
+    network: overrides,
+    now: NOW,
+    deps: {
+      ledger: new MemoryTransactionLedger(),
+      recordOutcome: (_, provider, ok) => outcomes.push({ provider, ok }),
+    },
   });
   store.setHead("net", HEAD);
   // The monitor saw every provider at 118 two block times ago: each can have reached 120.
-  const names = providers.map((provider) => provider.name ?? provider.url);
-  const seen = { number: 118, timestamp: NOW / 1000 - 24 };
-  store.setQuorum("net", {
+  everyoneInQuorum(store, providers, {
     head: 118,
-    headTimestamp: seen.timestamp,
-    members: names,
-    excluded: {},
-    heads: Object.fromEntries(names.map((name) => [name, seen])),
+    timestamp: NOW / 1000 - 24,
     computedAt: NOW - 13_000,
   });
-  const rpc = (body: string) => gateway.handleRpc("net", body);
   const failedRequests = (provider: string) =>
     outcomes.filter((outcome) => outcome.provider === provider && !outcome.ok).length;
   return { store, upstream, rpc, outcomes, failedRequests };

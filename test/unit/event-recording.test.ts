@@ -1,16 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
 import { EventRecorder } from "../../functions/adapters/event-recorder.ts";
 import type { EventStore } from "../../functions/adapters/event-store.ts";
-import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
 import type { GatewayEvent } from "../../functions/core/events.ts";
-import { Gateway } from "../../functions/core/gateway.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
-import type { Telemetry } from "../../functions/core/ports.ts";
 import { makeScrubber } from "../../functions/core/redact.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
-import { answer, refused, resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
+import { gatewayHarness, type HarnessProviders } from "../support/gateway-harness.ts";
+import { answer, refused, resultFor } from "../support/scripted-upstream.ts";
 
 /**
  * Events the proxy records: only on the failure paths that write state anyway (a blacklist, a
@@ -24,34 +18,16 @@ const P1 = `http://p1.test/v3/${KEY}`;
 const P2 = "http://p2.test/";
 const BACKUP = "http://backup.test/";
 
-type Providers = ConfigInput["networks"][string]["providers"];
-
-const quiet: Telemetry = { log: () => undefined, count: () => undefined, measure: () => undefined };
+type Providers = HarnessProviders;
 
 function harness(providers: Providers, events = new RecordingSink()) {
-  let now = NOW;
-  const clock = () => now;
-  const store = new MemoryStateStore(clock);
-  const upstream = new ScriptedUpstream((ms) => {
-    now += ms;
-  });
-  const model = buildModel(
-    configSchema.parse({ networks: { net: { chain_id: 1, providers } } }),
-    (url) => url,
-  );
-  const gateway = new Gateway({
-    model: () => model,
-    upstream,
-    store,
-    cache: new StateCache({ store, clock, telemetry: quiet, ttlMs: () => 1000 }),
-    clock,
-    random: () => 0.5,
-    wait,
-    hedgeTimer,
-    telemetry: quiet,
-    scrub: makeScrubber([{ resolved: P1, redacted: "http://p1.test/v3/***" }], [KEY]),
-    scrubAnswer: (text) => text,
-    events,
+  const { gateway, store, upstream } = gatewayHarness({
+    providers,
+    now: NOW,
+    deps: {
+      scrub: makeScrubber([{ resolved: P1, redacted: "http://p1.test/v3/***" }], [KEY]),
+      events,
+    },
   });
   const rpc = (id: number, method = "eth_blockNumber", params: unknown[] = []) =>
     gateway.handleRpc("net", JSON.stringify({ jsonrpc: "2.0", id, method, params }));

@@ -1,13 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { wait } from "../../functions/adapters/wait.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { Gateway } from "../../functions/core/gateway.ts";
+import type { ConfigInput } from "../../functions/core/config-schema.ts";
 import { HEALTHY } from "../../functions/core/health.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
 import type { Telemetry } from "../../functions/core/ports.ts";
 import type { HedgeTimer } from "../../functions/core/request/hedging.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
+import { gatewayHarness } from "../support/gateway-harness.ts";
 import { answer, held, resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
 
 /**
@@ -76,12 +72,6 @@ function harness(
   overrides: Partial<Network> = {},
   options: { advanceClock?: boolean } = {},
 ) {
-  let now = NOW;
-  const clock = () => now;
-  const store = new MemoryStateStore(clock);
-  const upstream = new ScriptedUpstream((ms) => {
-    if (options.advanceClock !== false) now += ms;
-  });
   const counts: Array<{ name: string; dimensions: Record<string, string> }> = [];
   const outcomes: Array<{ provider: string; ok: boolean; latencyMs: number }> = [];
   const telemetry: Telemetry = {
@@ -90,32 +80,24 @@ function harness(
     measure: () => undefined,
   };
   const timer = manualTimer();
-  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
-  const config = configSchema.parse({
+  const { gateway, store, upstream, network, advance, rpc } = gatewayHarness({
+    providers,
+    network: overrides,
     // The answer cache would answer a repeated read itself, and these reads must go upstream.
-    cache: false,
-    networks: { net: { chain_id: 1, providers, ...overrides } },
+    config: { cache: false },
+    now: NOW,
+    upstream: (move) =>
+      new ScriptedUpstream((ms) => {
+        if (options.advanceClock !== false) move(ms);
+      }),
+    deps: {
+      telemetry,
+      recordOutcome: (_, provider, ok, latencyMs) => outcomes.push({ provider, ok, latencyMs }),
+      hedgeTimer: timer.timer,
+    },
   });
-  const model = buildModel(config, (url) => url);
-  const gateway = new Gateway({
-    model: () => model,
-    upstream,
-    store,
-    cache,
-    clock,
-    random: () => 0.5,
-    telemetry,
-    scrub: (text) => text,
-    scrubAnswer: (text) => text,
-    recordOutcome: (_, provider, ok, latencyMs) => outcomes.push({ provider, ok, latencyMs }),
-    hedgeTimer: timer.timer,
-    wait,
-  });
-  const network = model.networks.get("net");
-  if (network === undefined) throw new Error("no network");
   const hedges = (outcome: string) =>
     counts.filter((c) => c.name === "hedges" && c.dimensions.outcome === outcome).length;
-  const rpc = (body: string) => gateway.handleRpc("net", body);
   return {
     gateway,
     store,
@@ -127,9 +109,7 @@ function harness(
     hedges,
     rpc,
     /** Moves the test clock (p90s are read again at most once a second). */
-    tick(ms: number) {
-      now += ms;
-    },
+    tick: advance,
     /**
      * Ten requests p1 answers at once, so the budget (0.1 of the requests of the last minute)
      * has room for a hedge; what they leave in the upstream's and the recorder's lists is cleared.

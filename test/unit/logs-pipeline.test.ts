@@ -1,12 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { Gateway } from "../../functions/core/gateway.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
 import type { LogLevel, Telemetry, Upstream, UpstreamRequest } from "../../functions/core/ports.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
 import { networkStatus } from "../../functions/core/status.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
+import {
+  gatewayHarness,
+  type HarnessNetwork,
+  type HarnessProviders,
+} from "../support/gateway-harness.ts";
 
 /**
  * eth_getLogs over any range (docs/behaviour.md §12) through the whole request pipeline: fake
@@ -18,7 +17,7 @@ const NOW = 1_800_000_000_000;
 const P1 = "http://p1.test/";
 const P2 = "http://p2.test/";
 
-type Providers = ConfigInput["networks"][string]["providers"];
+type Providers = HarnessProviders;
 
 const hex = (n: number) => `0x${n.toString(16)}`;
 
@@ -144,36 +143,15 @@ function recordingTelemetry(): Telemetry & { logs: Array<{ level: LogLevel; mess
   };
 }
 
-function harness(providers: Providers, overrides: Partial<ConfigInput["networks"][string]> = {}) {
-  let now = NOW;
-  const clock = () => now;
-  const advance = (ms: number) => {
-    now += ms;
-  };
-  const store = new MemoryStateStore(clock);
-  const upstream = new LogNodes(advance);
+function harness(providers: Providers, overrides: HarnessNetwork = {}) {
   const telemetry = recordingTelemetry();
-  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
-  const config = configSchema.parse({
-    networks: { net: { chain_id: 1, providers, ...overrides } },
+  const { gateway, store, upstream, rpc, clock, network, model, cache } = gatewayHarness({
+    providers,
+    network: overrides,
+    now: NOW,
+    upstream: (advance) => new LogNodes(advance),
+    deps: { telemetry },
   });
-  const model = buildModel(config, (url) => url);
-  const gateway = new Gateway({
-    model: () => model,
-    upstream,
-    store,
-    cache,
-    clock,
-    random: () => 0.5,
-    telemetry,
-    scrub: (text) => text,
-    scrubAnswer: (text) => text,
-    wait,
-    hedgeTimer,
-  });
-  const network = model.networks.get("net");
-  if (network === undefined) throw new Error("no network");
-  const rpc = (body: string) => gateway.handleRpc("net", body);
   return { gateway, store, upstream, rpc, clock, network, model, cache, telemetry };
 }
 

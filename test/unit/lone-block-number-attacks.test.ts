@@ -8,6 +8,7 @@ import { buildModel } from "../../functions/core/network-model.ts";
 import type { Telemetry } from "../../functions/core/ports.ts";
 import { whyNotCandidate } from "../../functions/core/selection.ts";
 import { StateCache } from "../../functions/core/state-cache.ts";
+import { gatewayHarness, type HarnessNetwork } from "../support/gateway-harness.ts";
 import { MemoryStateStore } from "../support/memory-state-store.ts";
 import { resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
 
@@ -43,33 +44,20 @@ const recentHead = (): ChainHead => ({
   reorgSeenAt: 0,
 });
 
-function harness(providers: Providers, overrides: Partial<ConfigInput["networks"][string]> = {}) {
-  const clock = () => NOW;
-  const store = new MemoryStateStore(clock);
-  const upstream = new ScriptedUpstream(() => undefined);
+function harness(providers: Providers, overrides: HarnessNetwork = {}) {
   const counts: string[] = [];
   const telemetry: Telemetry = {
     log: () => undefined,
     count: (name) => counts.push(name),
     measure: () => undefined,
   };
-  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
-  const model = buildModel(
-    configSchema.parse({ networks: { net: { chain_id: 1, providers, ...overrides } } }),
-    (url) => url,
-  );
-  const gateway = new Gateway({
-    model: () => model,
-    upstream,
-    store,
-    cache,
-    clock,
-    random: () => 0.5,
-    wait,
-    hedgeTimer,
-    telemetry,
-    scrub: (text) => text,
-    scrubAnswer: (text) => text,
+  // The clock stands still: answers take no time here.
+  const { gateway, store, upstream, network, rpc } = gatewayHarness({
+    providers,
+    network: overrides,
+    now: NOW,
+    upstream: () => new ScriptedUpstream(() => undefined),
+    deps: { telemetry },
   });
   for (const url of [P1, P2, P3])
     upstream.script(
@@ -78,16 +66,7 @@ function harness(providers: Providers, overrides: Partial<ConfigInput["networks"
     );
   store.setHead("net", recentHead());
   const upstreamCalls = () => [P1, P2, P3].map((url) => upstream.callsTo(url));
-  const network = model.networks.get("net");
-  if (network === undefined) throw new Error("no network");
-  return {
-    gateway,
-    store,
-    network,
-    upstreamCalls,
-    counts,
-    rpc: (body: string) => gateway.handleRpc("net", body),
-  };
+  return { gateway, store, network, upstreamCalls, counts, rpc };
 }
 
 const served = (rawId: string) => `{"jsonrpc":"2.0","id":${rawId},"result":"0x66"}`;

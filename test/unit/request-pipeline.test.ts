@@ -1,16 +1,15 @@
 import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { Gateway } from "../../functions/core/gateway.ts";
 import { HEALTHY } from "../../functions/core/health.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
 import type { LogLevel, Telemetry, UpstreamResult } from "../../functions/core/ports.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
+import {
+  gatewayHarness,
+  type HarnessNetwork,
+  type HarnessProviders,
+} from "../support/gateway-harness.ts";
 import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
-import { answer, refused, resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
+import { answer, refused, resultFor, type ScriptedUpstream } from "../support/scripted-upstream.ts";
 
 /**
  * The request pipeline (core/gateway.ts and core/request/*) with no server, no DynamoDB and no
@@ -25,7 +24,7 @@ const P3 = "http://p3.test/";
 const P4 = "http://p4.test/";
 const BACKUP = "http://backup.test/";
 
-type Providers = ConfigInput["networks"][string]["providers"];
+type Providers = HarnessProviders;
 
 const three: Providers = [
   { name: "p1", url: P1, priority: 3 },
@@ -52,45 +51,27 @@ function recordingTelemetry(): Telemetry & Recorded {
 
 function harness(
   providers: Providers,
-  overrides: Partial<ConfigInput["networks"][string]> = {},
+  overrides: HarnessNetwork = {},
   scrubAnswer: (text: string) => string = (text) => text,
 ) {
-  let now = NOW;
-  const clock = () => now;
-  const advance = (ms: number) => {
-    now += ms;
-  };
-  const store = new MemoryStateStore(clock);
-  const upstream = new ScriptedUpstream(advance);
   const telemetry = recordingTelemetry();
-  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
-  const config = configSchema.parse({
-    inner_errors: ["we can't execute this request"],
-    networks: { net: { chain_id: 1, providers, ...overrides } },
-  });
-  const model = buildModel(config, (url) => url);
   const ledger = new MemoryTransactionLedger();
   /** What request stats (failing often) were told, attempt by attempt. */
   const outcomes: Array<{ provider: string; ok: boolean }> = [];
-  const gateway = new Gateway({
-    model: () => model,
-    upstream,
-    store,
-    cache,
-    clock,
-    random: () => 0.5,
-    wait,
-    hedgeTimer,
-    telemetry,
-    scrub: (text) => text,
-    scrubAnswer,
-    ledger,
-    recordOutcome: (_, provider, ok) => outcomes.push({ provider, ok }),
+  const { gateway, store, upstream, advance, clock, network } = gatewayHarness({
+    providers,
+    network: overrides,
+    config: { inner_errors: ["we can't execute this request"] },
+    now: NOW,
+    deps: {
+      telemetry,
+      scrubAnswer,
+      ledger,
+      recordOutcome: (_, provider, ok) => outcomes.push({ provider, ok }),
+    },
   });
   const rpc = (body: string, remainingMs?: number) =>
     gateway.handleRpc("net", body, remainingMs === undefined ? {} : { remainingMs });
-  const network = model.networks.get("net");
-  if (network === undefined) throw new Error("no network");
   return { gateway, store, upstream, telemetry, advance, rpc, clock, network, ledger, outcomes };
 }
 
