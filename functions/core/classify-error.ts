@@ -140,6 +140,17 @@ const said =
     saysItself(pattern, facts);
 
 /**
+ * The message matches `pattern`, whoever wrote the words. For the rules that clear the provider
+ * (the caller's fault, pruned state): an echo of the caller's words is about the caller's call,
+ * and ignoring it let a caller writing "reverted" into a field nodes ignore have its own revert
+ * reason ("execution reverted: rate limit exceeded") read as the provider's rate limit.
+ */
+const reads =
+  (pattern: RegExp) =>
+  (facts: ErrorFacts): boolean =>
+    pattern.test(facts.message);
+
+/**
  * The message matches `pattern` in words that are the node's own, not words the caller wrote:
  * nodes echo a bad param back ('invalid value: string "batch too large"'), and a tracer's
  * error is the caller's own code. Read as the node's, such an echo let any caller teach every
@@ -165,13 +176,13 @@ const ERROR_RULES: readonly ErrorRule[] = [
       methodSpec(facts.method).tracesMinedBlock && saysItself(PRE_CHECK_FAILURE, facts),
     judgement: TRANSIENT,
   },
-  { applies: said(CALLERS_FAULT), judgement: OK },
+  { applies: reads(CALLERS_FAULT), judgement: OK },
   {
     applies: (facts) =>
-      facts.method === "eth_sendRawTransaction" && saysItself(RAW_TRANSACTION_REFUSED, facts),
+      facts.method === "eth_sendRawTransaction" && RAW_TRANSACTION_REFUSED.test(facts.message),
     judgement: OK,
   },
-  { applies: said(PRUNED_STATE), judgement: OK },
+  { applies: reads(PRUNED_STATE), judgement: OK },
   { applies: said(PERMANENT_UNCLASSIFIED), judgement: UNCLASSIFIED },
   { applies: said(CHAIN_UNAVAILABLE), judgement: CHAIN_NOT_SERVED },
   { applies: said(METHOD_UNSUPPORTED), judgement: CAPABILITY },
@@ -185,7 +196,7 @@ const ERROR_RULES: readonly ErrorRule[] = [
   { applies: said(TIMEOUT), judgement: TIMED_OUT },
   {
     applies: (facts) =>
-      saysItself(INVALID_REQUEST, facts) || coded(...REQUEST_BLAMING_CODES)(facts),
+      reads(INVALID_REQUEST)(facts) || coded(...REQUEST_BLAMING_CODES)(facts),
     judgement: OK,
   },
   { applies: said(SOFT_TRANSIENT), judgement: TRANSIENT },

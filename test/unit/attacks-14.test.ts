@@ -1,0 +1,144 @@
+import { describe, expect, it } from "vitest";
+import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
+import type { ChainHead } from "../../functions/core/chain-head.ts";
+import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
+import { Gateway } from "../../functions/core/gateway.ts";
+import { buildModel } from "../../functions/core/network-model.ts";
+import type { UpstreamRequest } from "../../functions/core/ports.ts";
+import { StateCache } from "../../functions/core/state-cache.ts";
+import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
+import { MemoryStateStore } from "../support/memory-state-store.ts";
+import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";
+
+/**
+ * Attacks on the rules attack-13 added: words a caller writes into a call, made-up hashes, ids
+ * sent as positions. Scripted upstream, in-memory state, a test clock: nothing here sleeps.
+ */
+
+const NOW = 1_800_000_000_000;
+const P1 = "http://p1.test/";
+const P2 = "http://p2.test/";
+const hex = (n: number) => `0x${n.toString(16)}`;
+const HASH = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+
+/** The served head 120 (finalized 100), published long enough ago that it is answered. */
+const HEAD: ChainHead = {
+  latest: { number: 120, hash: HASH(120) },
+  safe: { number: 110, hash: HASH(110) },
+  finalized: { number: 100, hash: HASH(100) },
+  served: { block: 120, at: NOW - 5_000 },
+  previousServed: null,
+  updatedAt: NOW - 5_000,
+  reorgSeenAt: 0,
+};
+
+type Providers = ConfigInput["networks"][string]["providers"];
+
+function harness(providers: Providers, random: () => number = () => 0.5) {
+  let now = NOW;
+  const clock = () => now;
+  const store = new MemoryStateStore(clock);
+  const upstream = new ScriptedUpstream((ms) => {
+    now += ms;
+  });
+  const telemetry = { log: () => undefined, count: () => undefined, measure: () => undefined };
+  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
+  const config = configSchema.parse({
+    networks: { net: { chain_id: 1, block_time_seconds: 12, providers } },
+  });
+  const model = buildModel(config, (url) => url);
+  const gateway = new Gateway({
+    model: () => model,
+    upstream,
+    store,
+    cache,
+    clock,
+    random,
+    wait,
+    hedgeTimer,
+    telemetry,
+    scrub: (text) => text,
+    scrubAnswer: (text) => text,
+    ledger: new MemoryTransactionLedger(),
+  });
+  store.setHead("net", HEAD);
+  const names = providers.map((provider) => provider.name ?? provider.url);
+  const seen = { number: 120, timestamp: NOW / 1000 - 5 };
+  store.setQuorum("net", {
+    head: 120,
+    headTimestamp: seen.timestamp,
+    members: names,
+    excluded: {},
+    heads: Object.fromEntries(names.map((name) => [name, seen])),
+    computedAt: NOW - 5_000,
+  });
+  const rpc = async (body: string) => {
+    const response = await gateway.handleRpc("net", body);
+    return {
+      ...response,
+      json: JSON.parse(response.body) as { result?: unknown; error?: unknown },
+    };
+  };
+  /** The answer as the caller gets it, unparsed (a JSON.parse would lose ids such as 1e400). */
+  const gatewayRpc = (body: string) => gateway.handleRpc("net", body);
+  return { store, upstream, rpc, gatewayRpc };
+}
+
+interface SentCall {
+  readonly id: unknown;
+  readonly method: string;
+  readonly params: unknown[];
+}
+
+/** A node that answers every call with `error`, as anvil answers a call whose code reverts. */
+const failing = (error: unknown) => (request: UpstreamRequest) => {
+  const parsed = JSON.parse(request.body) as SentCall | SentCall[];
+  const one = (call: SentCall) => JSON.stringify({ jsonrpc: "2.0", id: call.id, error });
+  return answer(Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed));
+};
+
+const ethCall = (extra: Record<string, string>) =>
+  JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "eth_call",
+    params: [{ data: "0x6000", ...extra }, "latest"],
+  });
+
+describe("words a caller writes cannot turn its own revert into the provider's fault", () => {
+  // anvil, live: init code reverting with Error("rate limit exceeded"), and a field it ignores.
+  const revert = { code: 3, message: "execution reverted: rate limit exceeded", data: "0x08c379a0" };
+
+  it("holds: a revert whose reason says 'rate limit' is the caller's answer, sent upstream once", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.script(P1, failing(revert));
+    const response = await h.rpc(ethCall({}));
+    expect(response.json.error).toMatchObject({ code: 3 });
+    expect(h.upstream.callsTo(P1)).toBe(1);
+    expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("regression: writing 'reverted' into an ignored field of eth_call hid the node's 'execution reverted', so the revert reason 'rate limit exceeded' blacklisted a lone provider as rate limited; now the revert is the caller's answer", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.script(P1, failing(revert));
+    const response = await h.rpc(ethCall({ note: "reverted" }));
+    expect(response.json.error).toMatchObject({ code: 3 });
+    expect(h.upstream.callsTo(P1)).toBe(1);
+    expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("holds: writing the node's words for a range too wide into an eth_getLogs filter does not make its refusal the provider's fault", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.script(P1, failing({ code: -32000, message: "block range is too wide" }));
+    const response = await h.rpc(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_getLogs",
+        params: [{ fromBlock: "0x1", toBlock: "0x2", note: "block range is too wide" }],
+      }),
+    );
+    expect(response.json.error).toBeDefined();
+    expect(h.store.healthWrites).toEqual([]);
+  });
+});
