@@ -142,3 +142,35 @@ describe("words a caller writes cannot turn its own revert into the provider's f
     expect(h.store.healthWrites).toEqual([]);
   });
 });
+
+describe("a JS tracer's own error is the caller's, whatever words it builds", () => {
+  // anvil, live: a tracer throwing "rate " + "limit" answers -32603 '"rate limit"\n at result …'.
+  const traceCall = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "debug_traceCall",
+    params: [
+      { to: "0x0000000000000000000000000000000000000001", data: "0x" },
+      "latest",
+      { tracer: '{result:function(){throw "rate "+"limit"},fault:function(){},step:function(){}}' },
+    ],
+  });
+
+  it("regression: a tracer that built the words 'rate limit' at run time (so they were not in the params as written) got a lone provider blacklisted as rate limited; now its error is the caller's answer", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.script(
+      P1,
+      failing({ code: -32603, message: '"rate limit"\n    at result (unknown at :1:27)' }),
+    );
+    const response = await h.rpc(traceCall);
+    expect(response.json.error).toMatchObject({ code: -32603 });
+    expect(h.store.healthWrites).toEqual([]);
+  });
+
+  it("holds: a provider's rate limit coded -32005 on a traced call still blacklists it", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.script(P1, failing({ code: -32005, message: "rate limit exceeded" }));
+    await h.rpc(traceCall);
+    expect(h.store.healthWrites.map((write) => write.next.reason)).toContain("rate_limit");
+  });
+});
