@@ -195,8 +195,7 @@ const ERROR_RULES: readonly ErrorRule[] = [
   { applies: said(TRANSIENT_PHRASES), judgement: TRANSIENT },
   { applies: said(TIMEOUT), judgement: TIMED_OUT },
   {
-    applies: (facts) =>
-      reads(INVALID_REQUEST)(facts) || coded(...REQUEST_BLAMING_CODES)(facts),
+    applies: (facts) => reads(INVALID_REQUEST)(facts) || coded(...REQUEST_BLAMING_CODES)(facts),
     judgement: OK,
   },
   { applies: said(SOFT_TRANSIENT), judgement: TRANSIENT },

@@ -206,7 +206,11 @@ export function classifyMember(
     return retry(NO_RESULT, "pruned state claimed for a block every full node keeps");
   }
   if (verdict.outcome === "unclassified" && unknownByHash(error, call)) {
-    return { outcome: "behind", detail: `no such hash here (${verdict.detail})` };
+    return {
+      outcome: "behind",
+      detail: `no such hash here (${verdict.detail})`,
+      unknownHash: true,
+    };
   }
   if (verdict.outcome === "ok" && refusesKnownRange(error, call, context.quorumHead)) {
     return { outcome: "behind", detail: "log range beyond its head, within the known head" };

@@ -38,6 +38,7 @@ function harness(providers: Providers, random: () => number = () => 0.5) {
   let now = NOW;
   const clock = () => now;
   const store = new MemoryStateStore(clock);
+  const outcomes: Array<{ provider: string; ok: boolean }> = [];
   const upstream = new ScriptedUpstream((ms) => {
     now += ms;
   });
@@ -60,6 +61,7 @@ function harness(providers: Providers, random: () => number = () => 0.5) {
     scrub: (text) => text,
     scrubAnswer: (text) => text,
     ledger: new MemoryTransactionLedger(),
+    recordOutcome: (_, provider, ok) => outcomes.push({ provider, ok }),
   });
   store.setHead("net", HEAD);
   const names = providers.map((provider) => provider.name ?? provider.url);
@@ -81,7 +83,7 @@ function harness(providers: Providers, random: () => number = () => 0.5) {
   };
   /** The answer as the caller gets it, unparsed (a JSON.parse would lose ids such as 1e400). */
   const gatewayRpc = (body: string) => gateway.handleRpc("net", body);
-  return { store, upstream, rpc, gatewayRpc };
+  return { store, upstream, rpc, gatewayRpc, outcomes };
 }
 
 interface SentCall {
@@ -89,6 +91,21 @@ interface SentCall {
   readonly method: string;
   readonly params: unknown[];
 }
+
+/** A node whose answer to each call is `reply(call)`. */
+function node(reply: (call: SentCall) => unknown) {
+  return (request: UpstreamRequest) => {
+    const parsed = JSON.parse(request.body) as SentCall | SentCall[];
+    const one = (call: SentCall) =>
+      JSON.stringify({ jsonrpc: "2.0", id: call.id, result: reply(call) });
+    return answer(Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed));
+  };
+}
+
+const two: Providers = [
+  { name: "p1", url: P1, priority: 2 },
+  { name: "p2", url: P2, priority: 1 },
+];
 
 /** A node that answers every call with `error`, as anvil answers a call whose code reverts. */
 const failing = (error: unknown) => (request: UpstreamRequest) => {
@@ -107,7 +124,11 @@ const ethCall = (extra: Record<string, string>) =>
 
 describe("words a caller writes cannot turn its own revert into the provider's fault", () => {
   // anvil, live: init code reverting with Error("rate limit exceeded"), and a field it ignores.
-  const revert = { code: 3, message: "execution reverted: rate limit exceeded", data: "0x08c379a0" };
+  const revert = {
+    code: 3,
+    message: "execution reverted: rate limit exceeded",
+    data: "0x08c379a0",
+  };
 
   it("holds: a revert whose reason says 'rate limit' is the caller's answer, sent upstream once", async () => {
     const h = harness([{ name: "p1", url: P1 }]);
@@ -172,5 +193,37 @@ describe("a JS tracer's own error is the caller's, whatever words it builds", ()
     h.upstream.script(P1, failing({ code: -32005, message: "rate limit exceeded" }));
     await h.rpc(traceCall);
     expect(h.store.healthWrites.map((write) => write.next.reason)).toContain("rate_limit");
+  });
+});
+
+describe("a made-up hash costs nobody", () => {
+  const uncleCount = (id: number) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method: "eth_getUncleCountByBlockHash",
+      params: [HASH(0xdead0000 + id)],
+    });
+
+  it("regression: a provider answering 'not found' (anvil) for a made-up block hash, where another answers null (geth), was counted a failed request each time, so 20 made-up hashes in five minutes left it out of the quorum as failing often; now a null from the other provider blames nobody", async () => {
+    const h = harness(two);
+    h.upstream
+      .script(P1, failing({ code: -32001, message: "Resource not found" }))
+      .script(P2, node(() => null));
+    for (let id = 1; id <= 20; id += 1) {
+      const response = await h.rpc(uncleCount(id));
+      expect(response.json.result).toBeNull();
+    }
+    expect(h.outcomes.filter((outcome) => outcome.provider === "p1" && !outcome.ok)).toEqual([]);
+  });
+
+  it("holds: a provider that does not know a hash another provider found is still counted behind", async () => {
+    const h = harness(two);
+    h.upstream
+      .script(P1, failing({ code: -32001, message: "Resource not found" }))
+      .script(P2, node(() => "0x0"));
+    const response = await h.rpc(uncleCount(1));
+    expect(response.json.result).toBe("0x0");
+    expect(h.outcomes).toContainEqual({ provider: "p1", ok: false });
   });
 });
