@@ -18,7 +18,6 @@ import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";
 const NOW = 1_800_000_000_000;
 const P1 = "http://p1.test/";
 const P2 = "http://p2.test/";
-const hex = (n: number) => `0x${n.toString(16)}`;
 const HASH = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
 
 /** The served head 120 (finalized 100), published long enough ago that it is answered. */
@@ -207,9 +206,10 @@ describe("a made-up hash costs nobody", () => {
 
   it("regression: a provider answering 'not found' (anvil) for a made-up block hash, where another answers null (geth), was counted a failed request each time, so 20 made-up hashes in five minutes left it out of the quorum as failing often; now a null from the other provider blames nobody", async () => {
     const h = harness(two);
-    h.upstream
-      .script(P1, failing({ code: -32001, message: "Resource not found" }))
-      .script(P2, node(() => null));
+    h.upstream.script(P1, failing({ code: -32001, message: "Resource not found" })).script(
+      P2,
+      node(() => null),
+    );
     for (let id = 1; id <= 20; id += 1) {
       const response = await h.rpc(uncleCount(id));
       expect(response.json.result).toBeNull();
@@ -219,9 +219,10 @@ describe("a made-up hash costs nobody", () => {
 
   it("holds: a provider that does not know a hash another provider found is still counted behind", async () => {
     const h = harness(two);
-    h.upstream
-      .script(P1, failing({ code: -32001, message: "Resource not found" }))
-      .script(P2, node(() => "0x0"));
+    h.upstream.script(P1, failing({ code: -32001, message: "Resource not found" })).script(
+      P2,
+      node(() => "0x0"),
+    );
     const response = await h.rpc(uncleCount(1));
     expect(response.json.result).toBe("0x0");
     expect(h.outcomes).toContainEqual({ provider: "p1", ok: false });
