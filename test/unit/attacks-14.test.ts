@@ -228,3 +228,30 @@ describe("a made-up hash costs nobody", () => {
     expect(h.outcomes).toContainEqual({ provider: "p1", ok: false });
   });
 });
+
+describe("a single call's answer is the one with its id", () => {
+  const balance = (id: string) =>
+    `{"jsonrpc":"2.0","id":${id},"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000007","0x6e"]}`;
+  /** Answers every call as if it were another client's request number 0. */
+  const confused = () => answer('{"jsonrpc":"2.0","id":0,"result":"0xbad"}');
+
+  it("regression: a single call sent with the caller's own id took an answer naming id 0 (its position, which it did not go with), another request's answer; now it goes to the next provider", async () => {
+    const h = harness(two);
+    h.upstream.script(P1, confused).script(
+      P2,
+      node(() => "0x5"),
+    );
+    const response = await h.gatewayRpc(balance('"abc"'));
+    expect(response.body).toBe('{"jsonrpc":"2.0","id":"abc","result":"0x5"}');
+  });
+
+  it("holds: a call whose id nodes may not read goes with its position, and the answer naming it is taken", async () => {
+    const h = harness(two);
+    h.upstream.script(P1, confused).script(
+      P2,
+      node(() => "0x5"),
+    );
+    const response = await h.gatewayRpc(balance("1E2"));
+    expect(response.body).toBe('{"jsonrpc":"2.0","id":1E2,"result":"0xbad"}');
+  });
+});
