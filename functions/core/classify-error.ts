@@ -203,7 +203,18 @@ const ERROR_RULES: readonly ErrorRule[] = [
 ];
 
 function matchRules(facts: ErrorFacts): Judgement | undefined {
-  return ERROR_RULES.find((rule) => rule.applies(facts))?.judgement;
+  const spoken = { ...facts, message: withoutMethodName(facts.message, facts.method) };
+  return ERROR_RULES.find((rule) => rule.applies(spoken))?.judgement;
+}
+
+/**
+ * The message with the call's method name taken out: the caller chose it, and nodes echo it
+ * ("the method network-x does not exist/is not available"), so its words could join the node's
+ * into a phrase (that one read as "network … not available", a 24 h blacklist).
+ */
+function withoutMethodName(message: string, method: string): string {
+  if (method === "") return message;
+  return message.replace(new RegExp(method.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi"), "…");
 }
 
 // ---- proxy summaries ("all upstream attempts failed (1 upstream unsupported method, …)")

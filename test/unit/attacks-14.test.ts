@@ -255,3 +255,30 @@ describe("a single call's answer is the one with its id", () => {
     expect(response.body).toBe('{"jsonrpc":"2.0","id":1E2,"result":"0xbad"}');
   });
 });
+
+describe("a method name the caller makes up is not the node's word about the chain", () => {
+  /** geth's answer to a method it does not have: the name, echoed. */
+  const geth = (request: UpstreamRequest) => {
+    const sent = JSON.parse(request.body) as SentCall;
+    return answer(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: sent.id,
+        error: {
+          code: -32601,
+          message: `the method ${sent.method} does not exist/is not available`,
+        },
+      }),
+    );
+  };
+
+  it("regression: a made-up method named 'network-x', echoed by geth ('the method network-x does not exist/is not available'), read as the provider not serving the chain and blacklisted it for 24 hours; now it is a method the provider does not have", async () => {
+    const h = harness([{ name: "p1", url: P1 }]);
+    h.upstream.script(P1, geth);
+    const response = await h.rpc('{"jsonrpc":"2.0","id":1,"method":"network-x","params":[]}');
+    expect(response.json.error).toMatchObject({ code: -32601 });
+    expect(h.store.healthWrites.map((write) => write.next.reason)).not.toContain(
+      "chain_unavailable",
+    );
+  });
+});
