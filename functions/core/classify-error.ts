@@ -140,6 +140,17 @@ const said =
     saysItself(pattern, facts);
 
 /**
+ * The message matches `pattern`, whoever wrote the words. For the rules that clear the provider
+ * (the caller's fault, pruned state): an echo of the caller's words is about the caller's call,
+ * and ignoring it let a caller writing "reverted" into a field nodes ignore have its own revert
+ * reason ("execution reverted: rate limit exceeded") read as the provider's rate limit.
+ */
+const reads =
+  (pattern: RegExp) =>
+  (facts: ErrorFacts): boolean =>
+    pattern.test(facts.message);
+
+/**
  * The message matches `pattern` in words that are the node's own, not words the caller wrote:
  * nodes echo a bad param back ('invalid value: string "batch too large"'), and a tracer's
  * error is the caller's own code. Read as the node's, such an echo let any caller teach every
@@ -165,13 +176,13 @@ const ERROR_RULES: readonly ErrorRule[] = [
       methodSpec(facts.method).tracesMinedBlock && saysItself(PRE_CHECK_FAILURE, facts),
     judgement: TRANSIENT,
   },
-  { applies: said(CALLERS_FAULT), judgement: OK },
+  { applies: reads(CALLERS_FAULT), judgement: OK },
   {
     applies: (facts) =>
-      facts.method === "eth_sendRawTransaction" && saysItself(RAW_TRANSACTION_REFUSED, facts),
+      facts.method === "eth_sendRawTransaction" && RAW_TRANSACTION_REFUSED.test(facts.message),
     judgement: OK,
   },
-  { applies: said(PRUNED_STATE), judgement: OK },
+  { applies: reads(PRUNED_STATE), judgement: OK },
   { applies: said(PERMANENT_UNCLASSIFIED), judgement: UNCLASSIFIED },
   { applies: said(CHAIN_UNAVAILABLE), judgement: CHAIN_NOT_SERVED },
   { applies: said(METHOD_UNSUPPORTED), judgement: CAPABILITY },
@@ -184,8 +195,7 @@ const ERROR_RULES: readonly ErrorRule[] = [
   { applies: said(TRANSIENT_PHRASES), judgement: TRANSIENT },
   { applies: said(TIMEOUT), judgement: TIMED_OUT },
   {
-    applies: (facts) =>
-      saysItself(INVALID_REQUEST, facts) || coded(...REQUEST_BLAMING_CODES)(facts),
+    applies: (facts) => reads(INVALID_REQUEST)(facts) || coded(...REQUEST_BLAMING_CODES)(facts),
     judgement: OK,
   },
   { applies: said(SOFT_TRANSIENT), judgement: TRANSIENT },
@@ -193,7 +203,18 @@ const ERROR_RULES: readonly ErrorRule[] = [
 ];
 
 function matchRules(facts: ErrorFacts): Judgement | undefined {
-  return ERROR_RULES.find((rule) => rule.applies(facts))?.judgement;
+  const spoken = { ...facts, message: withoutMethodName(facts.message, facts.method) };
+  return ERROR_RULES.find((rule) => rule.applies(spoken))?.judgement;
+}
+
+/**
+ * The message with the call's method name taken out: the caller chose it, and nodes echo it
+ * ("the method network-x does not exist/is not available"), so its words could join the node's
+ * into a phrase (that one read as "network … not available", a 24 h blacklist).
+ */
+function withoutMethodName(message: string, method: string): string {
+  if (method === "") return message;
+  return message.replace(new RegExp(method.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi"), "…");
 }
 
 // ---- proxy summaries ("all upstream attempts failed (1 upstream unsupported method, …)")

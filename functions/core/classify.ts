@@ -139,6 +139,19 @@ function writtenIn(calls: readonly CallInfo[]): string {
   return calls.map((call) => JSON.stringify(call.params ?? null)).join("\n");
 }
 
+/** A tracer given as code, not a built-in's name such as "callTracer". */
+const TRACER_CODE = /"tracer":"[^"]*[^\w"]/;
+
+/**
+ * The words of `error`, answering one call, that the caller wrote or had written: all of them
+ * when the call carries a JS tracer, whose error is the caller's code's and may build any
+ * words at run time ("rate " + "limit"), so only the error's code is the node's.
+ */
+function callersWords(call: CallInfo, error: unknown): string {
+  const written = writtenIn([call]);
+  return TRACER_CODE.test(written) ? `${written}\n${errorMessage(error)}` : written;
+}
+
 /** A JSON-RPC answer with a status that does not decide: its members are judged one by one. */
 function judgeAnswer(parsed: unknown, calls: readonly CallInfo[]): Verdict | "members" {
   if (calls.length > 1 && isEnvelope(parsed)) return judgeWholeBatch(parsed, calls);
@@ -188,12 +201,16 @@ export function classifyMember(
       detail: "filter not held by this provider (it lives on the one that installed it)",
     };
   }
-  const verdict = judgeRpcError(error, call.method, writtenIn([call]));
+  const verdict = judgeRpcError(error, call.method, callersWords(call, error));
   if (verdict.outcome === "ok" && claimsRecentStatePruned(error, call, context.quorumHead)) {
     return retry(NO_RESULT, "pruned state claimed for a block every full node keeps");
   }
   if (verdict.outcome === "unclassified" && unknownByHash(error, call)) {
-    return { outcome: "behind", detail: `no such hash here (${verdict.detail})` };
+    return {
+      outcome: "behind",
+      detail: `no such hash here (${verdict.detail})`,
+      unknownHash: true,
+    };
   }
   if (verdict.outcome === "ok" && refusesKnownRange(error, call, context.quorumHead)) {
     return { outcome: "behind", detail: "log range beyond its head, within the known head" };

@@ -338,6 +338,7 @@ export class Gateway {
       now: this.#deps.clock(),
       servable: (method) => this.#servable.servable(network, method),
       headToleranceBlocks: network.settings.head_tolerance_blocks,
+      requestSingle: scope.single,
     });
     if (refusedAsTooLarge(group, judgement)) {
       scope.writes.push(learnBatchLimit(network, group, judgement, scope.batchLimits, this.#deps));

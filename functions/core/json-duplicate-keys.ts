@@ -11,25 +11,24 @@ export interface DuplicateKey {
 }
 
 interface Frame {
-  readonly path: ReadonlyArray<string | number>;
   /** Keys seen so far; null for an array. */
   readonly keys: Set<string> | null;
   /** The key (object) or index (array) of the value being read. */
   member: string | number;
 }
 
+/** Enough to fix the config by; each repeat's path costs its depth to build. */
+const MAX_REPORTED = 20;
+
+/** The first `MAX_REPORTED` repeats, in the order they are written. */
 export function duplicateKeys(text: string): DuplicateKey[] {
   const found: DuplicateKey[] = [];
   const stack: Frame[] = [];
-  const childPath = (): ReadonlyArray<string | number> => {
-    const top = stack[stack.length - 1];
-    return top === undefined ? [] : [...top.path, top.member];
-  };
   let i = 0;
   while (i < text.length) {
     const c = text[i];
     if (c === "{" || c === "[") {
-      stack.push({ path: childPath(), keys: c === "{" ? new Set() : null, member: 0 });
+      stack.push({ keys: c === "{" ? new Set() : null, member: 0 });
       i++;
     } else if (c === "}" || c === "]") {
       stack.pop();
@@ -43,7 +42,10 @@ export function duplicateKeys(text: string): DuplicateKey[] {
       const top = stack[stack.length - 1];
       if (top?.keys && isKey(text, end)) {
         const key = JSON.parse(text.slice(i, end)) as string;
-        if (top.keys.has(key)) found.push({ path: top.path, key });
+        if (top.keys.has(key)) {
+          found.push({ path: pathTo(stack), key });
+          if (found.length === MAX_REPORTED) return found;
+        }
         top.keys.add(key);
         top.member = key;
       }
@@ -53,6 +55,14 @@ export function duplicateKeys(text: string): DuplicateKey[] {
     }
   }
   return found;
+}
+
+/**
+ * Where the innermost open value is. Built only for a repeat: a path kept by every frame cost
+ * a copy per level, so a config nested 50,000 deep ran the scan out of memory.
+ */
+function pathTo(stack: readonly Frame[]): Array<string | number> {
+  return stack.slice(0, -1).map((frame) => frame.member);
 }
 
 function stringEnd(text: string, start: number): number {

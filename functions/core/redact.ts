@@ -59,11 +59,18 @@ export function secretPartsOf(raw: string): string[] {
     ...url.pathname.split("/").map(decodeURIComponentSafe),
     ...url.searchParams.values(),
     // Shorter parts (a port-like number, a short id) are rarely keys and would mask every
-    // occurrence of themselves in logs.
-  ].filter((part) => part.length >= MIN_SECRET_LENGTH_IN_ANSWERS && !isHarmlessSegment(part));
+    // occurrence of themselves in logs. So are numbers: a chain id such as Sepolia's 11155111
+    // taken for a key masked net_version's answer and every log line naming the chain.
+  ].filter(
+    (part) =>
+      part.length >= MIN_SECRET_LENGTH_IN_ANSWERS && !isHarmlessSegment(part) && !NUMBER.test(part),
+  );
   const password = decodeURIComponentSafe(url.password);
   return password === "" ? parts : [...parts, password];
 }
+
+/** A decimal number JavaScript holds exactly: a chain id, a port, a tenant number. */
+const NUMBER = /^\d{1,16}$/;
 
 /** Replaces `${NAME}` placeholders so the redaction masks them whatever their value. */
 export function redactTemplate(template: string): string {

@@ -55,7 +55,12 @@ export type Verdict =
    * covers, "header not found", an `eth_blockNumber` under the served head): try the next
    * candidate; no strike, since being behind is not being broken.
    */
-  | { readonly outcome: "behind"; readonly detail: string }
+  | {
+      readonly outcome: "behind";
+      readonly detail: string;
+      /** A hash the provider does not know: behind only if another provider's answer found it. */
+      readonly unknownHash?: true;
+    }
   /**
    * A configured `inner_errors` substring, or a filter this provider does not hold: next
    * candidate while attempts remain, else the answer as is; no penalty.

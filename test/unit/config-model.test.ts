@@ -221,6 +221,14 @@ describe("a provider URL's secret parts, scrubbed like secret values", () => {
   ])("%s → %j", (url, parts) => {
     expect(secretPartsOf(url)).toEqual(parts);
   });
+
+  it('regression: a chain id of 8 digits in a provider URL (Sepolia\'s 11155111) was taken for a key, so net_version answered "***" and every log line naming the chain id was masked (local stack); now a number is not a key', () => {
+    expect(
+      secretPartsOf(
+        "https://api.pimlico.io/v2/11155111/rpc?chain=11155420&apikey=pim_AbCdEf123456",
+      ),
+    ).toEqual(["pim_AbCdEf123456"]);
+  });
 });
 
 describe("redaction: origin kept, key-like parts masked", () => {

@@ -31,4 +31,22 @@ describe("keys written twice in one JSON object", () => {
     expect(JSON.parse(text)).toBeDefined();
     expect(duplicateKeys(text)).toEqual(expected);
   });
+
+  it("regression: each object or array copied the whole path above it, so a 100 KB config nested 50,000 deep ran the scan out of memory (20,000 deep took 7 s); now the path is built only for a repeat", () => {
+    const depth = 100_000;
+    const text = `${'{"a":'.repeat(depth)}{"k":1,"k":2}${"}".repeat(depth)}`;
+    expect(JSON.parse(text)).toBeDefined();
+    const [found, ...rest] = duplicateKeys(text);
+    expect(rest).toEqual([]);
+    expect(found?.key).toBe("k");
+    expect(found?.path.length).toBe(depth);
+  });
+
+  it("a repeat at every level of a config nested 50,000 deep names the first 20, not all of them", () => {
+    const depth = 50_000;
+    const text = `${'{"k":1,"k":2,"b":'.repeat(depth)}1${"}".repeat(depth)}`;
+    const found = duplicateKeys(text);
+    expect(found.length).toBe(20);
+    expect(found[19]?.path).toEqual(Array(19).fill("b"));
+  });
 });

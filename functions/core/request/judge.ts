@@ -5,6 +5,7 @@ import type { UpstreamResult } from "../ports.ts";
 import { requestedCooldownMs } from "../retry-after.ts";
 import type { CallInfo, Verdict } from "../verdict.ts";
 import type { OpenCall } from "./open-call.ts";
+import { nodesReadId } from "./plan.ts";
 
 /** A verdict that sends the call to the next provider. */
 export type FailureVerdict = Extract<Verdict, { outcome: "retry" | "capability" | "behind" }>;
@@ -54,6 +55,8 @@ export interface JudgeContext {
   readonly servable: (method: string) => boolean;
   /** How far under the served head an `eth_blockNumber` may be before it is `behind`. */
   readonly headToleranceBlocks: number;
+  /** The caller sent one call, not a batch: it goes upstream with the caller's id when nodes read it. */
+  readonly requestSingle: boolean;
 }
 
 /**
@@ -137,12 +140,19 @@ const ANOTHER_REQUESTS_ANSWER: FailureVerdict = {
 
 /**
  * Whether a single call's answer names another id than the one it went with (null names
- * none): the caller's, or its position when a batch member went on its own.
+ * none): the caller's, or its position when it went with that (a batch member on its own, an
+ * id nodes may not read). Sent with the caller's id, an answer naming its position (0) is
+ * another request's.
  */
-function answersAnotherRequest(member: unknown, call: OpenCall["call"]): boolean {
+function answersAnotherRequest(
+  member: unknown,
+  call: OpenCall["call"],
+  requestSingle: boolean,
+): boolean {
   if (call.rawId === null || typeof member !== "object" || member === null) return false;
   const id = (member as { id?: unknown }).id;
-  if (id === null || id === undefined || id === call.position) return false;
+  if (id === null || id === undefined) return false;
+  if (id === call.position && !(requestSingle && nodesReadId(call.rawId))) return false;
   try {
     return id !== JSON.parse(call.rawId);
   } catch {
@@ -187,7 +197,7 @@ function judgeMembers(
       continue;
     }
     const member = single ? parsed : parseJsonOrUndefined(text);
-    if (single && answersAnotherRequest(member, entry.call)) {
+    if (single && answersAnotherRequest(member, entry.call, context.requestSingle)) {
       failure ??= ANOTHER_REQUESTS_ANSWER;
       outcomes.push({ kind: "retry", verdict: ANOTHER_REQUESTS_ANSWER, errorAnswer: null });
       continue;

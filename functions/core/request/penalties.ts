@@ -13,6 +13,26 @@ export interface CallFailure {
   readonly signature: string;
 }
 
+/**
+ * Another provider's own answer settled a call this one was behind on. About a hash this
+ * provider did not know, only an answer that found it (not null) does: else a caller asking
+ * about made-up hashes, where one kind of node says "not found" and another answers null,
+ * had the first counted a failed request each time, and "failing often" left it out.
+ */
+function settledBehind(verdict: FailureVerdict & { outcome: "behind" }, call: OpenCall): boolean {
+  if (call.answeredBy === null) return false;
+  return verdict.unknownHash !== true || !answersNull(call.answer);
+}
+
+function answersNull(answer: string | null): boolean {
+  if (answer === null) return true;
+  try {
+    return (JSON.parse(answer) as { result?: unknown }).result === null;
+  } catch {
+    return false;
+  }
+}
+
 export function failureSignature(verdict: FailureVerdict): string {
   return verdict.outcome === "retry"
     ? `${verdict.kind}/${verdict.reason}/${verdict.detail.split(":")[0]}`
@@ -90,7 +110,7 @@ export function settlePenalties(
     // served head or only when resent as written (docs/behaviour.md §10.4), blames nobody.
     const blamed = penalty.calls.filter(
       (call) =>
-        !suspected.includes(call) && (verdict.outcome !== "behind" || call.answeredBy !== null),
+        !suspected.includes(call) && (verdict.outcome !== "behind" || settledBehind(verdict, call)),
     );
     if (blamed.length > 0) {
       deps.penalise(

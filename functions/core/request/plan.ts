@@ -90,7 +90,7 @@ export function upstreamBody(group: AttemptGroup, single: boolean, body: string)
  * anvil refuse some of them ("Invalid request"), so such a call goes with its position as id
  * and the caller's is spliced back into the answer, as for a batch.
  */
-function nodesReadId(rawId: string | null): boolean {
+export function nodesReadId(rawId: string | null): boolean {
   if (rawId === null || rawId === "null" || rawId.startsWith('"')) return true;
   return /^(0|[1-9]\d{0,15})$/.test(rawId) && Number.isSafeInteger(Number(rawId));
 }
