@@ -46,14 +46,19 @@ export function refused(elapsedMs = 1): UpstreamResult {
   };
 }
 
+/** One call as a provider received it. */
+export interface SentCall {
+  readonly id: unknown;
+  readonly method: string;
+  readonly params: unknown[];
+}
+
 /** Echoes each call of the request with `result`, keeping its id (single or batch). */
-export function resultFor(result: (method: string) => unknown): Script {
+export function resultFor(result: (method: string, call: SentCall) => unknown): Script {
   return (request) => {
-    const parsed = JSON.parse(request.body) as
-      | { id: unknown; method: string }
-      | Array<{ id: unknown; method: string }>;
-    const one = (call: { id: unknown; method: string }) =>
-      JSON.stringify({ jsonrpc: "2.0", id: call.id, result: result(call.method) });
+    const parsed = JSON.parse(request.body) as SentCall | SentCall[];
+    const one = (call: SentCall) =>
+      JSON.stringify({ jsonrpc: "2.0", id: call.id, result: result(call.method, call) });
     return answer(Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed));
   };
 }

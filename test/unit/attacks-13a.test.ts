@@ -1,13 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
 import type { UpstreamRequest } from "../../functions/core/ports.ts";
-import {
-  everyoneInQuorum,
-  gatewayHarness,
-  type HarnessProviders,
-} from "../support/gateway-harness.ts";
-import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
-import { answer } from "../support/scripted-upstream.ts";
+import type { HarnessProviders } from "../support/gateway-harness.ts";
+import { answer, resultFor, type SentCall } from "../support/scripted-upstream.ts";
+import { settledChainHarness } from "../support/settled-chain-harness.ts";
 
 /**
  * Outside attacks on what a caller is told about blocks the gateway knows exist: a provider
@@ -16,65 +11,19 @@ import { answer } from "../support/scripted-upstream.ts";
  * upstream, in-memory state, a test clock: nothing here sleeps.
  */
 
-const NOW = 1_800_000_000_000;
 const P1 = "http://p1.test/";
 const P2 = "http://p2.test/";
 const hex = (n: number) => `0x${n.toString(16)}`;
 const HASH = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
 
-/** The served head 120 (finalized 100), published long enough ago that it is answered. */
-const HEAD: ChainHead = {
-  latest: { number: 120, hash: HASH(120) },
-  safe: { number: 110, hash: HASH(110) },
-  finalized: { number: 100, hash: HASH(100) },
-  served: { block: 120, at: NOW - 5_000 },
-  previousServed: null,
-  updatedAt: NOW - 5_000,
-  reorgSeenAt: 0,
-};
-
 type Providers = HarnessProviders;
 
 function harness(providers: Providers, random: () => number = () => 0.5) {
-  const { gateway, store, upstream } = gatewayHarness({
-    providers,
-    network: { block_time_seconds: 12 },
-    now: NOW,
-    deps: { random, ledger: new MemoryTransactionLedger() },
-  });
-  store.setHead("net", HEAD);
-  everyoneInQuorum(store, providers, {
-    head: 120,
-    timestamp: NOW / 1000 - 5,
-    computedAt: NOW - 5_000,
-  });
-  const rpc = async (body: string) => {
-    const response = await gateway.handleRpc("net", body);
-    return {
-      ...response,
-      json: JSON.parse(response.body) as { result?: unknown; error?: unknown },
-    };
-  };
-  /** The answer as the caller gets it, unparsed (a JSON.parse would lose ids such as 1e400). */
-  const gatewayRpc = (body: string) => gateway.handleRpc("net", body);
-  return { store, upstream, rpc, gatewayRpc };
-}
-
-interface SentCall {
-  readonly id: unknown;
-  readonly method: string;
-  readonly params: unknown[];
+  return settledChainHarness(providers, { random });
 }
 
 /** A node whose answer to each call is `reply(call)`. */
-function node(reply: (call: SentCall) => unknown) {
-  return (request: UpstreamRequest) => {
-    const parsed = JSON.parse(request.body) as SentCall | SentCall[];
-    const one = (call: SentCall) =>
-      JSON.stringify({ jsonrpc: "2.0", id: call.id, result: reply(call) });
-    return answer(Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed));
-  };
-}
+const node = (reply: (call: SentCall) => unknown) => resultFor((_, call) => reply(call));
 
 /** A node at block `height`: blocks above it do not exist there (`null`), as geth answers. */
 const nodeAt = (height: number) =>

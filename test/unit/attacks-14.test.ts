@@ -1,105 +1,30 @@
 import { describe, expect, it } from "vitest";
-import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { Gateway } from "../../functions/core/gateway.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
 import type { UpstreamRequest } from "../../functions/core/ports.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
-import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
-import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";
+import type { HarnessProviders } from "../support/gateway-harness.ts";
+import { answer, resultFor, type SentCall } from "../support/scripted-upstream.ts";
+import { settledChainHarness } from "../support/settled-chain-harness.ts";
 
 /**
  * Attacks on the rules attack-13 added: words a caller writes into a call, made-up hashes, ids
  * sent as positions. Scripted upstream, in-memory state, a test clock: nothing here sleeps.
  */
 
-const NOW = 1_800_000_000_000;
 const P1 = "http://p1.test/";
 const P2 = "http://p2.test/";
 const HASH = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
 
-/** The served head 120 (finalized 100), published long enough ago that it is answered. */
-const HEAD: ChainHead = {
-  latest: { number: 120, hash: HASH(120) },
-  safe: { number: 110, hash: HASH(110) },
-  finalized: { number: 100, hash: HASH(100) },
-  served: { block: 120, at: NOW - 5_000 },
-  previousServed: null,
-  updatedAt: NOW - 5_000,
-  reorgSeenAt: 0,
-};
+type Providers = HarnessProviders;
 
-type Providers = ConfigInput["networks"][string]["providers"];
-
-function harness(providers: Providers, random: () => number = () => 0.5) {
-  let now = NOW;
-  const clock = () => now;
-  const store = new MemoryStateStore(clock);
+function harness(providers: Providers) {
   const outcomes: Array<{ provider: string; ok: boolean }> = [];
-  const upstream = new ScriptedUpstream((ms) => {
-    now += ms;
-  });
-  const telemetry = { log: () => undefined, count: () => undefined, measure: () => undefined };
-  const cache = new StateCache({ store, clock, telemetry, ttlMs: () => 1000 });
-  const config = configSchema.parse({
-    networks: { net: { chain_id: 1, block_time_seconds: 12, providers } },
-  });
-  const model = buildModel(config, (url) => url);
-  const gateway = new Gateway({
-    model: () => model,
-    upstream,
-    store,
-    cache,
-    clock,
-    random,
-    wait,
-    hedgeTimer,
-    telemetry,
-    scrub: (text) => text,
-    scrubAnswer: (text) => text,
-    ledger: new MemoryTransactionLedger(),
+  const h = settledChainHarness(providers, {
     recordOutcome: (_, provider, ok) => outcomes.push({ provider, ok }),
   });
-  store.setHead("net", HEAD);
-  const names = providers.map((provider) => provider.name ?? provider.url);
-  const seen = { number: 120, timestamp: NOW / 1000 - 5 };
-  store.setQuorum("net", {
-    head: 120,
-    headTimestamp: seen.timestamp,
-    members: names,
-    excluded: {},
-    heads: Object.fromEntries(names.map((name) => [name, seen])),
-    computedAt: NOW - 5_000,
-  });
-  const rpc = async (body: string) => {
-    const response = await gateway.handleRpc("net", body);
-    return {
-      ...response,
-      json: JSON.parse(response.body) as { result?: unknown; error?: unknown },
-    };
-  };
-  /** The answer as the caller gets it, unparsed (a JSON.parse would lose ids such as 1e400). */
-  const gatewayRpc = (body: string) => gateway.handleRpc("net", body);
-  return { store, upstream, rpc, gatewayRpc, outcomes };
-}
-
-interface SentCall {
-  readonly id: unknown;
-  readonly method: string;
-  readonly params: unknown[];
+  return { ...h, outcomes };
 }
 
 /** A node whose answer to each call is `reply(call)`. */
-function node(reply: (call: SentCall) => unknown) {
-  return (request: UpstreamRequest) => {
-    const parsed = JSON.parse(request.body) as SentCall | SentCall[];
-    const one = (call: SentCall) =>
-      JSON.stringify({ jsonrpc: "2.0", id: call.id, result: reply(call) });
-    return answer(Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed));
-  };
-}
+const node = (reply: (call: SentCall) => unknown) => resultFor((_, call) => reply(call));
 
 const two: Providers = [
   { name: "p1", url: P1, priority: 2 },
