@@ -6,15 +6,20 @@
 
 import { isRecord } from "./classify-envelope.ts";
 import {
-  ALREADY_KNOWN,
   BATCH_LIMIT,
+  CALLERS_FAULT,
   CHAIN_UNAVAILABLE,
-  LAGGING_BACKEND,
-  LOGS_RANGE_TOO_WIDE,
-  LOGS_TOO_LARGE,
-  LOGS_TOO_MANY,
+  INVALID_REQUEST,
+  METHOD_UNSUPPORTED,
+  PERMANENT_UNCLASSIFIED,
+  PRE_CHECK_FAILURE,
+  PRUNED_STATE,
   QUOTA,
   RATE_LIMIT,
+  RAW_TRANSACTION_REFUSED,
+  SOFT_TRANSIENT,
+  TIMEOUT,
+  TRANSIENT_PHRASES,
 } from "./classify-patterns.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { CooldownReason, RetryKind, Verdict } from "./verdict.ts";
@@ -50,80 +55,6 @@ interface ErrorFacts {
   /** What the caller wrote into the call (its params as JSON text), in lower case. */
   readonly written: string;
 }
-
-// On a trace of a block already mined (a catalogue fact), a pre-check failure means the node
-// holds the wrong state for that block (docs/behaviour.md §4.4), so another node may succeed.
-const PRE_CHECK_FAILURE =
-  /insufficient funds for gas \* price \+ value|\bnonce too (low|high)\b|\bintrinsic gas too low\b/i;
-
-/** The caller asked for something that fails everywhere: a revert, a range too wide, a bad tx. */
-const CALLERS_FAULT = new RegExp(
-  [
-    /\breverted\b|\bout of gas\b|\binvalid opcode\b|\bstack (underflow|overflow)\b/,
-    LOGS_RANGE_TOO_WIDE,
-    LOGS_TOO_MANY,
-    LOGS_TOO_LARGE,
-    /\binsufficient funds\b|\bnonce too (low|high)\b|\bintrinsic gas too low\b|\btransaction underpriced\b/,
-    /\bmax fee per gas less than block base fee\b|\bgas required exceeds allowance\b|\bexceeds block gas limit\b/,
-    /\bintrinsic gas too high\b/,
-    ALREADY_KNOWN,
-  ]
-    .map((part) => part.source)
-    .join("|"),
-  "i",
-);
-
-/**
- * geth's words for raw transaction bytes every node refuses alike: bytes that are no
- * transaction, a bad signature, a fee field out of order, too much data. The sender's; about
- * another method (an "rlp:" error reading the node's own database) they would be the node's.
- */
-const RAW_TRANSACTION_REFUSED =
-  /\brlp: |\btyped transaction too short\b|\btransaction type not supported\b|\binvalid sender\b|\bmax priority fee per gas higher than max fee per gas\b|\boversized data\b/i;
-
-/**
- * State the node has pruned (geth "missing trie node", "historical state is not available",
- * "Unknown state. First available state is N"): the caller asked a full node for old state. Not
- * retried (every full node says the same) and no fault of the provider's: counted as one more
- * unclassified error, a caller's queries for old blocks would rotate healthy primaries out.
- */
-export const PRUNED_STATE =
-  /\bhistorical state\b[^.]{0,30}\bnot available\b|\bunknown state\b|\bmissing trie node\b/i;
-
-/** Errors from the permanent table that no later rule may turn into a retry. */
-const PERMANENT_UNCLASSIFIED =
-  /\bnot currently canonical\b|\bauthenticated api key required\b|\bdoes not support chain ?id|\bunauthori[sz]ed\b/i;
-
-const METHOD_UNSUPPORTED =
-  /\bmethod\b[^.]{0,60}\b(not found|does not exist|not available|not supported|unsupported|not enabled|not allowed|disabled|not whitelisted)\b|\b(unsupported|unknown) method\b|\bmethod ignored\b|\bnot available on (this|your|the)?\s*(free |current )?(plan|tier)\b/i;
-
-// Named by the sources: a lagging backend, a proxy whose upstreams failed, a dropped connection.
-const TRANSIENT_PHRASES = new RegExp(
-  [
-    /upstream connect error|disconnect\/reset before headers|cannot parse json-rpc response/,
-    /\bno available upstreams?\b|errors from the following providers prevented the request/,
-    /\bfailsafe timeout policy exceeded\b|\bcontext (canceled|cancelled|deadline exceeded)\b/,
-    LAGGING_BACKEND,
-    /\bconnection (refused|reset)\b|\bdial tcp\b|\bbroken pipe\b/,
-  ]
-    .map((part) => part.source)
-    .join("|"),
-  "i",
-);
-
-const TIMEOUT = /\bexecution timeout\b|\btimed out\b|\bi\/o timeout\b/i;
-
-/** Blames the request in words (codes -32700/-32600/-32602 do so by definition). */
-const INVALID_REQUEST =
-  /\binvalid (params|parameters?|arguments?|input|request)\b|\bcannot unmarshal\b|\bmissing value\b/i;
-
-/**
- * Words that promise a retry may work. Weaker than the phrases above: they count only when
- * neither the code nor the message has already blamed the request, and the bare word
- * "retry" is not one of them.
- */
-const SOFT_TRANSIENT =
-  /\btemporar(y|ily)\b|\bplease (retry|try again)\b|\btry again later\b|\bat this time\b|\b(under (too much|heavy) load|overloaded)\b/i;
 
 const RATE_LIMIT_CODES = [-32005, -32429, 429];
 const REQUEST_BLAMING_CODES = [-32700, -32600, -32602];

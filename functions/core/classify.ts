@@ -5,12 +5,13 @@
  */
 
 import { type Envelope, errorOf, isEnvelope, isJsonRpcAnswer } from "./classify-envelope.ts";
-import { judgeRpcError, mergeRetries, type Penalty, PRUNED_STATE } from "./classify-error.ts";
+import { judgeRpcError, mergeRetries, type Penalty } from "./classify-error.ts";
 import {
   BATCH_LIMIT,
   CHAIN_UNAVAILABLE,
   FORBIDDEN,
   LAGGING_BACKEND,
+  PRUNED_STATE,
   QUOTA,
   RANGE_BEYOND_HEAD,
   RATE_LIMIT,

@@ -1,15 +1,7 @@
 import * as z from "zod/mini";
 import { boundIssues } from "./config-bounds.ts";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "./cors.ts";
-
-/** A `${NAME}` secret placeholder; the name is group 1. */
-export const PLACEHOLDER = /\$\{([^}]*)\}/g;
-const PLACEHOLDER_NAME = /^[A-Z][A-Z0-9_]*$/;
-
-/** Names of the `${NAME}` secret placeholders in a URL template. */
-export function placeholdersOf(url: string): string[] {
-  return [...url.matchAll(PLACEHOLDER)].map((match) => match[1] ?? "");
-}
+import { providerUrlProblems } from "./provider-url.ts";
 
 export const DEFAULT_METHODS_DENY = [
   "admin_*",
@@ -53,36 +45,7 @@ export function defineConfigSchemas() {
 
   const providerUrl = z.string().check(
     z.superRefine((url, ctx) => {
-      for (const name of placeholdersOf(url)) {
-        if (!PLACEHOLDER_NAME.test(name)) {
-          ctx.addIssue({
-            code: "custom",
-            message: `placeholder \${${name}} is not a valid secret name: use upper-case letters, digits and _ (e.g. \${ETH_KEY})`,
-          });
-        }
-      }
-      const sample = url.replace(PLACEHOLDER, "secret");
-      let parsed: URL;
-      try {
-        parsed = new URL(sample);
-      } catch {
-        ctx.addIssue({ code: "custom", message: "not a valid URL: write it as https://host/path" });
-        return;
-      }
-      if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
-        ctx.addIssue({ code: "custom", message: "the URL must use http:// or https://" });
-      }
-      // The credentials before an `@` may be secrets (basic-auth providers); the host may not.
-      const authority = /^[^:/?#]*:\/\/([^/?#]*)/.exec(url)?.[1] ?? "";
-      if (authority.slice(authority.lastIndexOf("@") + 1).includes("${")) {
-        ctx.addIssue({ code: "custom", message: "a secret placeholder may not stand in the host" });
-      }
-      if (url.replace(PLACEHOLDER, "").includes("${")) {
-        ctx.addIssue({
-          code: "custom",
-          message: "an unclosed placeholder: write it as ${NAME}, with the closing }",
-        });
-      }
+      for (const message of providerUrlProblems(url)) ctx.addIssue({ code: "custom", message });
     }),
   );
 

@@ -2,11 +2,8 @@ import { en } from "zod/locales";
 import * as z from "zod/mini";
 import { defineConfigSchemas } from "./config-schema-definition.ts";
 
-export {
-  DEFAULT_METHODS_DENY,
-  PLACEHOLDER,
-  placeholdersOf,
-} from "./config-schema-definition.ts";
+export { DEFAULT_METHODS_DENY } from "./config-schema-definition.ts";
+export { PLACEHOLDER, placeholdersOf } from "./provider-url.ts";
 
 /**
  * The config-as-code schemas, built on first use. Building them costs several ms of CPU that a

@@ -1,5 +1,6 @@
-import { type Config, PLACEHOLDER, placeholdersOf } from "./config-schema.ts";
+import type { Config } from "./config-schema.ts";
 import { formatPath, type ResolvedUrl } from "./network-model.ts";
+import { PLACEHOLDER, placeholdersOf } from "./provider-url.ts";
 
 /** One `${NAME}` placeholder in one provider URL, with the URL's JSON path. */
 export interface PlaceholderUse {
