@@ -1,4 +1,10 @@
-import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from "node:zlib";
+import {
+  brotliDecompressSync,
+  gunzipSync,
+  inflateRawSync,
+  inflateSync,
+  zstdDecompressSync,
+} from "node:zlib";
 
 /**
  * Undoes an HTTP `Content-Encoding`. A server may encode an answer to a request that names no
@@ -53,4 +59,5 @@ const DECODERS: ReadonlyMap<string, Decoder> = new Map<string, Decoder>([
   ["x-gzip", gunzipSync],
   ["deflate", inflateEither],
   ["br", brotliDecompressSync],
+  ["zstd", zstdDecompressSync],
 ]);

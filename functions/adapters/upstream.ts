@@ -172,6 +172,9 @@ function upstreamResult(
   }
 }
 
+/** The start of a body that is plain JSON text: whitespace, then an object or an array. */
+const PLAIN_JSON_START = /^[\t\n\r ]*[[{]/;
+
 /**
  * The answer's text, decoded when it came with a Content-Encoding; `tooLarge` when it is over
  * the cap once decoded. A 2xx body that cannot be decoded is no answer (a connection failure,
@@ -187,6 +190,14 @@ function decodedBody(
   const decoded = decodeContent(answer.body, coding, maxBytes);
   if (decoded.ok) return { text: decoded.body.toString("utf8") };
   if (decoded.problem === "too_large") return { tooLarge: true };
+  // A coding name that is no coding ("utf-8", a charset put in the wrong header) over a body
+  // that reads as JSON text: the body was never encoded, and is taken as it came.
+  if (
+    decoded.problem === "unsupported" &&
+    PLAIN_JSON_START.test(answer.body.toString("latin1", 0, 64))
+  ) {
+    return { text: answer.body.toString("utf8") };
+  }
   if (answer.status >= 300) return { text: "" };
   const message =
     decoded.problem === "corrupt"

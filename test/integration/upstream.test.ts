@@ -1,7 +1,13 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from "node:zlib";
+import {
+  brotliCompressSync,
+  deflateRawSync,
+  deflateSync,
+  gzipSync,
+  zstdCompressSync,
+} from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUpstream, type UpstreamClient } from "../../functions/adapters/upstream.ts";
 import type { UpstreamRequest } from "../../functions/core/ports.ts";
@@ -277,6 +283,7 @@ describe("answers with a Content-Encoding", () => {
     ["br", brotliCompressSync(answer)],
     ["gzip, br", brotliCompressSync(gzipSync(answer))],
     ["GZIP ", gzipSync(answer)],
+    ["zstd", zstdCompressSync(answer)],
   ])(
     "regression: a %s answer the provider encoded unasked was handed on as its compressed bytes (the provider then blacklisted as not JSON-RPC); now it is decoded",
     async (encoding, body) => {
@@ -316,7 +323,12 @@ describe("answers with a Content-Encoding", () => {
 
   it.each([
     ["corrupt gzip", "gzip", Buffer.from("not gzip at all"), /gzip encoding is corrupt/],
-    ["a coding the gateway does not decode", "zstd", Buffer.from(answer), /Content-Encoding zstd/],
+    [
+      "a coding the gateway does not decode",
+      "compress",
+      Buffer.from([0x1f, 0x9d, 0x90, 0x7b]),
+      /Content-Encoding compress/,
+    ],
   ])(
     "an answer in %s is a connection failure naming it, not an answer",
     async (_name, encoding, body, message) => {
@@ -324,6 +336,22 @@ describe("answers with a Content-Encoding", () => {
       const result = await upstream.send(request("/undecodable"));
       expect(result).toMatchObject({ ok: false, failure: { kind: "connection" } });
       expect(!result.ok && "failure" in result && result.failure.message).toMatch(message);
+    },
+  );
+});
+
+describe("a Content-Encoding that names no coding", () => {
+  it.each(["utf-8", "UTF8", "json"])(
+    "regression: an answer marked %s (a charset in the wrong header) over plain JSON failed as an undecodable coding; now it is taken as it came",
+    async (encoding) => {
+      const answer = '{"jsonrpc":"2.0","id":1,"result":"0x1"}';
+      behaviours.set("/misnamed", (_req, res) =>
+        res.writeHead(200, { "content-encoding": encoding }).end(`\n ${answer}`),
+      );
+      expect(await upstream.send(request("/misnamed"))).toMatchObject({
+        ok: true,
+        body: `\n ${answer}`,
+      });
     },
   );
 });
