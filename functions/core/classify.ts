@@ -238,6 +238,7 @@ const NO_RESULT: Penalty = { kind: "no_result", reason: "transient" };
  */
 const FILTER_NOT_HELD = /\bfilter not found\b|\bfilter\b[^.]{0,40}\b(does not exist|not found)\b/i;
 
+/** An error object's message, or "" when it has none. */
 function errorMessage(error: unknown): string {
   const message = (error as { message?: unknown } | null)?.message;
   return typeof message === "string" ? message : "";
@@ -256,8 +257,7 @@ function claimsRecentStatePruned(
   call: CallInfo,
   quorumHead: number | null,
 ): boolean {
-  const message = (error as { message?: unknown } | null)?.message;
-  if (typeof message !== "string" || !PRUNED_STATE.test(message)) return false;
+  if (!PRUNED_STATE.test(errorMessage(error))) return false;
   const block = blockRefOf(call.method, call.params);
   if (block?.kind === "tag") return block.tag !== "earliest";
   return (
@@ -291,8 +291,7 @@ function unknownByHash(error: unknown, call: CallInfo): boolean {
  * it is the caller's answer, passed on as is.
  */
 function refusesKnownRange(error: unknown, call: CallInfo, quorumHead: number | null): boolean {
-  const message = (error as { message?: unknown } | null)?.message;
-  if (typeof message !== "string" || !RANGE_BEYOND_HEAD.test(message)) return false;
+  if (!RANGE_BEYOND_HEAD.test(errorMessage(error))) return false;
   const block = blockRefOf(call.method, call.params);
   return (
     block?.kind === "range" &&
