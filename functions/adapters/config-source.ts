@@ -47,7 +47,7 @@ export interface S3ConfigSourceOptions extends CommonOptions {
   readonly s3: S3ObjectReader;
   /** The config bundled with the function (a parsed JSON value), used at cold start if S3 fails. */
   readonly bundled: unknown;
-  /** Bound on one S3 call, so a hung S3 cannot hold requests; default 3000. */
+  /** Bound on one S3 call, so a hung S3 cannot hold requests; default `S3_READ_TIMEOUT_MS`. */
   readonly requestTimeoutMs?: number;
   /**
    * The config validated at build time for a document with exactly this text, if any
@@ -86,6 +86,9 @@ interface Origin {
   fetch(knownVersion: string | undefined): Promise<Fetched>;
 }
 
+/** One read of the S3 object, credentials, connection and whole body included. */
+const S3_READ_TIMEOUT_MS = 3_000;
+
 /** The longest wait between checks while S3 hangs, in refresh intervals. */
 const MAX_BACKOFF_FACTOR = 8;
 
@@ -95,7 +98,7 @@ const contentHash = (text: string): string => createHash("sha256").update(text).
 const CONTENT_VERSION = "sha256:";
 
 function s3Origin(options: S3ConfigSourceOptions): Origin {
-  const { bucket, key, s3, requestTimeoutMs = 3000 } = options;
+  const { bucket, key, s3, requestTimeoutMs = S3_READ_TIMEOUT_MS } = options;
   return {
     kind: "s3",
     location: `s3://${bucket}/${key}`,
@@ -175,7 +178,8 @@ export function createConfigSource(options: ConfigSourceOptions): ConfigSource {
    */
   let slowFailuresInARow = 0;
   /** Half the read's time limit, in real time (the injected clock is the config's, not the wire's). */
-  const slowAfterMs = options.kind === "s3" ? (options.requestTimeoutMs ?? 3000) / 2 : Infinity;
+  const slowAfterMs =
+    options.kind === "s3" ? (options.requestTimeoutMs ?? S3_READ_TIMEOUT_MS) / 2 : Infinity;
 
   /** Why the origin gave no config this time, for the cold-start error. */
   const checkOrigin = async (): Promise<string | undefined> => {
