@@ -17,8 +17,16 @@ export type Decoded =
   | { readonly ok: true; readonly body: Buffer }
   | { readonly ok: false; readonly problem: "too_large"; readonly coding: string }
   | { readonly ok: false; readonly problem: "corrupt"; readonly coding: string }
-  /** `coding` is the name as sent when it reads as a coding name, else "(unreadable)". */
-  | { readonly ok: false; readonly problem: "unsupported"; readonly coding: string };
+  /**
+   * `coding` is the name as sent when it reads as a coding name, else "(unreadable)";
+   * `undone`: the body with the codings applied after that one already undone.
+   */
+  | {
+      readonly ok: false;
+      readonly problem: "unsupported";
+      readonly coding: string;
+      readonly undone: Buffer;
+    };
 
 /** `header`: the Content-Encoding as received (codings listed in the order they were applied). */
 export function decodeContent(body: Buffer, header: string | undefined, maxBytes: number): Decoded {
@@ -31,7 +39,7 @@ export function decodeContent(body: Buffer, header: string | undefined, maxBytes
     const decode = DECODERS.get(coding);
     if (decode === undefined) {
       const named = /^[a-z0-9.+-]{1,32}$/.test(coding) ? coding : "(unreadable)";
-      return { ok: false, problem: "unsupported", coding: named };
+      return { ok: false, problem: "unsupported", coding: named, undone: decoded };
     }
     try {
       decoded = decode(decoded, { maxOutputLength: maxBytes });

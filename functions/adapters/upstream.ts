@@ -190,13 +190,14 @@ function decodedBody(
   const decoded = decodeContent(answer.body, coding, maxBytes);
   if (decoded.ok) return { text: decoded.body.toString("utf8") };
   if (decoded.problem === "too_large") return { tooLarge: true };
-  // A coding name that is no coding ("utf-8", a charset put in the wrong header) over a body
-  // that reads as JSON text: the body was never encoded, and is taken as it came.
+  // A coding name that is no coding ("utf-8", a charset put in the wrong header) over what
+  // reads as JSON text once the real codings applied after it are undone: that text was never
+  // encoded by it, and is taken as it is.
   if (
     decoded.problem === "unsupported" &&
-    PLAIN_JSON_START.test(answer.body.toString("latin1", 0, 64))
+    PLAIN_JSON_START.test(decoded.undone.toString("latin1", 0, 64))
   ) {
-    return { text: answer.body.toString("utf8") };
+    return { text: decoded.undone.toString("utf8") };
   }
   if (answer.status >= 300) return { text: "" };
   const message =

@@ -67,8 +67,9 @@ function echoableId(value: Record<string, unknown>, rawId: string | null): strin
 
 /** Members whose duplicates servers resolve differently (first or last wins). */
 const SIGNIFICANT_MEMBERS = new Set(["jsonrpc", "id", "method", "params"]);
+const METHOD_NAME_MAX_CHARS = 128;
 /** Printable ASCII without spaces, quotes or backslashes: every real JSON-RPC method name. */
-const METHOD_NAME = /^[\x21\x23-\x5b\x5d-\x7e]{1,128}$/;
+const METHOD_NAME = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${METHOD_NAME_MAX_CHARS}}$`);
 /** A `\uD800`–`\uDFFF` escape: the cheap sign that a lone surrogate may be present. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
@@ -139,7 +140,7 @@ function parseMember(
     return {
       position,
       rawId: safeId ?? "null",
-      message: "invalid request: method must be a name of printable characters, e.g. eth_call",
+      message: `invalid request: method must be a name of at most ${METHOD_NAME_MAX_CHARS} printable characters, e.g. eth_call`,
     };
   }
   const params = object.params;

@@ -354,6 +354,29 @@ describe("a Content-Encoding that names no coding", () => {
       });
     },
   );
+
+  it("regression: an answer gzip-encoded over a misnamed coding (Content-Encoding utf-8, gzip) failed although its gzip held plain JSON; now it is taken once gunzipped", async () => {
+    const answer = '{"jsonrpc":"2.0","id":1,"result":"0x1"}';
+    behaviours.set("/misnamed-then-gzip", (_req, res) =>
+      res.writeHead(200, { "content-encoding": "utf-8, gzip" }).end(gzipSync(answer)),
+    );
+    expect(await upstream.send(request("/misnamed-then-gzip"))).toMatchObject({
+      ok: true,
+      body: answer,
+    });
+  });
+
+  it("a misnamed coding over gzip bytes (Content-Encoding gzip, utf-8) is still no answer", async () => {
+    behaviours.set("/gzip-then-misnamed", (_req, res) =>
+      res
+        .writeHead(200, { "content-encoding": "gzip, utf-8" })
+        .end(gzipSync('{"jsonrpc":"2.0","id":1,"result":"0x1"}')),
+    );
+    expect(await upstream.send(request("/gzip-then-misnamed"))).toMatchObject({
+      ok: false,
+      failure: { kind: "connection" },
+    });
+  });
 });
 
 describe("a keep-alive socket that dies with a request on it", () => {

@@ -69,6 +69,14 @@ describe("parseRequest: gateway errors of docs/behaviour.md §2", () => {
     const parsed = parseRequest(JSON.stringify(Array(4).fill({ id: 1, method: "m" })), limits);
     expect(parsed.kind === "error" && parsed.message).toContain("max_batch");
   });
+
+  it("regression: a method name over 128 characters was refused as if its characters were wrong; the message now names the length limit", () => {
+    const parsed = parseRequest(`{"jsonrpc":"2.0","id":1,"method":"${"m".repeat(129)}"}`, {
+      maxBodyBytes: 4096,
+      maxBatch: 3,
+    });
+    expect(parsed.kind === "error" && parsed.message).toContain("at most 128");
+  });
 });
 
 describe("parseRequest: valid requests", () => {
