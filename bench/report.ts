@@ -1,12 +1,4 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import {
-  COST_BLOCK_TIME_SECONDS,
-  COST_WARMUP_SECONDS,
-  dollarsPerMillionPerMs,
-  PRICES,
-} from "./cost.ts";
-import { renderHedge } from "./hedge.ts";
-import { formatLoad } from "./machine.ts";
 import type {
   ColdPart,
   CostPart,
@@ -19,7 +11,11 @@ import type {
   ThroughputPart,
   Verdict,
 } from "./results.ts";
-import type { ThroughputRecord } from "./throughput.ts";
+import { COST_WARMUP_SECONDS, dollarsPerMillionPerMs, PRICES } from "./targets/cost.ts";
+import { renderHedge } from "./targets/hedge.ts";
+import type { ThroughputRecord } from "./targets/throughput.ts";
+import { LAMBDA_BLOCK_TIME_SECONDS } from "./tools/lambda-env.ts";
+import { formatLoad } from "./tools/machine.ts";
 
 /**
  * bench/RESULTS.md: the section between the markers is generated from bench/results.json by
@@ -40,6 +36,19 @@ export function verdict(ok: boolean, valid = true): Verdict["verdict"] {
   return ok ? "PASS" : "FAIL";
 }
 
+/**
+ * The range of the same-round ratios, as text ("; rounds 0.71–0.93×"), or nothing with fewer
+ * than two rounds: the noise a verdict was read through.
+ */
+export function roundRatios(measured: readonly number[], baseline: readonly number[]): string {
+  const ratios = measured.flatMap((value, index) => {
+    const base = baseline[index];
+    return base === undefined || base <= 0 ? [] : [value / base];
+  });
+  if (ratios.length < 2) return "";
+  return `; rounds ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
+}
+
 function when(part: PartMeta): string {
   return `${part.date}, load ${formatLoad(part.loadAtStart)} at start, ${formatLoad(part.loadAtEnd)} at end; ${part.revision}; \`${part.command}\``;
 }
@@ -55,7 +64,7 @@ export function renderReport(results: Results): string {
     ["hedged reads", results.hedge],
     ["eth_getLogs over any range", results.logs],
   ] as const;
-  const machine = [results.throughput, results.handler, results.cold, results.cost, results.ab]
+  const machine = [results.throughput, results.handler, results.cold, results.cost]
     .map((part) => part?.machine)
     .find((m) => m !== undefined);
   lines.push("## Targets", "");
@@ -83,7 +92,6 @@ export function renderReport(results: Results): string {
   if (results.cold) lines.push(...renderCold(results.cold));
   if (results.cost) lines.push(...renderCost(results.cost));
   if (results.replay) lines.push(...renderReplay(results.replay));
-  lines.push(...renderAb(results));
   if (results.profile) lines.push(...renderProfile(results.profile));
   if (results.hedge) lines.push(...renderHedge(results.hedge));
   if (results.logs) lines.push(...renderLogs(results.logs));
@@ -103,7 +111,7 @@ function throughputTable(records: readonly ThroughputRecord[]): string[] {
   return lines;
 }
 
-const find = (
+export const find = (
   records: readonly ThroughputRecord[],
   workload: string,
   connections: number,
@@ -118,11 +126,17 @@ function renderThroughput(part: ThroughputPart): string[] {
     "## Local server: throughput and latency",
     "",
     `- Measured: ${when(part)}`,
-    `- Load: ${part.loadGenerator}, its own process, one thread, keep-alive connections, one fixed body per workload; ${part.rounds} rounds of ${part.seconds} s per target and concurrency, the targets alternated within each round (req/s over all rounds; p50/p99: the median of the rounds' percentiles).`,
-    "- Targets: anvil directly (mining a block every 12 s, as a live chain); the ~20-line undici pass-through (`bench/passthrough.ts`) in its own `node` process; the gateway as `npm start -- --config F --port 0` runs it (API Gateway emulator + proxy handler + dynalite + the monitor on its timer), one provider: that anvil.",
+    `- Load: ${part.loadGenerator}, its own process, one thread, keep-alive connections, one body per workload (the forwarded \`eth_getBalance\` names a new address in every call, so the answer cache never holds its answer); ${part.rounds} rounds of ${part.seconds} s per target and concurrency, the targets alternated within each round (req/s over all rounds; p50/p99: the median of the rounds' percentiles).`,
+    "- Targets: anvil directly (mining a block every 12 s, as a live chain); the ~20-line undici pass-through (`bench/tools/passthrough.ts`) in its own `node` process; the gateway as `npm start -- --config F --port 0` runs it (API Gateway emulator + proxy handler + dynalite + the monitor on its timer), one provider: that anvil.",
     "- server CPU: CPU of the server's whole process group per request. others: cores every other process on the machine used meanwhile (the noise).",
     "",
     ...throughputTable(part.records),
+    "",
+    `Gateway against the pass-through at c=32, every workload (the verdicts are the first's; the others skip parts of the pipeline):`,
+    "",
+    "| workload | gateway req/s | pass-through req/s | ratio | every round | server CPU µs/req, gateway vs pass-through |",
+    "|---|---:|---:|---:|---|---|",
+    ...ratiosAt32(part.records),
     "",
     "Added p50 latency at c=1 (p50 through the proxy − p50 direct):",
     "",
@@ -130,7 +144,7 @@ function renderThroughput(part: ThroughputPart): string[] {
     "|---|---:|---:|---:|---:|",
   ];
   for (const workload of new Set(part.records.map((r) => r.workload))) {
-    const added = addedLatency(part.records, workload, "gateway (undici)");
+    const added = addedLatency(part.records, workload);
     if (!added) continue;
     lines.push(
       `| ${workload} | ${ms(added.direct)} | ${ms(added.passthrough)} | ${ms(added.gateway)} | ${ratio(added.gateway / added.passthrough)} |`,
@@ -140,14 +154,27 @@ function renderThroughput(part: ThroughputPart): string[] {
   return lines;
 }
 
+function ratiosAt32(records: readonly ThroughputRecord[]): string[] {
+  return [...new Set(records.map((r) => r.workload))].flatMap((workload) => {
+    const gateway = find(records, workload, 32, "gateway");
+    const passthrough = find(records, workload, 32, "pass-through");
+    if (!gateway || !passthrough) return [];
+    const rounds = roundRatios(gateway.roundPerSecond ?? [], passthrough.roundPerSecond ?? []);
+    const cpu = (r: ThroughputRecord) =>
+      r.serverCpuUsPerRequest === null ? "n/a" : Math.round(r.serverCpuUsPerRequest);
+    return [
+      `| ${workload} | ${Math.round(gateway.perSecond)} | ${Math.round(passthrough.perSecond)} | ${ratio(gateway.perSecond / passthrough.perSecond)} | ${rounds.replace(/^; rounds /, "") || "–"} | ${cpu(gateway)} vs ${cpu(passthrough)} |`,
+    ];
+  });
+}
+
 export function addedLatency(
   records: readonly ThroughputRecord[],
   workload: string,
-  gatewayTarget: string,
 ): { direct: number; passthrough: number; gateway: number } | undefined {
   const direct = find(records, workload, 1, "direct");
   const passthrough = find(records, workload, 1, "pass-through");
-  const gateway = find(records, workload, 1, gatewayTarget);
+  const gateway = find(records, workload, 1, "gateway");
   if (!direct || !passthrough || !gateway) return undefined;
   return {
     direct: direct.p50Ms,
@@ -161,7 +188,7 @@ function renderHandler(part: HandlerPart): string[] {
     "## Handler CPU per request (what a Lambda container pays)",
     "",
     `- Measured: ${when(part)}`,
-    `- The bundles the stack ships, each imported by a fresh Node process (\`bench/lambda-child.ts\`) with the Lambda's environment (config in s3rver, state in dynalite, the anvil upstream) and invoked directly with API Gateway events, one at a time, each a call the gateway forwards every time (\`eth_getTransactionCount\` at \`pending\`), the chain position written as the monitor writes it: ${part.count} invocations measured after 2,000 of warm-up, ${part.rounds} rounds alternating the handlers. CPU is the whole process's (\`process.cpuUsage()\`): background refreshes, metric flushes and GC included.`,
+    `- The bundles the stack ships, each imported by a fresh Node process (\`bench/tools/lambda-child.ts\`) with the Lambda's environment (config in s3rver, state in dynalite, the anvil upstream) and invoked directly with API Gateway events, one at a time, each a call the gateway forwards every time (\`eth_getBalance\` at \`latest\` of a new address each invocation, the call of the local server's verdicts), the chain position written as the monitor writes it: ${part.count} invocations measured after 2,000 of warm-up, ${part.rounds} rounds alternating the handlers. CPU is the whole process's (\`process.cpuUsage()\`): background refreshes, metric flushes and GC included.`,
     "- baseline: `bench/baseline/minimal-handler.ts`, middy + the same S3 and DynamoDB clients, forwarding the body with the same upstream adapter.",
     "",
     "| handler | CPU µs/request (median) | every round | wall µs/request | spread | DynamoDB calls/request |",
@@ -183,7 +210,7 @@ function renderCold(part: ColdPart): string[] {
     "## Cold start",
     "",
     `- Measured: ${when(part)}`,
-    `- Each bundle built as the stack builds it (esbuild ESM, minified, \`module\` main fields, AWS SDK bundled: \`bench/bundles.ts\` with the settings of \`infra/constructs/node-function.ts\`), started ${part.starts} times in a fresh Node process, alternating: the import, then the first request (config from S3, the state Query, one upstream call: \`eth_getTransactionCount\` at \`pending\`, which the gateway forwards every time, the chain position written as deployed). Node's own start-up is excluded and the same for all.`,
+    `- Each bundle built as the stack builds it (esbuild ESM, minified, \`module\` main fields, AWS SDK bundled: \`bench/tools/bundles.ts\` with the settings of \`infra/constructs/node-function.ts\`), started ${part.starts} times in a fresh Node process, alternating: the import, then the first request (config from S3, the state Query, one upstream call: \`eth_getTransactionCount\` at \`pending\`, which the gateway forwards every time, the chain position written as deployed). Node's own start-up is excluded and the same for all.`,
     "- CPU time decides the verdicts: it is what stretches on Lambda's share of a vCPU, and what other people's load here disturbs least. Wall time is shown as measured, and without the time spent waiting for a core (own). Medians.",
     "",
     "| handler | bundle | import ms CPU | import + first request ms CPU | import ms wall | import + first request ms wall | … own | every import, ms CPU | every first request, ms CPU |",
@@ -201,7 +228,7 @@ function renderCost(part: CostPart): string[] {
     "## Cost per million requests",
     "",
     `- Measured: ${when(part)}`,
-    `- The gateway's bundle in one container, invoked at a steady rate for ${part.seconds} s after its cold start and ${COST_WARMUP_SECONDS} s of warm-up at that rate, healthy provider (anvil on this machine, a block every ${COST_BLOCK_TIME_SECONDS} s, the chain position written as the monitor writes it), with a call the gateway forwards every time (\`eth_getTransactionCount\` at \`pending\`: never cached, and not \`eth_blockNumber\`, which the served head answers without a provider). DynamoDB calls are named by operation and item (NET: the network's state and served head, STATS: request stats). List prices (us-east-1): HTTP API $${PRICES.httpApiPerMillion.toFixed(2)}/M, Lambda requests $${PRICES.lambdaRequestsPerMillion.toFixed(2)}/M, arm64 duration $${PRICES.lambdaArmPerGbSecond}/GB-s at ${part.memoryMb} MB (prod), DynamoDB on demand $${PRICES.dynamoReadUnitPerMillion}/M read units and $${PRICES.dynamoWriteUnitPerMillion}/M write units.`,
+    `- The gateway's bundle in one container, invoked at a steady rate for ${part.seconds} s after its cold start and ${COST_WARMUP_SECONDS} s of warm-up at that rate, healthy provider (anvil on this machine, a block every ${LAMBDA_BLOCK_TIME_SECONDS} s, the chain position written as the monitor writes it), with a call the gateway forwards every time (\`eth_getTransactionCount\` at \`pending\`: never cached, and not \`eth_blockNumber\`, which the served head answers without a provider). DynamoDB calls are named by operation and item (NET: the network's state and served head, STATS: request stats). List prices (us-east-1): HTTP API $${PRICES.httpApiPerMillion.toFixed(2)}/M, Lambda requests $${PRICES.lambdaRequestsPerMillion.toFixed(2)}/M, arm64 duration $${PRICES.lambdaArmPerGbSecond}/GB-s at ${part.memoryMb} MB (prod), DynamoDB on demand $${PRICES.dynamoReadUnitPerMillion}/M read units and $${PRICES.dynamoWriteUnitPerMillion}/M write units.`,
     `- Billed duration, per invocation: its wall time here, less the time it waited for a core (other processes' load, from /proc schedstat), plus its CPU time × (1769/${part.memoryMb} − 1) (Lambda gives ${part.memoryMb} MB that share of a vCPU), rounded up to 1 ms. DynamoDB: every call the handler made (counted at a relay in front of dynalite), a Query at 0.5 read unit per 4 KB answered, a write at 1 unit per KB sent. A provider's own latency adds ${dollars(dollarsPerMillionPerMs(part.memoryMb))} per ms per million on top.`,
     "",
     "| requests/s per container | requests | wall ms (median) | CPU ms (median) | waiting for a core ms (median) | billed ms (mean) | DynamoDB calls/request | read units/request | write units/request | HTTP API | Lambda requests | Lambda duration | DynamoDB | total per million |",
@@ -259,97 +286,12 @@ function renderLogs(part: LogsPart): string[] {
   ];
 }
 
-function renderAb(results: Results): string[] {
-  const lines = ["## undici vs Node's http client (same-run A/B)", ""];
-  const ab = results.ab;
-  if (ab) {
-    lines.push(
-      `- Local server at c=32: ${when(ab)}; ${ab.loadGenerator}, ${ab.rounds} rounds of ${ab.seconds} s, targets alternated, a call the gateway forwards every time (\`eth_getTransactionCount\` at \`pending\`). The node-http gateway is the same \`npm start\` with \`--import bench/use-node-http-upstream.ts\`, which swaps in \`bench/node-http-upstream.ts\` (the former adapter).`,
-      "",
-      ...throughputTable(ab.records),
-      "",
-    );
-  }
-  const handler = results.handler?.records ?? [];
-  const cold = results.cold?.records ?? [];
-  const gatewayOf = <T extends { client: string; role: string }>(
-    records: readonly T[],
-    client: string,
-  ) => records.find((r) => r.client === client && r.role === "gateway");
-  const abRows: Array<[string, number | undefined, number | undefined, string]> = [
-    [
-      "local server req/s at c=32, a forwarded call (higher is better)",
-      ab?.records.find((r) => r.target === "gateway (undici)")?.perSecond,
-      ab?.records.find((r) => r.target === "gateway (node-http)")?.perSecond,
-      "",
-    ],
-    [
-      "handler CPU µs/request",
-      gatewayOf(handler, "undici")?.medianCpuUs,
-      gatewayOf(handler, "node-http")?.medianCpuUs,
-      "",
-    ],
-    [
-      "cold import ms CPU",
-      gatewayOf(cold, "undici")?.medianImportCpuMs,
-      gatewayOf(cold, "node-http")?.medianImportCpuMs,
-      "",
-    ],
-    [
-      "cold import + first request ms CPU",
-      gatewayOf(cold, "undici")?.medianTotalCpuMs,
-      gatewayOf(cold, "node-http")?.medianTotalCpuMs,
-      "",
-    ],
-  ];
-  if (abRows.some(([, a, b]) => a !== undefined && b !== undefined)) {
-    lines.push(
-      "The gateway on each client, same run:",
-      "",
-      "| figure | undici | node-http | undici / node-http |",
-      "|---|---:|---:|---:|",
-      ...abRows
-        .filter(([, a, b]) => a !== undefined && b !== undefined)
-        .map(
-          ([name, a = 0, b = 0]) =>
-            `| ${name} | ${a.toFixed(0)} | ${b.toFixed(0)} | ${ratio(a / b)} |`,
-        ),
-      "",
-      "Each client against a baseline on the same client:",
-      "",
-    );
-  }
-  const hasBoth = (records: ReadonlyArray<{ client: string }>) =>
-    records.some((r) => r.client === "node-http") && records.some((r) => r.client === "undici");
-  if (hasBoth(handler) || hasBoth(cold)) {
-    lines.push(
-      "| client | handler CPU µs/request (gateway / baseline = ratio) | cold import ms CPU (gateway / baseline = ratio) | cold import + first request ms CPU (gateway / baseline = ratio) | bundle (gateway / baseline) |",
-      "|---|---|---|---|---|",
-    );
-    for (const client of ["undici", "node-http"] as const) {
-      const h = (role: string) => handler.find((r) => r.client === client && r.role === role);
-      const c = (role: string) => cold.find((r) => r.client === client && r.role === role);
-      const hg = h("gateway");
-      const hb = h("baseline");
-      const cg = c("gateway");
-      const cb = c("baseline");
-      lines.push(
-        `| ${client} | ${hg && hb ? `${Math.round(hg.medianCpuUs)} / ${Math.round(hb.medianCpuUs)} = ${ratio(hg.medianCpuUs / hb.medianCpuUs)}` : "n/a"} | ${cg && cb ? `${cg.medianImportCpuMs.toFixed(0)} / ${cb.medianImportCpuMs.toFixed(0)} = ${ratio(cg.medianImportCpuMs / cb.medianImportCpuMs)}` : "n/a"} | ${cg && cb ? `${cg.medianTotalCpuMs.toFixed(0)} / ${cb.medianTotalCpuMs.toFixed(0)} = ${ratio(cg.medianTotalCpuMs / cb.medianTotalCpuMs)}` : "n/a"} | ${cg && cb ? `${kb(cg.bytes)} / ${kb(cb.bytes)}` : "n/a"} |`,
-      );
-    }
-    lines.push("");
-  } else if (!ab) {
-    lines.push("Not measured yet (`npm run bench -- --only ab`).", "");
-  }
-  return lines;
-}
-
 function renderProfile(part: ProfilePart): string[] {
   const lines = [
     "## Where the time goes (CPU profiles)",
     "",
     `- Measured: ${when(part)}`,
-    "- `--cpu-prof`; each sample charged to its nearest project frame (time in a library or in native code goes to the project code that called it), and separately by the file or package it ran in; µs per request. Profiles: `bench/.tmp/profiles/` (`npx tsx bench/cpuprofile-top.ts FILE --owners` for more).",
+    "- `--cpu-prof`; each sample charged to its nearest project frame (time in a library or in native code goes to the project code that called it), and separately by the file or package it ran in; µs per request. Profiles: `bench/.tmp/profiles/` (Chrome DevTools' Performance panel or speedscope open them).",
     "",
   ];
   for (const found of part.findings) {

@@ -1,13 +1,13 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { HedgePart } from "./hedge.ts";
-import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./lambda.ts";
-import type { LogsMeasurement } from "./logs.ts";
-import type { MachineInfo } from "./machine.ts";
-import type { ProfileFindings } from "./profiling.ts";
-import type { ReplayRecord } from "./replay.ts";
-import type { ThroughputRecord } from "./throughput.ts";
+import type { HedgePart } from "./targets/hedge.ts";
+import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./targets/lambda.ts";
+import type { LogsMeasurement } from "./targets/logs.ts";
+import type { ReplayRecord } from "./targets/replay.ts";
+import type { ThroughputRecord } from "./targets/throughput.ts";
+import type { MachineInfo } from "./tools/machine.ts";
+import type { ProfileFindings } from "./tools/profiling.ts";
 
 /**
  * What the bench keeps between runs: bench/results.json holds the latest result of every
@@ -20,7 +20,6 @@ export const RESULTS_JSON = join(ROOT, "bench", "results.json");
 
 export type PartName =
   | "throughput"
-  | "ab"
   | "handler"
   | "cold"
   | "cost"
@@ -30,7 +29,6 @@ export type PartName =
   | "logs";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
-  "ab",
   "handler",
   "cold",
   "cost",
@@ -102,7 +100,6 @@ const SCHEMA = 1;
 export interface Results {
   schema?: number;
   throughput?: ThroughputPart;
-  ab?: ThroughputPart;
   handler?: HandlerPart;
   cold?: ColdPart;
   cost?: CostPart;
@@ -115,7 +112,12 @@ export interface Results {
 export function readResults(): Results {
   if (!existsSync(RESULTS_JSON)) return {};
   try {
-    const results = JSON.parse(readFileSync(RESULTS_JSON, "utf8")) as Results;
+    // `ab` is the settled undici/node-http A/B's part (bench/RESULTS.md, notes): not kept.
+    const { ab: _settled, ...results } = JSON.parse(
+      readFileSync(RESULTS_JSON, "utf8"),
+    ) as Results & {
+      ab?: unknown;
+    };
     return results.schema === SCHEMA ? results : {};
   } catch {
     return {};

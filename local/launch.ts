@@ -9,9 +9,6 @@ import { build, stop } from "esbuild";
  * `keepNames`, so every closure made per request pays an `Object.defineProperty`; the bundle
  * has none of that. Packages stay outside the bundle and load from node_modules as usual.
  * Source maps are on, so stack traces name the TypeScript files and lines.
- *
- * The upstream adapter stays a module of its own (Node strips its types) so that a module
- * hook given with `--import` can still replace it, as the benchmark's client A/B does.
  * Tests and the benchmark's other parts import the TypeScript sources directly.
  */
 const ROOT = join(import.meta.dirname, "..");
@@ -33,18 +30,6 @@ try {
     sourcemap: "inline",
     sourcesContent: false,
     logLevel: "silent",
-    plugins: [
-      {
-        name: "upstream-adapter-apart",
-        setup(plugin) {
-          // The bundle sits in local/.build/: the adapter is imported from there by path.
-          plugin.onResolve({ filter: /\/adapters\/upstream\.ts$/ }, (args) => ({
-            path: pathToFileURL(join(args.resolveDir, args.path)).href,
-            external: true,
-          }));
-        },
-      },
-    ],
   });
   renameSync(staging, target);
   // esbuild's service process would otherwise live as long as the gateway.

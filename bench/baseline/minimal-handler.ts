@@ -13,7 +13,7 @@ import { createUpstream } from "../../functions/adapters/upstream.ts";
  * and the same two AWS SDK clients as the gateway, makes the same three calls on its first
  * request (the config object from S3, one Query of the network's state, the upstream call)
  * and afterwards only forwards the body with the same HTTP client (the gateway's upstream
- * adapter; the bench swaps in Node's client for its A/B). No routing, checks or metrics.
+ * adapter). No routing, checks or metrics.
  */
 
 const env = process.env;

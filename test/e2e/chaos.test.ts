@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Verdict } from "../../bench/chaos/analysis.ts";
-import { runMatrix, type ScenarioResult, SIZES } from "../../bench/chaos/run.ts";
-import { SCENARIOS } from "../../bench/chaos/scenarios.ts";
-import { captureOutput, newChaosKey, SecretScanner } from "../../bench/chaos/secrets.ts";
+import type { Verdict } from "../chaos/figures.ts";
+import { runMatrix, type ScenarioResult, SIZES } from "../chaos/run.ts";
+import { SCENARIOS } from "../chaos/scenarios.ts";
+import { captureOutput, newChaosKey, SecretScanner } from "../chaos/secrets.ts";
 
 /**
- * The resilience proof in CI: the whole chaos matrix of `npm run chaos` (bench/chaos/), every
+ * The resilience proof in CI: the whole chaos matrix of `npm run chaos` (test/chaos/), every
  * scenario, with little traffic. Each scenario runs on its own anvil nodes, fault shims and
  * local stack with the monitor on, in real time; a few run at once. The targets: with at least
  * one healthy provider, 100 % success, no stale answer, failover within one attempt, and

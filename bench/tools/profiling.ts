@@ -1,11 +1,11 @@
 import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { AnvilNode } from "../local/anvil.ts";
+import type { AnvilNode } from "../../local/anvil.ts";
+import type { Workload } from "../targets/calls.ts";
 import { byFile, byNearestProjectFrame, readProfile, sample, top } from "./cpuprofile.ts";
-import type { LambdaEnvironment } from "./lambda-env.ts";
+import type { LambdaCall, LambdaEnvironment } from "./lambda-env.ts";
 import type { LoadGenerator } from "./load.ts";
 import { GATEWAY_NETWORK, startGatewayProcess } from "./servers.ts";
-import { WORKLOADS } from "./throughput.ts";
 
 /**
  * Where the time goes, from V8 CPU profiles (`--cpu-prof`): the proxy handler invoked
@@ -14,7 +14,7 @@ import { WORKLOADS } from "./throughput.ts";
  * charged to its nearest project frame, and by file or package, in µs per request.
  */
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "..", "..");
 const PROFILES = join(ROOT, "bench", ".tmp", "profiles");
 const TOP = 12;
 
@@ -75,12 +75,12 @@ const GATEWAY_SOURCE = join(ROOT, "functions", "proxy", "handler.ts");
 
 export async function profileHandler(
   environment: LambdaEnvironment,
-  plan: { readonly event: unknown; readonly count: number },
+  plan: { readonly call: LambdaCall; readonly count: number },
   log: (line: string) => void,
 ): Promise<ProfileFindings> {
   const dir = freshDirectory("handler");
   const figures = await environment.runChild<{ count: number; sinceStartMs: [number, number] }>(
-    { module: GATEWAY_SOURCE, mode: "loop", event: plan.event, warmup: 2000, count: plan.count },
+    { module: GATEWAY_SOURCE, mode: "loop", ...plan.call, warmup: 2000, count: plan.count },
     [...SOURCE_FLAGS, "--cpu-prof", `--cpu-prof-dir=${dir}`],
   );
   const [fromMs, toMs] = figures.sinceStartMs;
@@ -97,7 +97,7 @@ export async function profileHandler(
 /** The handler in a container that idles between requests, as the cost part runs it. */
 export async function profilePacedHandler(
   environment: LambdaEnvironment,
-  plan: { readonly event: unknown; readonly rate: number; readonly seconds: number },
+  plan: { readonly call: LambdaCall; readonly rate: number; readonly seconds: number },
   log: (line: string) => void,
 ): Promise<ProfileFindings> {
   const dir = freshDirectory("handler-paced");
@@ -105,7 +105,7 @@ export async function profilePacedHandler(
     {
       module: GATEWAY_SOURCE,
       mode: "paced",
-      event: plan.event,
+      ...plan.call,
       rate: plan.rate,
       seconds: plan.seconds,
     },
@@ -125,7 +125,7 @@ export async function profilePacedHandler(
 export async function profileLocalServer(
   anvil: AnvilNode,
   load: LoadGenerator,
-  plan: { readonly connections: number; readonly seconds: number },
+  plan: { readonly workload: Workload; readonly connections: number; readonly seconds: number },
   log: (line: string) => void,
 ): Promise<ProfileFindings> {
   const dir = freshDirectory("local-server");
@@ -133,15 +133,10 @@ export async function profileLocalServer(
   const server = await startGatewayProcess({
     name: "gateway (profiled)",
     upstreamUrl: anvil.url,
-    client: "undici",
     nodeOptions: ["--cpu-prof", `--cpu-prof-dir=${dir}`],
   });
-  const workload = WORKLOADS[0] ?? { name: "", body: "" };
-  const job = {
-    url: `${server.url}/${GATEWAY_NETWORK}`,
-    body: workload.body,
-    connections: plan.connections,
-  };
+  const { workload } = plan;
+  const job = { url: `${server.url}/${GATEWAY_NETWORK}`, workload, connections: plan.connections };
   let window: { fromMs: number; toMs: number };
   let requests: number;
   try {

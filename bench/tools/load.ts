@@ -1,21 +1,24 @@
 import { execFile, execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { ADDRESS_MARKER, type Workload } from "../targets/calls.ts";
 
 /**
  * The load generator, an external process as a user would point one at the gateway: wrk when
  * it is installed (Debian: `apt-get install -y wrk`), else the autocannon CLI (a
- * devDependency). One fixed JSON-RPC POST body, keep-alive connections, no pipelining.
+ * devDependency). One JSON-RPC POST body per workload (with wrk, a new address in every call
+ * of a workload that varies), keep-alive connections, no pipelining.
  */
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "..", "..");
 const TMP = join(ROOT, "bench", ".tmp");
 const run = promisify(execFile);
 
 export interface LoadJob {
   readonly url: string;
-  readonly body: string;
+  readonly workload: Workload;
   readonly connections: number;
   readonly seconds: number;
 }
@@ -38,11 +41,26 @@ export interface LoadGenerator {
   run(job: LoadJob): Promise<LoadResult>;
 }
 
-/** wrk's Lua hooks: a POST with the body from the environment, figures as one JSON line. */
+/**
+ * wrk's Lua hooks: a POST of the body from the environment, figures as one JSON line. A body
+ * that varies comes as the text around its address: each call gets the run's seed and its
+ * sequence number in 16 hex digits (as calls.ts's bodyOf builds it).
+ */
 const WRK_SCRIPT = `
 wrk.method = "POST"
-wrk.body = os.getenv("BENCH_BODY")
 wrk.headers["content-type"] = "application/json"
+local prefix = os.getenv("BENCH_BODY_PREFIX")
+local suffix = os.getenv("BENCH_BODY_SUFFIX")
+local seed = os.getenv("BENCH_SEED")
+if os.getenv("BENCH_VARIES") ~= "1" then
+  wrk.body = prefix
+else
+  local sequence = 0
+  request = function()
+    sequence = sequence + 1
+    return wrk.format(nil, nil, nil, prefix .. seed .. string.format("%016x", sequence) .. suffix)
+  end
+end
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
@@ -85,10 +103,22 @@ async function runWrk(job: LoadJob): Promise<LoadResult> {
   mkdirSync(TMP, { recursive: true });
   const script = join(TMP, "wrk-post.lua");
   writeFileSync(script, WRK_SCRIPT);
+  const { body, varies } = job.workload;
+  const [prefix, suffix = ""] = varies ? body.split(ADDRESS_MARKER) : [body];
   const { stdout } = await run(
     "wrk",
     ["-t1", `-c${job.connections}`, `-d${job.seconds}s`, "--timeout", "10s", "-s", script, job.url],
-    { env: { ...process.env, BENCH_BODY: job.body }, timeout: (job.seconds + 30) * 1000 },
+    {
+      env: {
+        ...process.env,
+        BENCH_BODY_PREFIX: prefix,
+        BENCH_BODY_SUFFIX: suffix,
+        BENCH_VARIES: varies ? "1" : "0",
+        // Drawn per run: no address repeats across runs (warm-up, rounds, targets).
+        BENCH_SEED: randomBytes(12).toString("hex"),
+      },
+      timeout: (job.seconds + 30) * 1000,
+    },
   );
   const line = stdout.split("\n").find((text) => text.startsWith("@@"));
   if (!line) throw new Error(`wrk printed no summary:\n${stdout}`);
@@ -112,6 +142,10 @@ async function runWrk(job: LoadJob): Promise<LoadResult> {
 }
 
 async function runAutocannon(job: LoadJob): Promise<LoadResult> {
+  if (job.workload.varies) {
+    const problem = "autocannon's CLI sends one fixed body: a call that varies needs wrk";
+    return { requests: 0, seconds: 0, perSecond: 0, p50Ms: 0, p99Ms: 0, problems: [problem] };
+  }
   const { stdout } = await run(
     join(ROOT, "node_modules", ".bin", "autocannon"),
     [
@@ -125,7 +159,7 @@ async function runAutocannon(job: LoadJob): Promise<LoadResult> {
       "-H",
       "content-type=application/json",
       "-b",
-      job.body,
+      job.workload.body,
       "-t",
       "10",
       job.url,

@@ -57,7 +57,7 @@ export function sample(
 }
 
 /** The project file (functions/…, local/…, bench/…), the npm package, or "(native)". */
-export function where(node: ProfileNode): string {
+function where(node: ProfileNode): string {
   const url = node.callFrame.url.replace(/^file:\/\//, "");
   const modules = url.lastIndexOf("node_modules/");
   if (modules !== -1) {
@@ -69,9 +69,6 @@ export function where(node: ProfileNode): string {
   return url === "" ? "(native)" : url;
 }
 
-export const label = (node: ProfileNode): string =>
-  `${node.callFrame.functionName || "(anonymous)"}  ${where(node)}:${node.callFrame.lineNumber + 1}`;
-
 const isProject = (node: ProfileNode) => /^(functions|local|bench)\//.test(where(node));
 
 /** Self time by file or package (µs). */
@@ -80,16 +77,6 @@ export function byFile(sampled: SampledProfile): Map<string, number> {
   for (const [id, time] of sampled.selfTime) {
     const node = sampled.byId.get(id);
     if (node) totals.set(where(node), (totals.get(where(node)) ?? 0) + time);
-  }
-  return totals;
-}
-
-/** Self time by function (µs). */
-export function byFunction(sampled: SampledProfile): Map<string, number> {
-  const totals = new Map<string, number>();
-  for (const [id, time] of sampled.selfTime) {
-    const node = sampled.byId.get(id);
-    if (node) totals.set(label(node), (totals.get(label(node)) ?? 0) + time);
   }
   return totals;
 }
@@ -119,47 +106,6 @@ export function byNearestProjectFrame(sampled: SampledProfile): Map<string, numb
     owners.set(name, (owners.get(name) ?? 0) + time);
   }
   return owners;
-}
-
-/** The nearest project frames above samples whose own frame matches `pattern`. */
-export function callersOf(sampled: SampledProfile, pattern: RegExp): Map<string, number> {
-  const callers = new Map<string, number>();
-  for (const [id, time] of sampled.selfTime) {
-    const leaf = sampled.byId.get(id);
-    if (!leaf || !pattern.test(label(leaf))) continue;
-    const path: string[] = [];
-    for (let current = sampled.parent.get(id); current !== undefined && path.length < 3; ) {
-      const node = sampled.byId.get(current);
-      if (!node) break;
-      if (isProject(node)) path.push(label(node));
-      current = sampled.parent.get(current);
-    }
-    const name = `${label(leaf)}  <=  ${path.join("  <=  ") || "(no project frame)"}`;
-    callers.set(name, (callers.get(name) ?? 0) + time);
-  }
-  return callers;
-}
-
-/** Inclusive time: a sample counts once for each distinct matching frame on its stack. */
-export function inclusiveOf(sampled: SampledProfile, pattern: RegExp): Map<string, number> {
-  const inclusive = new Map<string, number>();
-  for (const [id, time] of sampled.selfTime) {
-    const seen = new Set<string>();
-    for (
-      let current: number | undefined = id;
-      current !== undefined;
-      current = sampled.parent.get(current)
-    ) {
-      const node = sampled.byId.get(current);
-      if (!node) break;
-      const name = label(node);
-      if (pattern.test(name) && !seen.has(name)) {
-        seen.add(name);
-        inclusive.set(name, (inclusive.get(name) ?? 0) + time);
-      }
-    }
-  }
-  return inclusive;
 }
 
 /** The largest entries, excluding the idle and GC pseudo-frames' bookkeeping names. */

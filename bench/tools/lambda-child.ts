@@ -12,6 +12,7 @@
  *          one's wall time, CPU time and time spent waiting for a core (what a billed duration
  *          is estimated from)
  */
+import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
@@ -20,6 +21,7 @@ interface Job {
   readonly module: string;
   readonly mode: "cold" | "loop" | "paced";
   readonly event: unknown;
+  readonly addressMarker?: string;
   readonly out: string;
   readonly warmup?: number;
   readonly count?: number;
@@ -44,10 +46,27 @@ const context = {
   getRemainingTimeInMillis: () => 29_000,
 };
 
+/** This container's addresses start with it: no two invocations, nor two runs, share one. */
+const seed = randomBytes(12).toString("hex");
+let sequence = 0;
+
+/**
+ * The job's event; with `addressMarker`, a new one each time whose body names a new address,
+ * built as bench/targets/calls.ts builds it (Lambda hands every invocation an event of its own).
+ */
+function nextEvent(): unknown {
+  const marker = job.addressMarker;
+  if (marker === undefined) return job.event;
+  sequence++;
+  const event = job.event as { readonly body: string };
+  const address = `${seed}${sequence.toString(16).padStart(16, "0")}`;
+  return { ...event, body: event.body.replace(marker, address) };
+}
+
 let checked = 0;
 /** Every answer must be a JSON-RPC result: a failing run measures nothing worth reporting. */
 async function invoke(handler: Handler): Promise<void> {
-  const result = await handler(job.event, context);
+  const result = await handler(nextEvent(), context);
   if (result.statusCode !== 200 || !result.body?.includes('"result"')) {
     throw new Error(`unexpected answer: ${result.statusCode} ${result.body?.slice(0, 300)}`);
   }

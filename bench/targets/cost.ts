@@ -1,4 +1,4 @@
-import type { DynamoCall } from "./lambda-env.ts";
+import type { DynamoCall } from "../tools/lambda-env.ts";
 
 /**
  * Cost per million proxied requests at list prices (us-east-1, on demand, arm64), from what
@@ -17,17 +17,6 @@ export const PRICES = {
 
 /** Paced invocations before the measured ones: a container's first seconds are its start. */
 export const COST_WARMUP_SECONDS = 5;
-
-/** The bench network's block time: a block is mined this often while the cost is measured. */
-export const COST_BLOCK_TIME_SECONDS = 12;
-
-/**
- * The call the cost is measured with: one the gateway forwards every time (`pending` is never
- * served from the answer cache, and it is not `eth_blockNumber`, which the served head answers
- * without a provider most of the time), so the figure is for the costlier case.
- */
-export const COST_CALL =
-  '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionCount","params":["0x00000000000000000000000000000000000000aa","pending"]}';
 
 /** Lambda gives a function one full vCPU at 1,769 MB and a proportional share below. */
 const FULL_VCPU_MB = 1769;

@@ -3,7 +3,6 @@ import { once } from "node:events";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { UpstreamClientName } from "./bundles.ts";
 import { groupMembers } from "./machine.ts";
 
 /**
@@ -12,7 +11,7 @@ import { groupMembers } from "./machine.ts";
  * signalling their group (npm, its shell and tsx sit between us and the gateway's Node).
  */
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "..", "..");
 const TMP = join(ROOT, "bench", ".tmp");
 const READY_TIMEOUT_MS = 120_000;
 const OUTPUT_TAIL_BYTES = 8192;
@@ -47,7 +46,6 @@ process.once("exit", () => {
 export function startGatewayProcess(options: {
   readonly name: string;
   readonly upstreamUrl: string;
-  readonly client: UpstreamClientName;
   /** Node options for the gateway's processes, e.g. to write a CPU profile. */
   readonly nodeOptions?: readonly string[];
 }): Promise<ServerProcess> {
@@ -64,10 +62,7 @@ export function startGatewayProcess(options: {
       },
     }),
   );
-  const nodeOptions = [...(options.nodeOptions ?? [])];
-  if (options.client === "node-http") {
-    nodeOptions.push(`--import ${join(ROOT, "bench", "use-node-http-upstream.ts")}`);
-  }
+  const nodeOptions = options.nodeOptions ?? [];
   return startServer(
     options.name,
     "npm",
@@ -94,12 +89,12 @@ export function startGatewayWithConfig(
   );
 }
 
-/** The plain undici pass-through (bench/passthrough.ts) in its own Node process. */
+/** The plain undici pass-through (passthrough.ts) in its own Node process. */
 export function startPassthroughProcess(upstreamUrl: string): Promise<ServerProcess> {
   return startServer(
     "pass-through",
     process.execPath,
-    [join(ROOT, "bench", "passthrough-server.ts"), upstreamUrl],
+    [join(ROOT, "bench", "tools", "passthrough-server.ts"), upstreamUrl],
     /listening (http:\/\/\S+)/,
     {},
   );

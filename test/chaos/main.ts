@@ -3,13 +3,13 @@ import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { allPassed, type ChaosReport, describeMachine, renderChaosReport } from "./chaos/report.ts";
-import { type ChaosSize, runMatrix, SIZES } from "./chaos/run.ts";
-import { SCENARIOS } from "./chaos/scenarios.ts";
-import { captureOutput, newChaosKey, SecretScanner } from "./chaos/secrets.ts";
+import { allPassed, type ChaosReport, describeMachine, renderChaosReport } from "./report.ts";
+import { type ChaosSize, runMatrix, SIZES } from "./run.ts";
+import { SCENARIOS } from "./scenarios.ts";
+import { captureOutput, newChaosKey, SecretScanner } from "./secrets.ts";
 
 /**
- * `npm run chaos`: the fault-injection matrix (bench/chaos/), written to bench/CHAOS.md.
+ * `npm run chaos`: the fault-injection matrix (test/chaos/), written to test/chaos/CHAOS.md.
  * `-- --quick` runs a smaller matrix with less traffic and writes to a temp file instead.
  * `-- --only a,b` picks scenarios; `-- --concurrency n` runs n at a time; `-- --out file`.
  */

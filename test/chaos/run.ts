@@ -2,13 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import {
-  analyse,
-  type ScenarioFigures,
-  type Timeline,
-  type Verdict,
-  verdicts,
-} from "./analysis.ts";
+import { analyse, verdicts } from "./analysis.ts";
 import {
   BACKUP,
   BLOCK_TIME_SECONDS,
@@ -20,6 +14,7 @@ import {
   PROVIDERS,
   SECONDARY,
 } from "./config.ts";
+import type { ScenarioFigures, Timeline, Verdict } from "./figures.ts";
 import { compareLogs, LogFeeder } from "./logs-check.ts";
 import { HeadTracker, providerOf, StatusPoller, waitFor } from "./observe.ts";
 import type { Scenario, ScenarioContext } from "./scenarios.ts";

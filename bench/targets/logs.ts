@@ -1,9 +1,9 @@
 import { isDeepStrictEqual } from "node:util";
-import type { ConfigInput } from "../functions/core/config-schema.ts";
-import { startAnvil } from "../local/anvil.ts";
-import { buildLogChain } from "../local/log-chain.ts";
-import { type LogsRangeCap, startLogsRangeCap } from "../local/logs-range-cap.ts";
-import { startLocalStack } from "../local/stack.ts";
+import type { ConfigInput } from "../../functions/core/config-schema.ts";
+import { startAnvil } from "../../local/anvil.ts";
+import { buildLogChain } from "../../local/log-chain.ts";
+import { type LogsRangeCap, startLogsRangeCap } from "../../local/logs-range-cap.ts";
+import { startLocalStack } from "../../local/stack.ts";
 
 /**
  * The `logs` part: one eth_getLogs over a whole chain of anvil blocks with logs spread across

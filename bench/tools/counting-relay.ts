@@ -3,18 +3,26 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
- * An HTTP relay that forwards every request to one target as is and shows each request (its
- * headers and body) to a callback before forwarding: how the replay counts the calls that
- * reach the upstream node and the DynamoDB calls the gateway makes, from outside the gateway.
+ * An HTTP relay that forwards every request to one target as is and shows each exchange (the
+ * request's headers and body, the answer's size) to a callback before the answer goes back:
+ * how the bench counts, from outside the gateway, the calls that reach the upstream node and
+ * the DynamoDB calls a handler makes.
  */
 export interface CountingRelay {
   readonly url: string;
   close(): Promise<void>;
 }
 
+export interface RelayedExchange {
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+  readonly requestBytes: number;
+  readonly responseBytes: number;
+}
+
 export async function startCountingRelay(
   target: string,
-  seen: (request: { readonly headers: http.IncomingHttpHeaders; readonly body: string }) => void,
+  seen: (exchange: RelayedExchange) => void,
 ): Promise<CountingRelay> {
   const agent = new http.Agent({ keepAlive: true });
   const upstream = new URL(target);
@@ -22,7 +30,6 @@ export async function startCountingRelay(
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
-    seen({ headers: req.headers, body: body.toString("utf8") });
     const forward = http.request(
       {
         host: upstream.hostname,
@@ -33,8 +40,18 @@ export async function startCountingRelay(
         agent,
       },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
+        const parts: Buffer[] = [];
+        answer.on("data", (part: Buffer) => parts.push(part));
+        answer.on("end", () => {
+          const payload = Buffer.concat(parts);
+          seen({
+            headers: req.headers,
+            body: body.toString("utf8"),
+            requestBytes: body.length,
+            responseBytes: payload.length,
+          });
+          res.writeHead(answer.statusCode ?? 502, answer.headers).end(payload);
+        });
       },
     );
     forward.on("error", (error) => res.writeHead(502).end(String(error)));

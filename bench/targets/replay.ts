@@ -1,14 +1,15 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { join, resolve } from "node:path";
-import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
-import { createDynamoClient } from "../functions/adapters/state-store.ts";
-import type { ConfigInput } from "../functions/core/config-schema.ts";
-import { type AnvilNode, startAnvil } from "../local/anvil.ts";
-import { startDynalite } from "../local/dynamodb.ts";
-import { LOCAL_TABLE_NAME } from "../local/stack.ts";
-import { startCountingRelay } from "./counting-relay.ts";
-import { GATEWAY_NETWORK, type ServerProcess, startGatewayWithConfig } from "./servers.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
+import { createDynamoClient } from "../../functions/adapters/state-store.ts";
+import type { ConfigInput } from "../../functions/core/config-schema.ts";
+import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
+import { startDynalite } from "../../local/dynamodb.ts";
+import { LOCAL_TABLE_NAME } from "../../local/stack.ts";
+import { startCountingRelay } from "../tools/counting-relay.ts";
+import { median } from "../tools/machine.ts";
+import { GATEWAY_NETWORK, type ServerProcess, startGatewayWithConfig } from "../tools/servers.ts";
 
 /**
  * The answer cache under an indexer's load (`npm run bench -- --only replay`): an indexer walks
@@ -21,7 +22,7 @@ import { GATEWAY_NETWORK, type ServerProcess, startGatewayWithConfig } from "./s
  * memory hit adds over a request that needs no upstream at all.
  */
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "..", "..");
 const TMP = join(ROOT, "bench", ".tmp");
 const CHAIN_ID = 31337;
 const CONTAINERS = 4;
@@ -395,9 +396,4 @@ async function hitLatency(url: string): Promise<ReplayRecord["latency"]> {
   } finally {
     agent.destroy();
   }
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }

@@ -1,18 +1,11 @@
+import { BASELINE_ENTRY, type Bundle, buildBundle, GATEWAY_ENTRY } from "../tools/bundles.ts";
 import {
-  BASELINE_ENTRY,
-  type Bundle,
-  buildBundle,
-  GATEWAY_ENTRY,
-  type UpstreamClientName,
-} from "./bundles.ts";
-import {
-  COST_BLOCK_TIME_SECONDS,
-  COST_WARMUP_SECONDS,
-  type CostBreakdown,
-  costPerMillion,
-} from "./cost.ts";
-import type { LambdaEnvironment } from "./lambda-env.ts";
-import { median, spread } from "./machine.ts";
+  LAMBDA_BLOCK_TIME_SECONDS,
+  type LambdaCall,
+  type LambdaEnvironment,
+} from "../tools/lambda-env.ts";
+import { median, spread } from "../tools/machine.ts";
+import { COST_WARMUP_SECONDS, type CostBreakdown, costPerMillion } from "./cost.ts";
 
 /**
  * What a Lambda container pays, measured on the bundles the stack ships: CPU per request when
@@ -25,29 +18,15 @@ export type Role = "gateway" | "baseline";
 
 export interface LambdaVariant {
   readonly role: Role;
-  readonly client: UpstreamClientName;
   readonly bundle: Bundle;
 }
 
-export const variantName = (variant: { role: Role; client: UpstreamClientName }) =>
-  `${variant.role} (${variant.client})`;
-
 /** `configText`: the S3 object's text, bundled beside each handler as a deploy bundles it. */
-export async function buildVariants(
-  clients: readonly UpstreamClientName[],
-  configText: string,
-): Promise<LambdaVariant[]> {
+export async function buildVariants(configText: string): Promise<LambdaVariant[]> {
   const variants: LambdaVariant[] = [];
-  for (const client of clients) {
-    for (const role of ["gateway", "baseline"] as const) {
-      const bundle = await buildBundle({
-        name: `${role}-${client}`,
-        entry: role === "gateway" ? GATEWAY_ENTRY : BASELINE_ENTRY,
-        client,
-        configText,
-      });
-      variants.push({ role, client, bundle });
-    }
+  for (const role of ["gateway", "baseline"] as const) {
+    const entry = role === "gateway" ? GATEWAY_ENTRY : BASELINE_ENTRY;
+    variants.push({ role, bundle: await buildBundle({ name: role, entry, configText }) });
   }
   return variants;
 }
@@ -55,7 +34,6 @@ export async function buildVariants(
 export interface HandlerCpuRecord {
   readonly variant: string;
   readonly role: Role;
-  readonly client: UpstreamClientName;
   /** CPU µs per request of each round (one fresh process each). */
   readonly cpuUs: readonly number[];
   readonly wallMs: readonly number[];
@@ -81,7 +59,7 @@ export async function measureHandlerCpu(
     readonly rounds: number;
     readonly warmup: number;
     readonly count: number;
-    readonly event: unknown;
+    readonly call: LambdaCall;
   },
   log: (line: string) => void,
 ): Promise<HandlerCpuRecord[]> {
@@ -96,7 +74,7 @@ export async function measureHandlerCpu(
       const figures = await environment.runChild<LoopFigures>({
         module: variant.bundle.file,
         mode: "loop",
-        event: plan.event,
+        ...plan.call,
         warmup: plan.warmup,
         count: plan.count,
       });
@@ -106,7 +84,7 @@ export async function measureHandlerCpu(
         if (call.at <= figures.measuredTo) tally[call.operation] = (tally[call.operation] ?? 0) + 1;
       }
       log(
-        `handler ${variantName(variant).padEnd(20)} round ${round}: ${figures.cpuUsPerRequest.toFixed(0)} µs CPU/request, ${(figures.wallMsPerRequest * 1000).toFixed(0)} µs wall`,
+        `handler ${variant.role.padEnd(8)} round ${round}: ${figures.cpuUsPerRequest.toFixed(0)} µs CPU/request, ${(figures.wallMsPerRequest * 1000).toFixed(0)} µs wall`,
       );
     }
   }
@@ -115,9 +93,8 @@ export async function measureHandlerCpu(
     const cpuUs = figures.map((f) => f.cpuUsPerRequest);
     const requests = figures.reduce((sum, f) => sum + f.count, 0);
     return {
-      variant: variantName(variant),
+      variant: variant.role,
       role: variant.role,
-      client: variant.client,
       cpuUs,
       wallMs: figures.map((f) => f.wallMsPerRequest),
       medianCpuUs: median(cpuUs),
@@ -133,7 +110,6 @@ export async function measureHandlerCpu(
 export interface ColdStartRecord {
   readonly variant: string;
   readonly role: Role;
-  readonly client: UpstreamClientName;
   readonly bytes: number;
   /**
    * CPU time of each start, ms: what stretches on Lambda's share of a vCPU, and what other
@@ -164,7 +140,7 @@ interface ColdFigures {
 export async function measureColdStarts(
   environment: LambdaEnvironment,
   variants: readonly LambdaVariant[],
-  plan: { readonly starts: number; readonly event: unknown },
+  plan: { readonly starts: number; readonly call: LambdaCall },
   log: (line: string) => void,
 ): Promise<ColdStartRecord[]> {
   const starts = new Map<LambdaVariant, ColdFigures[]>(variants.map((v) => [v, []]));
@@ -173,11 +149,11 @@ export async function measureColdStarts(
       const f = await environment.runChild<ColdFigures>({
         module: variant.bundle.file,
         mode: "cold",
-        event: plan.event,
+        ...plan.call,
       });
       starts.get(variant)?.push(f);
       log(
-        `cold ${variantName(variant).padEnd(20)} start ${start}: import ${f.importCpuMs.toFixed(0)} ms CPU (${f.importMs.toFixed(0)} wall), first request ${f.firstRequestCpuMs.toFixed(0)} ms CPU (${f.firstRequestMs.toFixed(0)} wall)`,
+        `cold ${variant.role.padEnd(8)} start ${start}: import ${f.importCpuMs.toFixed(0)} ms CPU (${f.importMs.toFixed(0)} wall), first request ${f.firstRequestCpuMs.toFixed(0)} ms CPU (${f.firstRequestMs.toFixed(0)} wall)`,
       );
     }
   }
@@ -185,9 +161,8 @@ export async function measureColdStarts(
     const figures = starts.get(variant) ?? [];
     const pick = (get: (f: ColdFigures) => number) => figures.map(get);
     return {
-      variant: variantName(variant),
+      variant: variant.role,
       role: variant.role,
-      client: variant.client,
       bytes: variant.bundle.bytes,
       importCpuMs: pick((f) => f.importCpuMs),
       firstRequestCpuMs: pick((f) => f.firstRequestCpuMs),
@@ -220,7 +195,7 @@ export async function measureCost(
     readonly rates: readonly number[];
     readonly seconds: number;
     readonly memoryMb: number;
-    readonly event: unknown;
+    readonly call: LambdaCall;
   },
   log: (line: string) => void,
 ): Promise<CostRecord[]> {
@@ -231,7 +206,7 @@ export async function measureCost(
     await environment.writeChainPosition();
     const mining = setInterval(
       () => environment.mineBlock().catch(() => undefined),
-      COST_BLOCK_TIME_SECONDS * 1000,
+      LAMBDA_BLOCK_TIME_SECONDS * 1000,
     );
     const figures = await environment
       .runChild<{
@@ -243,7 +218,7 @@ export async function measureCost(
       }>({
         module: gateway.bundle.file,
         mode: "paced",
-        event: plan.event,
+        ...plan.call,
         rate,
         seconds: plan.seconds,
         warmup: Math.round(rate * COST_WARMUP_SECONDS),

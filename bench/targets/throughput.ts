@@ -1,19 +1,19 @@
-import type { AnvilNode } from "../local/anvil.ts";
-import type { UpstreamClientName } from "./bundles.ts";
-import type { LoadGenerator, LoadResult } from "./load.ts";
+import type { AnvilNode } from "../../local/anvil.ts";
+import type { LoadGenerator, LoadResult } from "../tools/load.ts";
 import {
   groupCpuSeconds,
   machineBusySeconds,
   median,
   processCpuSeconds,
   reapedChildrenCpuSeconds,
-} from "./machine.ts";
+} from "../tools/machine.ts";
 import {
   GATEWAY_NETWORK,
   type ServerProcess,
   startGatewayProcess,
   startPassthroughProcess,
-} from "./servers.ts";
+} from "../tools/servers.ts";
+import { bodyOf, FORWARDED, PENDING_NONCE, SERVED_HEAD, type Workload } from "./calls.ts";
 
 /**
  * Throughput and latency as users see them: the load generator, the pass-through and the
@@ -21,31 +21,15 @@ import {
  * change in the machine's load hits every target alike.
  */
 
-export interface Workload {
-  readonly name: string;
-  readonly body: string;
-}
+/**
+ * The verdicts are the forwarded call's (the first). The others show what the pipeline skips:
+ * a nonce at `pending` is forwarded but neither pinned nor looked up in the answer cache, and
+ * `eth_blockNumber` is the served head's, with no provider at all.
+ */
+export const WORKLOADS: readonly Workload[] = [FORWARDED, PENDING_NONCE, SERVED_HEAD];
 
-export const WORKLOADS: readonly Workload[] = [
-  {
-    name: "eth_blockNumber",
-    body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
-  },
-  {
-    name: "eth_getBlockByNumber",
-    body: '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}',
-  },
-  // The two above are mostly answered by the gateway itself (the served head, the answer
-  // cache): this one goes to the provider every time (`pending` is never cached).
-  {
-    name: "eth_getTransactionCount (forwarded)",
-    body: '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionCount","params":["0x00000000000000000000000000000000000000aa","pending"]}',
-  },
-];
-
-/** A target: the upstream itself, the pass-through, or the gateway on one HTTP client. */
-export type TargetName = "direct" | "pass-through" | `gateway (${UpstreamClientName})`;
-export const gatewayTarget = (client: UpstreamClientName): TargetName => `gateway (${client})`;
+/** A target: the upstream itself, the pass-through, or the gateway. */
+export type TargetName = "direct" | "pass-through" | "gateway";
 
 export interface ThroughputRecord {
   readonly workload: string;
@@ -91,11 +75,7 @@ export async function measureThroughput(
       const server =
         target === "pass-through"
           ? await startPassthroughProcess(anvil.url)
-          : await startGatewayProcess({
-              name: target,
-              upstreamUrl: anvil.url,
-              client: target === gatewayTarget("node-http") ? "node-http" : "undici",
-            });
+          : await startGatewayProcess({ name: target, upstreamUrl: anvil.url });
       servers.set(target, server);
     }
     const urlOf = (target: TargetName) => {
@@ -104,13 +84,31 @@ export async function measureThroughput(
       return target === "pass-through" ? server.url : `${server.url}/${GATEWAY_NETWORK}`;
     };
 
-    // Every target must give the upstream's answer before anything is measured.
+    // Every target must give the upstream's answer before anything is measured, and the
+    // gateway must send each call of a forwarded workload to the provider: two calls in a row
+    // (two addresses, when the workload varies) each made an attempt and were no cache hit.
     for (const workload of plan.workloads) {
-      const expected = JSON.stringify(await rpcResult(anvil.url, workload.body));
-      for (const target of plan.targets) {
-        const got = JSON.stringify(await rpcResult(urlOf(target), workload.body));
-        if (got !== expected) {
-          throw new Error(`${target} answers ${workload.name} with ${got}, not ${expected}`);
+      for (const sequence of [1, 2]) {
+        const body = bodyOf(workload, "0".repeat(24), sequence);
+        const expected = JSON.stringify((await rpcCall(anvil.url, body)).result);
+        for (const target of plan.targets) {
+          const { result, headers } = await rpcCall(urlOf(target), body);
+          if (JSON.stringify(result) !== expected) {
+            throw new Error(
+              `${target} answers ${workload.name} with ${JSON.stringify(result)}, not ${expected}`,
+            );
+          }
+          const attempts = Number(headers.get("x-gateway-attempts") ?? "0");
+          const cache = headers.get("x-gateway-cache") ?? "";
+          if (
+            target === "gateway" &&
+            workload.forwarded &&
+            (attempts < 1 || cache.startsWith("hit"))
+          ) {
+            throw new Error(
+              `the gateway did not forward ${workload.name} (x-gateway-attempts ${attempts}, x-gateway-cache ${cache}): it measures no forwarded call`,
+            );
+          }
         }
       }
     }
@@ -121,7 +119,7 @@ export async function measureThroughput(
         const windows = new Map<TargetName, Window[]>(plan.targets.map((t) => [t, []]));
         for (let round = 1; round <= plan.rounds; round++) {
           for (const target of plan.targets) {
-            const job = { url: urlOf(target), body: workload.body, connections };
+            const job = { url: urlOf(target), workload, connections };
             const warm = await load.run({
               ...job,
               seconds: round === 1 ? plan.warmupSeconds : 1,
@@ -224,7 +222,7 @@ function combine(
   };
 }
 
-async function rpcResult(url: string, body: string): Promise<unknown> {
+async function rpcCall(url: string, body: string): Promise<{ result: unknown; headers: Headers }> {
   const response = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -238,5 +236,5 @@ async function rpcResult(url: string, body: string): Promise<unknown> {
   if (answer.error !== undefined || answer.result === undefined) {
     throw new Error(`${url} did not answer a result: ${text.slice(0, 300)}`);
   }
-  return answer.result;
+  return { result: answer.result, headers: response.headers };
 }

@@ -1,31 +1,30 @@
 import { execFile } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
-import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
-import { createDynamoClient } from "../functions/adapters/state-store.ts";
-import { startDynalite } from "../local/dynamodb.ts";
-import { COST_BLOCK_TIME_SECONDS } from "./cost.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
+import { createDynamoClient } from "../../functions/adapters/state-store.ts";
+import { startDynalite } from "../../local/dynamodb.ts";
+import { startCountingRelay } from "./counting-relay.ts";
 
 /**
  * What a proxy Lambda talks to, on this machine: the config object in an S3-compatible server
  * (s3rver), the state table in dynalite behind a counting relay (every DynamoDB call the
  * handler makes, by operation and size), and the anvil upstream. Handlers run in fresh Node
- * processes (bench/lambda-child.ts) with the environment the stack gives the Lambda.
+ * processes (bench/tools/lambda-child.ts) with the environment the stack gives the Lambda.
  */
 
-const ROOT = resolve(import.meta.dirname, "..");
-const CHILD = join(ROOT, "bench", "lambda-child.ts");
+const ROOT = resolve(import.meta.dirname, "..", "..");
+const CHILD = join(ROOT, "bench", "tools", "lambda-child.ts");
 const BUCKET = "bench-config";
 const CONFIG_KEY = "config/bench.json";
 const TABLE = "bench-lambda";
 export const LAMBDA_NETWORK = "bench";
+/** The Lambda parts' network's block time: the cost part mines a block this often. */
+export const LAMBDA_BLOCK_TIME_SECONDS = 12;
 const run = promisify(execFile);
 
 /** One DynamoDB call the handler made: its operation (Query, UpdateItem, …) and sizes. */
@@ -46,7 +45,7 @@ export interface LambdaEnvironment {
   readonly configText: string;
   /** DynamoDB calls made since `since` (ms since the epoch). */
   dynamoCalls(since: number): DynamoCall[];
-  /** Runs one Lambda container (bench/lambda-child.ts) and returns its figures. */
+  /** Runs one Lambda container (bench/tools/lambda-child.ts) and returns its figures. */
   runChild<T>(job: ChildJob, nodeArgs?: readonly string[]): Promise<T>;
   /**
    * Writes the upstream's chain position as the monitor of a deployed stack writes it every
@@ -58,10 +57,17 @@ export interface LambdaEnvironment {
   close(): Promise<void>;
 }
 
-export interface ChildJob {
+/** What a container is invoked with. */
+export interface LambdaCall {
+  /** An API Gateway event. */
+  readonly event: unknown;
+  /** When set, this text in the event's body becomes a new address on every invocation. */
+  readonly addressMarker?: string;
+}
+
+export interface ChildJob extends LambdaCall {
   readonly module: string;
   readonly mode: "cold" | "loop" | "paced";
-  readonly event: unknown;
   readonly warmup?: number;
   readonly count?: number;
   readonly rate?: number;
@@ -98,7 +104,7 @@ export async function startLambdaEnvironment(upstreamUrl: string): Promise<Lambd
       networks: {
         [LAMBDA_NETWORK]: {
           chain_id: 31337,
-          block_time_seconds: COST_BLOCK_TIME_SECONDS,
+          block_time_seconds: LAMBDA_BLOCK_TIME_SECONDS,
           providers: [{ name: "anvil", url: upstreamUrl }],
         },
       },
@@ -109,7 +115,17 @@ export async function startLambdaEnvironment(upstreamUrl: string): Promise<Lambd
     const dynamo = await startDynalite({ tableName: TABLE });
     closers.push(() => dynamo.close());
     const calls: DynamoCall[] = [];
-    const relay = await startCountingRelay(dynamo.endpoint, (call) => calls.push(call));
+    // Each call named by its X-Amz-Target, with its sizes and the item it is about.
+    const relay = await startCountingRelay(dynamo.endpoint, (exchange) => {
+      const partition = partitionOf(exchange.body);
+      calls.push({
+        operation: String(exchange.headers["x-amz-target"] ?? "unknown").replace(/^.*\./, ""),
+        at: Date.now(),
+        requestBytes: exchange.requestBytes,
+        responseBytes: exchange.responseBytes,
+        ...(partition === undefined ? {} : { partition }),
+      });
+    });
     closers.push(() => relay.close());
 
     const env: Record<string, string> = {
@@ -200,64 +216,10 @@ export async function startLambdaEnvironment(upstreamUrl: string): Promise<Lambd
   }
 }
 
-/** A relay in front of dynalite that names each call by its X-Amz-Target and counts bytes. */
-async function startCountingRelay(
-  target: string,
-  record: (call: DynamoCall) => void,
-): Promise<{ url: string; close(): Promise<void> }> {
-  const agent = new http.Agent({ keepAlive: true });
-  const upstream = new URL(target);
-  const server = http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks);
-    const operation = String(req.headers["x-amz-target"] ?? "unknown").replace(/^.*\./, "");
-    const forward = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-        agent,
-      },
-      (answer) => {
-        const parts: Buffer[] = [];
-        answer.on("data", (part: Buffer) => parts.push(part));
-        answer.on("end", () => {
-          const payload = Buffer.concat(parts);
-          const partition = partitionOf(body);
-          record({
-            operation,
-            at: Date.now(),
-            requestBytes: body.length,
-            responseBytes: payload.length,
-            ...(partition === undefined ? {} : { partition }),
-          });
-          res.writeHead(answer.statusCode ?? 500, answer.headers).end(payload);
-        });
-      },
-    );
-    forward.on("error", (error) => res.writeHead(502).end(String(error)));
-    forward.end(body);
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((done) => server.close(() => done()));
-      agent.destroy();
-    },
-  };
-}
-
 /** The partition key a DynamoDB request names: an item's `Key.pk`, or a Query's `:pk`. */
-function partitionOf(body: Buffer): string | undefined {
+function partitionOf(body: string): string | undefined {
   try {
-    const request = JSON.parse(body.toString("utf8")) as {
+    const request = JSON.parse(body) as {
       Key?: { pk?: { S?: string } };
       ExpressionAttributeValues?: { ":pk"?: { S?: string } };
     };
