@@ -5,6 +5,7 @@ import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { DEADLINE_MARGIN_MS } from "./policies.ts";
 import type {
+  FilterStore,
   SharedAnswerStore,
   StateStore,
   Telemetry,
@@ -18,6 +19,7 @@ import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
 import { type AttemptLoop, runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import { NO_SENDS, startSends } from "./request/broadcast.ts";
+import { serveFilterCalls } from "./request/filters.ts";
 import {
   type AttemptRecord,
   HealthRecorder,
@@ -75,6 +77,8 @@ export interface GatewayDeps extends HealthRecorderDeps {
   readonly hedgeTimer: HedgeTimer;
   /** The answer cache's shared tier (immutable answers); without it, memory only. */
   readonly sharedAnswers?: SharedAnswerStore;
+  /** Where the filters the gateway serves are kept; without it, filters live on providers. */
+  readonly filters?: FilterStore;
 }
 
 export interface RpcOptions {
@@ -84,6 +88,8 @@ export interface RpcOptions {
   readonly remainingMs?: number;
   /** Set when the gateway serves a piece of a log query to itself. */
   readonly internal?: InternalCall;
+  /** The name of the API key the request came with, when the gateway has keys. */
+  readonly caller?: string;
 }
 
 /**
@@ -202,6 +208,18 @@ export class Gateway {
     const sends = sending
       ? await startSends(open, network.name, { ...this.#deps, settings })
       : NO_SENDS;
+    const internally = (text: string, internal: InternalCall) =>
+      this.handleRpc(network.name, text, { ...options, startedAt: started, internal });
+    // Filters the gateway holds are answered from its own reads (docs/behaviour.md §14).
+    const filterCalls = await serveFilterCalls(open, {
+      ...scope,
+      caller: options.caller,
+      deadline,
+      budget: upstreamCallBudget(settings, sends.copies),
+      deps: this.#deps,
+      handle: internally,
+    });
+    const spent = sends.copies + filterCalls;
     // Log queries are served apart, as internal calls through this same pipeline.
     const logQueries = options.internal ? [] : logQueriesOf(open);
     const budget = options.internal?.budget;
@@ -218,7 +236,7 @@ export class Gateway {
       open: routed,
       batchLimit: (provider) => batchLimitOf(provider, scope.batchLimits, clock()),
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
-      callsMade: sends.copies,
+      callsMade: spent,
       hedging: this.#hedging.forRequest(network),
     };
     let routedAttempts = await runLogAttempts(loop, scope, this.#observed, this.#health, options);
@@ -229,23 +247,23 @@ export class Gateway {
       routedAttempts += await runAttempts({
         ...loop,
         open: retries.map(({ retry }) => retry),
-        callsMade: sends.copies + routedAttempts,
+        callsMade: spent + routedAttempts,
         hedging: undefined,
       });
       settleUnpinnedRetries(retries);
     }
     const attempts =
+      filterCalls +
       routedAttempts +
       (logQueries.length === 0
         ? 0
         : await serveLogQueries(logQueries, {
             ...scope,
             knownHead: scope.quorumHead,
-            budget: upstreamCallBudget(settings, sends.copies + routedAttempts),
+            budget: upstreamCallBudget(settings, spent + routedAttempts),
             deadline,
             deps: this.#deps,
-            handle: (text, internal) =>
-              this.handleRpc(network.name, text, { ...options, startedAt: started, internal }),
+            handle: internally,
           }));
     if (sending) {
       await settleSentTransactions(open, (call, hash) =>
