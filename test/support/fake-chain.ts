@@ -96,6 +96,12 @@ export interface FakeProvider {
   readonly logsError?: { readonly code: number; readonly message: string };
   /** Answers eth_getLogs from this chain instead (a log index on another branch). */
   readonly logsFrom?: FakeChain;
+  /** Answers eth_getLogs with every log of the blocks, whatever address was asked for. */
+  readonly anyAddress?: boolean;
+  /** Answers a log range past its head with the logs up to its head and no error (anvil). */
+  readonly clamps?: boolean;
+  /** Its eth_blockNumber, when not the chain's head (a provider ahead of its own blocks). */
+  readonly claimsHead?: number;
 }
 
 interface Call {
@@ -155,7 +161,7 @@ export class FakeChainUpstream implements Upstream {
       case "eth_chainId":
         return { result: "0x1" };
       case "eth_blockNumber":
-        return { result: hex(this.chain.head) };
+        return { result: hex(provider.claimsHead ?? this.chain.head) };
       case "eth_getBlockByNumber": {
         const at =
           params[0] === "latest" ? this.chain.head : Number.parseInt(String(params[0]), 16);
@@ -198,7 +204,7 @@ export class FakeChainUpstream implements Upstream {
     if (provider.logsError) return { error: provider.logsError };
     const matches = (text: string) => {
       const address = filter.address;
-      if (address === undefined || address === null) return true;
+      if (address === undefined || address === null || provider.anyAddress) return true;
       const wanted = Array.isArray(address) ? address : [address];
       return wanted.some((one) => text.includes(String(one).toLowerCase()));
     };
@@ -210,7 +216,8 @@ export class FakeChainUpstream implements Upstream {
       return { result: block.logs.filter(matches).map((text) => JSON.parse(text)) };
     }
     const from = Number.parseInt(String(filter.fromBlock), 16);
-    const to = Number.parseInt(String(filter.toBlock), 16);
+    const asked = Number.parseInt(String(filter.toBlock), 16);
+    const to = provider.clamps ? Math.min(asked, this.chain.head) : asked;
     if (to > this.chain.head) {
       return { error: { code: -32602, message: "block range extends beyond current head block" } };
     }

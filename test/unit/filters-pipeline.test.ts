@@ -430,3 +430,26 @@ describe("a poll reports its changes only once they are written", () => {
     expect(logsText(await t.changes(id))).toEqual(t.chain.logsOf(11, 12));
   });
 });
+
+describe("a provider's answers are checked before they are reported", () => {
+  it("regression: logs a provider returned that the filter does not select were reported; now they are left out", async () => {
+    const t = setup();
+    t.upstream.provider(P1, { anyAddress: true }).provider(P2, { anyAddress: true });
+    const id = (await t.call("eth_newFilter", [{ address: CONTRACT }])).result;
+    t.chain.mine(2);
+    expect(logsText(await t.changes(id))).toEqual(t.chain.logsOf(11, 12));
+  });
+
+  it("a provider that claims a head past its blocks and clamps the range: nothing is reported until the blocks exist, and then all of them", async () => {
+    const t = setup();
+    const id = (await t.call("eth_newFilter", [{ address: CONTRACT }])).result;
+    t.upstream
+      .provider(P1, { claimsHead: 15, clamps: true })
+      .provider(P2, { claimsHead: 15, clamps: true });
+    t.chain.mine(2);
+    expect(await t.changes(id)).toEqual([]);
+    expect([...t.filters.held("net", "*").values()][0]?.cursor).toBe(11);
+    t.chain.mine(3);
+    expect(logsText(await t.changes(id))).toEqual(t.chain.logsOf(11, 15));
+  });
+});

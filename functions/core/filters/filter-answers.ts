@@ -1,6 +1,7 @@
 import { isRecord } from "../classify-envelope.ts";
 import { arrayElementSpans, memberValueSpan, parseJsonOrUndefined } from "../json-raw.ts";
 import type { BlockRange } from "../request/logs-range.ts";
+import type { LogCriteria } from "./filter-criteria.ts";
 import type { Header } from "./filter-progress.ts";
 
 /**
@@ -22,10 +23,16 @@ const QUANTITY = /^0x[0-9a-f]{1,16}$/i;
 const HASH = /^0x[0-9a-f]{64}$/i;
 
 /**
- * The logs of an eth_getLogs answer inside `range` (when given), in chain order, each (block,
- * log index) once; null when the answer is not a list of logs.
+ * The logs of an eth_getLogs answer that match `criteria`, inside `range` (when given), in
+ * chain order, each (block, log index) once; null when the answer is not a list of logs. A log
+ * a provider sent from outside the range, or that the criteria do not match, is not the
+ * filter's: it is left out, not reported.
  */
-export function logsOfAnswer(text: string, range: BlockRange | null): PlacedLog[] | null {
+export function logsOfAnswer(
+  text: string,
+  range: BlockRange | null,
+  criteria: LogCriteria,
+): PlacedLog[] | null {
   const span = memberValueSpan(text, "result");
   if (span === null) return null;
   const result = text.slice(span.start, span.end);
@@ -40,14 +47,36 @@ export function logsOfAnswer(text: string, range: BlockRange | null): PlacedLog[
     if (typeof logIndex !== "string" || !QUANTITY.test(logIndex)) return null;
     if (typeof blockHash !== "string" || !HASH.test(blockHash)) return null;
     const block = Number.parseInt(blockNumber, 16);
-    // A log from outside the range asked for belongs to another poll.
     if (range !== null && (block < range.from || block > range.to)) continue;
+    if (!matches(log, criteria)) continue;
     logs.push({ block, index: Number.parseInt(logIndex, 16), blockHash, text: logText });
   }
   logs.sort((a, b) => a.block - b.block || a.index - b.index);
   return logs.filter(
     (log, at) => at === 0 || log.block !== logs[at - 1]?.block || log.index !== logs[at - 1]?.index,
   );
+}
+
+/** Whether a log is one the criteria select: its address among theirs, each topic position met. */
+function matches(log: Readonly<Record<string, unknown>>, criteria: LogCriteria): boolean {
+  const same = (a: unknown, b: string) =>
+    typeof a === "string" && a.toLowerCase() === b.toLowerCase();
+  const { address, topics } = criteria;
+  if (address !== null) {
+    const wanted = typeof address === "string" ? [address] : address;
+    if (wanted.length > 0 && !wanted.some((one) => same(log.address, one))) return false;
+  }
+  if (topics === null) return true;
+  const logged = Array.isArray(log.topics) ? log.topics : [];
+  // geth's rule: more topic positions than the log has topics is no match, nulls included.
+  if (topics.length > logged.length) return false;
+  return topics.every((position, index) => {
+    if (position === null) return true;
+    const options = typeof position === "string" ? [position] : position;
+    // A null among the options, or none at all, is any topic (geth).
+    if (options.length === 0 || options.includes(null)) return true;
+    return options.some((one) => one !== null && same(logged[index], one));
+  });
 }
 
 /** The log's text as a node reports a log of a replaced block: `removed: true`. */

@@ -91,7 +91,7 @@ export class FilterReads {
   async logs(criteria: LogCriteria, range: BlockRange): Promise<LogsRead> {
     const body = await this.#read(call(1, GET_LOGS, rangeQueryParams(criteria, range)));
     if (body === null) return this.#nothingLeft();
-    const logs = logsOfAnswer(body, range);
+    const logs = logsOfAnswer(body, range, criteria);
     if (logs !== null) return { kind: "logs", logs };
     const refusal = logsRefusalOf(body);
     if (refusal !== null) return { kind: "refused", refusal };
@@ -114,7 +114,7 @@ export class FilterReads {
       const members = batchMembers(body);
       chunk.forEach((hash, id) => {
         const member = members.get(id);
-        const logs = member === undefined ? null : logsOfAnswer(member, null);
+        const logs = member === undefined ? null : logsOfAnswer(member, null, criteria);
         // Logs of another block than the one asked for are not that block's.
         if (logs?.every((log) => log.blockHash.toLowerCase() === hash.toLowerCase())) {
           found.set(hash, logs);
