@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createPublicClient, http, keccak256, type Log, parseAbi, toHex } from "viem";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -32,6 +33,7 @@ let primary: FaultShim;
 let secondary: FaultShim;
 let stack: LocalStack;
 let other: LocalStack;
+let keyed: LocalStack;
 let contract: `0x${string}`;
 let from: string;
 
@@ -60,12 +62,25 @@ beforeAll(async () => {
   // A second proxy runtime over the same table: another Lambda container, with nothing shared
   // in memory with the first.
   other = await startLocalStack({ config: config(), dynamodb: stack.dynamo.endpoint });
+  // The same network behind API keys: filters are kept per key.
+  const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
+  keyed = await startLocalStack({
+    config: {
+      ...config(),
+      api_keys: [
+        { name: "alice", sha256: sha256("alice-key") },
+        { name: "bob", sha256: sha256("bob-key") },
+      ],
+    },
+    dynamodb: stack.dynamo.endpoint,
+  });
   [from] = (await node.rpc<string[]>("eth_accounts")) as [string];
   const deploy = await node.rpc<string>("eth_sendTransaction", [{ from, data: INIT }]);
   contract = (await receipt(deploy)).contractAddress;
 }, 60_000);
 
 afterAll(async () => {
+  await keyed?.close();
   await other?.close();
   await stack?.close();
   await Promise.all([primary?.close(), secondary?.close()]);
@@ -90,10 +105,10 @@ async function ping(...numbers: number[]): Promise<void> {
   }
 }
 
-async function rpc(url: string, method: string, params: unknown[] = []) {
+async function rpc(url: string, method: string, params: unknown[] = [], key?: string) {
   const response = await fetch(`${url}/devnet`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...(key ? { "x-api-key": key } : {}) },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
   return (await response.json()) as { result?: unknown; error?: { code: number; message: string } };
@@ -217,5 +232,23 @@ describe("one filter, two containers", () => {
       onChain.map((log) => log.transactionHash),
     );
     expect([...filterCalls(primary), ...filterCalls(secondary)]).toEqual([]);
+  });
+});
+
+describe("filters behind API keys", () => {
+  it("belong to the key that installed them: another key's poll of the id is filter not found", async () => {
+    const id = (await rpc(keyed.url, "eth_newBlockFilter", [], "alice-key")).result;
+    expect((await rpc(keyed.url, "eth_getFilterChanges", [id], "bob-key")).error).toEqual({
+      code: -32000,
+      message: "filter not found",
+    });
+    expect((await rpc(keyed.url, "eth_uninstallFilter", [id], "bob-key")).result).toBe(false);
+    await ping(200);
+    const hashes = (await rpc(keyed.url, "eth_getFilterChanges", [id], "alice-key")).result;
+    expect(hashes).toEqual([
+      (await node.rpc<{ hash: string }>("eth_getBlockByNumber", ["latest", false])).hash,
+    ]);
+    const keys = await tableKeys({ client: stack.store.client, tableName: stack.store.tableName });
+    expect(keys.filter((key) => key.startsWith("FILTER#devnet#alice "))).toHaveLength(1);
   });
 });
