@@ -97,6 +97,21 @@ describe("a log filter across a reorg", () => {
     expect(await t.changes(id)).toEqual(t.chain.logsOf(15, 15));
   });
 
+  it("remembers only the blocks with logs and the last one read, and a fork among blocks without logs reports nothing twice", async () => {
+    const t = setup();
+    const id = (await t.call("eth_newFilter", [{ address: CONTRACT }])).result;
+    t.chain.mine(1, 1).mine(3, 0).mine(1, 1);
+    expect(await t.changes(id)).toEqual(t.chain.logsOf(11, 15));
+    t.chain.mine(2, 0);
+    expect(await t.changes(id)).toEqual([]);
+    const remembered = () => [...t.filters.held("net", "*").values()][0]?.seen.map((b) => b.number);
+    expect(remembered()).toEqual([11, 15, 17]);
+    const replaced = t.chain.logsOf(15, 15);
+    t.chain.reorg(4, { logs: 1 });
+    expect(await t.changes(id)).toEqual([...removed(replaced), ...t.chain.logsOf(14, 17)]);
+    expect(remembered()).toEqual([11, 14, 15, 16, 17]);
+  });
+
   it("logs from a log index on another branch than the headers are not reported until the reads agree", async () => {
     const chain = new FakeChain(10);
     const fork = chain.copy(9);

@@ -107,7 +107,7 @@ async function pollLogs(
     items: read.logs.map((log) => log.text),
     advance: {
       cursor: read.range.to + 1,
-      seen: keepSeen(record.seen, seen, at.finalized, FILTER_SEEN_BLOCKS),
+      seen: keepSeen(withLogs(record.seen), seen, at.finalized, FILTER_SEEN_BLOCKS),
       span: read.lowered ?? record.span,
     },
   };
@@ -170,6 +170,16 @@ async function pollLogsAfterReorg(
     },
     reorg: { fork, unavailable },
   };
+}
+
+/**
+ * What a log filter keeps of the blocks it remembered once a poll read further: the blocks
+ * with logs, not the ends of earlier polls. The fork point found without them may be lower,
+ * but the blocks between hold none of the filter's logs, so nothing is reported twice; the
+ * item stays small for a filter whose logs are rare.
+ */
+function withLogs(seen: readonly SeenBlock[]): SeenBlock[] {
+  return seen.filter((block) => block.logs > 0);
 }
 
 /**
