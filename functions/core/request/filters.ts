@@ -132,6 +132,7 @@ class FilterCalls {
   readonly #reads: FilterReads;
   /** Bytes the answers of this request's filters may still carry. */
   #bytesLeft: number;
+  #positionsRead: Promise<ChainPositions | null> | null = null;
 
   constructor(request: FilterRequest, store: FilterStore, reads: FilterReads) {
     this.#request = request;
@@ -173,8 +174,16 @@ class FilterCalls {
     return [this.#request.network.name, this.#owner, id ?? ""];
   }
 
-  /** Where the chain stands for filters now: the served head, and the safe and finalized blocks. */
-  async #positions(): Promise<ChainPositions | null> {
+  /**
+   * Where the chain stands for filters now: the served head, and the safe and finalized
+   * blocks; read once per request, so the filter calls of a batch agree.
+   */
+  #positions(): Promise<ChainPositions | null> {
+    this.#positionsRead ??= this.#readPositions();
+    return this.#positionsRead;
+  }
+
+  async #readPositions(): Promise<ChainPositions | null> {
     const head = await this.#reads.servedHead();
     if (head === null) return null;
     const chain = this.#request.context.state.head;
