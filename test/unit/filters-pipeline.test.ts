@@ -224,6 +224,18 @@ describe("bounds on a poll", () => {
     expect([...t.filters.held("net", "*").values()][0]?.span).toBe(300);
   });
 
+  it("a poll stops at the request's deadline: nothing reported, nothing moved", async () => {
+    // Each upstream call takes 5 ms of the test's clock: the head, the logs, then no time left.
+    const t = setup({ network: { request_timeout_ms: 9, request_deadline_ms: 9 } });
+    const id = (await t.call("eth_newFilter", [{ address: CONTRACT }])).result;
+    t.chain.mine(2);
+    const answer = await t.call("eth_getFilterChanges", [id]);
+    expect(answer.error?.code).toBe(-32603);
+    expect(answer.error?.message).toContain("nothing was reported and the filter did not move");
+    expect([...t.filters.held("net", "*").values()][0]?.cursor).toBe(11);
+    expect(t.upstream.callsOf("eth_getBlockByNumber")).toBe(0);
+  });
+
   it("a poll whose upstream calls run out reports nothing and moves nothing", async () => {
     const t = setup({ network: { max_attempts: 1, max_upstream_calls: 2 } });
     const id = (await t.call("eth_newFilter", [{ address: CONTRACT }])).result;
