@@ -39,6 +39,15 @@ export const PROXY_TABLE_ACCESS = {
   actions: ["BatchGetItem", "GetItem", "Query", "UpdateItem"],
   partitions: ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*", "CACHE#*"],
 } as const;
+/**
+ * The filters the gateway serves (functions/adapters/filter-store.ts): the proxy reads, lists
+ * and updates its own filter items, and nothing else, under a statement of their own; the
+ * monitor never touches them.
+ */
+export const PROXY_FILTER_ACCESS = {
+  actions: ["GetItem", "Query", "UpdateItem"],
+  partitions: ["FILTER#*"],
+} as const;
 export const MONITOR_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "PutItem", "UpdateItem"],
   partitions: ["NET#*", "STATS#*", "EVENTS#*", "MONITOR#*", "LEASE#monitor"],
@@ -185,20 +194,22 @@ export class GatewayStack extends Stack {
             arnFormat: ArnFormat.COLON_RESOURCE_NAME,
           });
     const grants = [
-      { fn: proxy, table: PROXY_TABLE_ACCESS },
-      { fn: monitor, table: MONITOR_TABLE_ACCESS },
+      { fn: proxy, tables: { StateTable: PROXY_TABLE_ACCESS, Filters: PROXY_FILTER_ACCESS } },
+      { fn: monitor, tables: { StateTable: MONITOR_TABLE_ACCESS } },
     ];
-    for (const { fn, table: access } of grants) {
-      fn.role.addToPolicy(
-        new PolicyStatement({
-          sid: "StateTable",
-          actions: access.actions.map((action) => `dynamodb:${action}`),
-          resources: [table.tableArn],
-          conditions: {
-            "ForAllValues:StringLike": { "dynamodb:LeadingKeys": [...access.partitions] },
-          },
-        }),
-      );
+    for (const { fn, tables } of grants) {
+      for (const [sid, access] of Object.entries(tables)) {
+        fn.role.addToPolicy(
+          new PolicyStatement({
+            sid,
+            actions: access.actions.map((action: string) => `dynamodb:${action}`),
+            resources: [table.tableArn],
+            conditions: {
+              "ForAllValues:StringLike": { "dynamodb:LeadingKeys": [...access.partitions] },
+            },
+          }),
+        );
+      }
       fn.role.addToPolicy(
         new PolicyStatement({
           sid: "ConfigObject",

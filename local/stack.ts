@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { DynamoAnswerStore } from "../functions/adapters/answer-store.ts";
 import { createConfigSource } from "../functions/adapters/config-source.ts";
 import { DynamoEventStore } from "../functions/adapters/event-store.ts";
+import { DynamoFilterStore } from "../functions/adapters/filter-store.ts";
 import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
 import { createDynamoClient, DynamoStateStore } from "../functions/adapters/state-store.ts";
@@ -119,6 +120,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...tables,
       ...(options.clock ? { clock: options.clock } : {}),
     });
+    // One filter store for every container, as in AWS: a filter outlives the container polled.
+    const filters = new DynamoFilterStore(tables);
     const secrets = envSecretResolver(options.env ?? process.env);
     const clockOption = options.clock ? { clock: options.clock } : {};
     const metricsOption = options.writeMetrics ? { writeMetrics: options.writeMetrics } : {};
@@ -134,6 +137,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         ledger: new DynamoTransactionLedger(tables),
         eventStore,
         sharedAnswers: answers,
+        filterStore: filters,
         upstream: containerUpstream,
         ...clockOption,
         ...(options.random ? { random: options.random } : {}),

@@ -42,6 +42,10 @@ export function defineConfigSchemas() {
   const seconds = z.number().check(z.positive());
   /** Chunks of one log query in flight at once: each is an upstream call a provider may rate-limit. */
   const logsConcurrency = z.int().check(z.gte(1), z.lte(32));
+  /** Filters one API key may hold per network; the ids have room for 65,536 (filter-id.ts). */
+  const filtersPerKey = z.int().check(z.gte(1), z.lte(10_000));
+  /** How long a filter lives unpolled: at least a few polls' worth, at most a day. */
+  const filterIdleSeconds = z.number().check(z.gte(10), z.lte(86_400));
 
   const providerUrl = z.string().check(
     z.superRefine((url, ctx) => {
@@ -192,6 +196,8 @@ export function defineConfigSchemas() {
     cache: z._default(z.boolean(), true),
     cache_shared_ttl_seconds: z._default(seconds, 604_800),
     logs_concurrency: z._default(logsConcurrency, 4),
+    max_filters_per_key: z._default(filtersPerKey, 100),
+    filter_idle_seconds: z._default(filterIdleSeconds, 300),
     cooldown_seconds: cooldown.full,
     probe: probe.full,
     quorum: quorum.full,
@@ -228,6 +234,8 @@ export function defineConfigSchemas() {
     cache: z.optional(z.boolean()),
     cache_shared_ttl_seconds: z.optional(seconds),
     logs_concurrency: z.optional(logsConcurrency),
+    max_filters_per_key: z.optional(filtersPerKey),
+    filter_idle_seconds: z.optional(filterIdleSeconds),
     cooldown_seconds: z.optional(cooldown.override),
     probe: z.optional(probe.override),
     quorum: z.optional(quorum.override),

@@ -2,29 +2,17 @@ import { upstreamCallBudget } from "./call-budget.ts";
 import { mayPublish, publicationDelayMs, reachableHead } from "./chain-head.ts";
 import { errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
-import type { GatewayModel, Network } from "./network-model.ts";
+import type { Network } from "./network-model.ts";
 import { DEADLINE_MARGIN_MS } from "./policies.ts";
-import type {
-  SharedAnswerStore,
-  StateStore,
-  Telemetry,
-  TransactionLedger,
-  Upstream,
-  UpstreamResult,
-  Wait,
-} from "./ports.ts";
+import type { UpstreamResult } from "./ports.ts";
 import { admitCalls, callsOf, unpinnedOrder } from "./request/admit.ts";
 import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
 import { type AttemptLoop, runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import { NO_SENDS, startSends } from "./request/broadcast.ts";
-import {
-  type AttemptRecord,
-  HealthRecorder,
-  type HealthRecorderDeps,
-  settleWrites,
-} from "./request/health-recorder.ts";
-import { type HedgeTimer, Hedging } from "./request/hedging.ts";
+import { serveFilterCalls } from "./request/filters.ts";
+import { type AttemptRecord, HealthRecorder, settleWrites } from "./request/health-recorder.ts";
+import { Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
 import { runLogAttempts } from "./request/logs-reach.ts";
@@ -55,36 +43,12 @@ import {
 } from "./request/served-head.ts";
 import { settleUnpinnedRetries, unpinnedRetries } from "./request/unpinned-retry.ts";
 import type { SelectionContext } from "./selection.ts";
-import type { StateCache } from "./state-cache.ts";
 
 export type { GatewayResponse } from "./request/respond.ts";
 
-export interface GatewayDeps extends HealthRecorderDeps {
-  readonly model: () => GatewayModel;
-  readonly upstream: Upstream;
-  readonly store: StateStore;
-  readonly cache: StateCache;
-  readonly random: () => number;
-  readonly telemetry: Telemetry;
-  /** Masks secret values in an answer to the caller (an upstream may echo its own URL). */
-  readonly scrubAnswer: (text: string) => string;
-  /** Where sent transactions' outcomes are shared; without it, no ledger. */
-  readonly ledger?: TransactionLedger;
-  readonly wait: Wait;
-  /** The wait before a hedged read's second attempt (tests fire it themselves). */
-  readonly hedgeTimer: HedgeTimer;
-  /** The answer cache's shared tier (immutable answers); without it, memory only. */
-  readonly sharedAnswers?: SharedAnswerStore;
-}
+import type { GatewayDeps, RpcOptions } from "./gateway-deps.ts";
 
-export interface RpcOptions {
-  /** When the handler started on this request (ms): config and state loading count too. */
-  readonly startedAt?: number;
-  /** Time left at `startedAt` before the platform cuts the request (Lambda remaining time). */
-  readonly remainingMs?: number;
-  /** Set when the gateway serves a piece of a log query to itself. */
-  readonly internal?: InternalCall;
-}
+export type { GatewayDeps, RpcOptions } from "./gateway-deps.ts";
 
 /**
  * The request path (docs/architecture.md "The request pipeline"): admit the calls, walk each
@@ -202,6 +166,18 @@ export class Gateway {
     const sends = sending
       ? await startSends(open, network.name, { ...this.#deps, settings })
       : NO_SENDS;
+    const internally = (text: string, internal: InternalCall) =>
+      this.handleRpc(network.name, text, { ...options, startedAt: started, internal });
+    // Filters the gateway holds are answered from its own reads (docs/behaviour.md §14).
+    const filterCalls = await serveFilterCalls(open, {
+      ...scope,
+      caller: options.caller,
+      deadline,
+      budget: upstreamCallBudget(settings, sends.copies),
+      deps: this.#deps,
+      handle: internally,
+    });
+    const spent = sends.copies + filterCalls;
     // Log queries are served apart, as internal calls through this same pipeline.
     const logQueries = options.internal ? [] : logQueriesOf(open);
     const budget = options.internal?.budget;
@@ -218,7 +194,7 @@ export class Gateway {
       open: routed,
       batchLimit: (provider) => batchLimitOf(provider, scope.batchLimits, clock()),
       onResult: (group, result, cutShort) => this.#record(scope, group, result, cutShort),
-      callsMade: sends.copies,
+      callsMade: spent,
       hedging: this.#hedging.forRequest(network),
     };
     let routedAttempts = await runLogAttempts(loop, scope, this.#observed, this.#health, options);
@@ -229,23 +205,23 @@ export class Gateway {
       routedAttempts += await runAttempts({
         ...loop,
         open: retries.map(({ retry }) => retry),
-        callsMade: sends.copies + routedAttempts,
+        callsMade: spent + routedAttempts,
         hedging: undefined,
       });
       settleUnpinnedRetries(retries);
     }
     const attempts =
+      filterCalls +
       routedAttempts +
       (logQueries.length === 0
         ? 0
         : await serveLogQueries(logQueries, {
             ...scope,
             knownHead: scope.quorumHead,
-            budget: upstreamCallBudget(settings, sends.copies + routedAttempts),
+            budget: upstreamCallBudget(settings, spent + routedAttempts),
             deadline,
             deps: this.#deps,
-            handle: (text, internal) =>
-              this.handleRpc(network.name, text, { ...options, startedAt: started, internal }),
+            handle: internally,
           }));
     if (sending) {
       await settleSentTransactions(open, (call, hash) =>

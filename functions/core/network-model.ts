@@ -153,6 +153,8 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     cache: network.cache ?? config.cache,
     cache_shared_ttl_seconds: network.cache_shared_ttl_seconds ?? config.cache_shared_ttl_seconds,
     logs_concurrency: network.logs_concurrency ?? config.logs_concurrency,
+    max_filters_per_key: network.max_filters_per_key ?? config.max_filters_per_key,
+    filter_idle_seconds: network.filter_idle_seconds ?? config.filter_idle_seconds,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },
     probe: { ...config.probe, ...network.probe },
     quorum: {

@@ -115,3 +115,34 @@ export const HEDGE_MIN_SAMPLES = 50;
 
 /** `hedge.max_ratio` counts a container's requests and hedges over this sliding window. */
 export const HEDGE_BUDGET_WINDOW_SECONDS = 60;
+
+/**
+ * Filters the gateway holds (docs/behaviour.md §14). A poll of a block filter reports at most
+ * this many blocks (the rest at the next poll): their hashes come from one batch of headers,
+ * which must also fit `max_batch`.
+ */
+export const FILTER_BLOCKS_PER_POLL = 100;
+
+/**
+ * The most blocks one poll of a log filter covers when no provider in use has a known log
+ * range (a filter from block 0, one not polled for minutes on a fast chain): a span most
+ * providers take; a refusal lowers it for that filter.
+ */
+export const FILTER_POLL_MAX_BLOCKS = 10_000;
+
+/** A poll retries its range this many times smaller after refusals, then reports nothing. */
+export const FILTER_POLL_REFUSALS = 4;
+
+/**
+ * Blocks a filter remembers (number, hash, logs reported) to notice a reorg and report the
+ * logs it replaced: those above the finalized block, at most this many. A reorg deeper than
+ * that is reported from the oldest block remembered.
+ */
+export const FILTER_SEEN_BLOCKS = 64;
+
+/**
+ * A poll that reports nothing new rewrites the filter only to extend its expiry, and only
+ * once this much of the idle time has passed: a filter polled every second is not rewritten
+ * every second.
+ */
+export const FILTER_EXTEND_AFTER_FRACTION = 0.2;

@@ -1,3 +1,4 @@
+import type { FilterAdvance, FilterRecord } from "./filters/filter-progress.ts";
 import type { ProviderHealth } from "./health.ts";
 import type { NetworkState } from "./network-state.ts";
 import type { TransportFailure } from "./verdict.ts";
@@ -123,6 +124,38 @@ export interface SharedAnswerStore {
    * store even compressed.
    */
   write(network: string, key: string, text: string, expiresAt: number): Promise<boolean>;
+}
+
+/** A filter to install: everything but its id and version, which the store gives it. */
+export type NewFilter = Omit<FilterRecord, "id" | "version">;
+
+/**
+ * Filters the gateway holds (docs/behaviour.md §14), shared by every container: kept per
+ * network and owner (the API key, or everyone without keys), at most `max` live per owner,
+ * each expiring at its `expiresAt` unless a poll moves it. Moves are conditional on the
+ * version read, so two containers polling one filter at once never both report its blocks.
+ */
+export interface FilterStore {
+  /** Installs a filter; its id (`filter-id.ts`), or null when the owner holds `max` live ones. */
+  install(
+    network: string,
+    owner: string,
+    filter: NewFilter,
+    max: number,
+    now: number,
+  ): Promise<string | null>;
+  /** The owner's filter with this id, or null when there is none or it expired by `now`. */
+  read(network: string, owner: string, id: string, now: number): Promise<FilterRecord | null>;
+  /** Moves the filter on while its version is `version`; false when another poll moved it first. */
+  advance(
+    network: string,
+    owner: string,
+    id: string,
+    version: number,
+    next: FilterAdvance,
+  ): Promise<boolean>;
+  /** Removes the filter; false when the owner had no such filter live at `now`. */
+  uninstall(network: string, owner: string, id: string, now: number): Promise<boolean>;
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error";

@@ -158,6 +158,7 @@ async function route(
     case "bad_path":
       return rpcError(400, ErrorCode.parse, route.message);
   }
+  let caller: string | undefined;
   if (model.apiKeys.length > 0) {
     // An empty header must not hide a key given in the query.
     const key = matchingKey(
@@ -171,6 +172,7 @@ async function route(
         "unauthorized: send a valid API key in the x-api-key header or ?key=",
       );
     }
+    caller = key.name;
     const limit = key.requestsPerMinute;
     if (limit !== null && deps.admitKey?.({ name: key.name, requestsPerMinute: limit }) === false) {
       return rpcError(
@@ -204,7 +206,7 @@ async function route(
     case "get": {
       const built = getModeBody(route.method, route.params);
       if ("error" in built) return rpcError(400, ErrorCode.invalidRequest, built.error);
-      const answer = await deps.gateway.handleRpc(route.network, built.body, timing);
+      const answer = await deps.gateway.handleRpc(route.network, built.body, { ...timing, caller });
       const result = json(answer.status, answer.body, {
         ...answer.headers,
         "cache-control": cacheControlFor(answer.cacheClass ?? "never", answer.status, {
@@ -216,7 +218,7 @@ async function route(
     }
     case "rpc": {
       const body = decodeBody(event);
-      const answer = await deps.gateway.handleRpc(route.network, body, timing);
+      const answer = await deps.gateway.handleRpc(route.network, body, { ...timing, caller });
       return withinLambdaLimit(json(answer.status, answer.body, answer.headers), body);
     }
   }

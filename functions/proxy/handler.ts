@@ -1,6 +1,7 @@
 import { DynamoAnswerStore } from "../adapters/answer-store.ts";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
 import { DynamoEventStore } from "../adapters/event-store.ts";
+import { DynamoFilterStore } from "../adapters/filter-store.ts";
 import { createSecretResolver } from "../adapters/secrets.ts";
 import { DynamoStatsStore } from "../adapters/stats-store.ts";
 import { DynamoTransactionLedger } from "../adapters/transaction-ledger.ts";
@@ -23,6 +24,7 @@ export const handler = createProxyHandler(
     eventStore: new DynamoEventStore(tables),
     ledger: new DynamoTransactionLedger(tables),
     sharedAnswers: new DynamoAnswerStore(tables),
+    filterStore: new DynamoFilterStore(tables),
     upstream: createUpstream(),
   }),
 );

@@ -14,7 +14,13 @@ import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/e
 import { Gateway } from "../core/gateway.ts";
 import { KeyUsage } from "../core/key-usage.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
-import type { SharedAnswerStore, StateStore, TransactionLedger, Upstream } from "../core/ports.ts";
+import type {
+  FilterStore,
+  SharedAnswerStore,
+  StateStore,
+  TransactionLedger,
+  Upstream,
+} from "../core/ports.ts";
 import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
 import { matchRoute } from "../core/routes.ts";
 import { StateCache } from "../core/state-cache.ts";
@@ -47,6 +53,8 @@ export interface ProxyRuntimeOptions {
   readonly ledger?: TransactionLedger;
   /** The answer cache's shared tier (immutable answers); without it, each container's memory only. */
   readonly sharedAnswers?: SharedAnswerStore;
+  /** Where the filters the gateway serves live, for every container; without it, on providers. */
+  readonly filterStore?: FilterStore;
   readonly clock?: () => number;
   readonly random?: () => number;
   /** Where EMF metric lines go (stdout by default). */
@@ -143,6 +151,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     recordOutcome: stats.record,
     ...(events ? { events } : {}),
     ...(options.sharedAnswers ? { sharedAnswers: options.sharedAnswers } : {}),
+    ...(options.filterStore ? { filters: options.filterStore } : {}),
   });
 
   /**

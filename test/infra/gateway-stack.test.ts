@@ -295,7 +295,13 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       const statements = policyOf(idOf(fn.role));
       const bySid = Object.fromEntries(statements.map((s) => [s.Sid ?? "logs", s]));
       expect(Object.keys(bySid).sort()).toEqual(
-        ["ConfigObject", "SecretsParameters", "StateTable", "logs"].sort(),
+        [
+          "ConfigObject",
+          "SecretsParameters",
+          "StateTable",
+          "logs",
+          ...(fn === stack.proxy ? ["Filters"] : []),
+        ].sort(),
       );
       expect(bySid.logs).toMatchObject({
         Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
@@ -306,6 +312,13 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
         Resource: { "Fn::GetAtt": [idOf(stack.table), "Arn"] },
         Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": partitions } },
       });
+      if (fn === stack.proxy) {
+        expect(bySid.Filters).toMatchObject({
+          Action: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+          Resource: { "Fn::GetAtt": [idOf(stack.table), "Arn"] },
+          Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["FILTER#*"] } },
+        });
+      }
       expect(bySid.ConfigObject).toMatchObject({
         Action: "s3:GetObject",
         Resource: {

@@ -8,6 +8,7 @@ import { PROJECT_ROOT, readGatewayConfig } from "../../infra/gateway-config.ts";
 import {
   GatewayStack,
   MONITOR_TABLE_ACCESS,
+  PROXY_FILTER_ACCESS,
   PROXY_TABLE_ACCESS,
 } from "../../infra/gateway-stack.ts";
 import { scratchOutdir } from "../support/scratch-outdir.ts";
@@ -106,9 +107,27 @@ describe("least privilege", () => {
       ].flatMap(dynamoCommands),
     );
     expect([...used].sort()).toEqual([...PROXY_TABLE_ACCESS.actions].sort());
-    expect(proxyActions.sort()).toEqual(
+    const table = statementsOf(template, stack, "proxy").find((s) => s.Sid === "StateTable");
+    expect(actionsOf(table ? [table] : []).sort()).toEqual(
       PROXY_TABLE_ACCESS.actions.map((a) => `dynamodb:${a}`).sort(),
     );
+  });
+
+  it("the proxy's filters get exactly the filter store's commands, on the filter items alone", () => {
+    const used = new Set(dynamoCommands("functions/adapters/filter-store.ts"));
+    expect([...used].sort()).toEqual([...PROXY_FILTER_ACCESS.actions].sort());
+    const filters = statementsOf(template, stack, "proxy").find((s) => s.Sid === "Filters");
+    expect(actionsOf(filters ? [filters] : []).sort()).toEqual(
+      PROXY_FILTER_ACCESS.actions.map((a) => `dynamodb:${a}`).sort(),
+    );
+    expect(filters?.Condition).toEqual({
+      "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["FILTER#*"] },
+    });
+    // The monitor has no business with filters.
+    const monitorKeys = statementsOf(template, stack, "monitor").flatMap(
+      (s) => s.Condition?.["ForAllValues:StringLike"]?.["dynamodb:LeadingKeys"] ?? [],
+    );
+    expect(monitorKeys.some((key) => key.startsWith("FILTER#"))).toBe(false);
   });
 
   it("the monitor role has the commands of its adapters, the monitor store's puts included", () => {
