@@ -134,12 +134,16 @@ describe("four indexers follow the head for a minute through a troubled provider
 });
 
 describe("a latest that is the chain's, on the default 15 s checks", () => {
-  it("every scene ran to its end (so a failing promise below is the gateway's, not the scene's)", async () => {
-    const [dapp, filter, restart] = await Promise.all([heads.dapp, heads.filter, heads.restart]);
-    expect(dapp.reads + dapp.failures.length).toBeGreaterThanOrEqual(DEPLOYS);
-    expect(filter.reported + filter.failures.length).toBeGreaterThanOrEqual(FILTER_POKES);
-    expect(restart.samples.length).toBeGreaterThan(0);
-  }, SCENE_MS);
+  it(
+    "every scene ran to its end (so a failing promise below is the gateway's, not the scene's)",
+    async () => {
+      const [dapp, filter, restart] = await Promise.all([heads.dapp, heads.filter, heads.restart]);
+      expect(dapp.reads + dapp.failures.length).toBeGreaterThanOrEqual(DEPLOYS);
+      expect(filter.reported + filter.failures.length).toBeGreaterThanOrEqual(FILTER_POKES);
+      expect(restart.samples.length).toBeGreaterThan(0);
+    },
+    SCENE_MS,
+  );
 
   it.fails(
     `viem's deploy → wait → read succeeds ${DEPLOYS} times in a row, and the logs from the receipt's block to latest hold the new log`,
@@ -181,7 +185,7 @@ describe("a latest that is the chain's, on the default 15 s checks", () => {
       const figures = await heads.lag;
       console.log(`[head lag, blocks behind the node] ${JSON.stringify(figures)}`);
       for (const measured of Object.values(figures)) {
-        expect(measured).toMatchObject({ samples: 110, failed: 0, attestedOtherwise: 0 });
+        expect(measured).toMatchObject({ samples: 110, failed: 0, attestedBelowAnswer: 0 });
         expect(measured.p50).toBeGreaterThanOrEqual(0);
       }
     },

@@ -154,8 +154,15 @@ export async function viemErrors(errors: readonly Error[]): Promise<ErrorCount> 
   };
 }
 
-export const firstLine = (error: Error | string): string =>
-  (typeof error === "string" ? error : error.message).split("\n")[0]?.slice(0, 240) ?? "";
+/** An error's first line, with what the provider or gateway said when the client keeps it apart. */
+export function firstLine(error: Error | string): string {
+  if (typeof error === "string") return error.split("\n")[0]?.slice(0, 240) ?? "";
+  const said = (error as { details?: unknown }).details;
+  const first = error.message.split("\n")[0] ?? "";
+  return (
+    typeof said === "string" && said !== "" && !first.includes(said) ? `${first} (${said})` : first
+  ).slice(0, 240);
+}
 
 const keyOf = (log: ChainLog) => `${log.blockNumber}:${log.logIndex}`;
 
