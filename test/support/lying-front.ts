@@ -20,10 +20,15 @@ export interface FrontAnswer {
   error?: unknown;
 }
 
-/** `forward` sends the call to the node as it came, or `instead` of it when given. */
+/**
+ * `forward` sends the call to the node as it came, or `instead` of it when given; `request`
+ * is the HTTP request the call came in (numbered from 0 at this front, a batch's members
+ * sharing one), for fronts whose answer depends on the request, as a load balancer's does.
+ */
 export type AnswerCall = (
   call: FrontCall,
   forward: (instead?: FrontCall) => Promise<FrontAnswer>,
+  request: { readonly index: number },
 ) => FrontAnswer | Promise<FrontAnswer>;
 
 export interface LyingFront {
@@ -36,7 +41,8 @@ export async function startLyingFront(
   nodeUrl: string | (() => string),
   answer: AnswerCall,
 ): Promise<LyingFront> {
-  const member = async (call: FrontCall) => {
+  let requests = 0;
+  const member = async (call: FrontCall, request: { readonly index: number }) => {
     const forward = async (instead: FrontCall = call): Promise<FrontAnswer> => {
       const response = await fetch(typeof nodeUrl === "string" ? nodeUrl : nodeUrl(), {
         method: "POST",
@@ -45,7 +51,7 @@ export async function startLyingFront(
       });
       return (await response.json()) as FrontAnswer;
     };
-    const { result, error } = await answer(call, forward);
+    const { result, error } = await answer(call, forward, request);
     return {
       jsonrpc: "2.0",
       id: call.id ?? null,
@@ -56,7 +62,10 @@ export async function startLyingFront(
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as FrontCall | FrontCall[];
-    const answers = await Promise.all((Array.isArray(parsed) ? parsed : [parsed]).map(member));
+    const request = { index: requests++ };
+    const answers = await Promise.all(
+      (Array.isArray(parsed) ? parsed : [parsed]).map((call) => member(call, request)),
+    );
     const text = JSON.stringify(Array.isArray(parsed) ? answers : answers[0]);
     res.writeHead(200, {
       "content-type": "application/json",
