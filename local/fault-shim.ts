@@ -99,7 +99,17 @@ const NOT_RELAYED = new Set([
   "content-length",
 ]);
 
-export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
+export interface FaultShimOptions {
+  /** The port to listen on (default 0: a free one). */
+  readonly port?: number;
+  /** Keep `received` (default true); a long-running front keeps nothing. */
+  readonly keepReceived?: boolean;
+}
+
+export async function startFaultShim(
+  upstreamUrl: string,
+  options: FaultShimOptions = {},
+): Promise<FaultShim> {
   const upstream = new URL(upstreamUrl);
   const upstreamPath = `${upstream.pathname}${upstream.search}`;
   const agent = new Agent({ keepAliveTimeout: 10_000 });
@@ -134,7 +144,7 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
     await closed;
   }
 
-  const port = await listen(0);
+  const port = await listen(options.port ?? 0);
 
   async function forward(
     method: string,
@@ -166,7 +176,7 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
     }
     if (active?.kind === "hang") return;
     const body = await readBody(req);
-    received.push(describe(body));
+    if (options.keepReceived !== false) received.push(describe(body));
     return apply(active, req, res, body);
   }
 
