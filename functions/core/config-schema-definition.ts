@@ -1,14 +1,44 @@
 import * as z from "zod/mini";
-import { boundIssues } from "./config-bounds.ts";
+import { boundIssues, PLATFORM_LIMITS } from "./config-bounds.ts";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "./cors.ts";
 import { providerUrlProblems } from "./provider-url.ts";
 
+/**
+ * Methods refused unless a config lists its own `methods_deny` (docs/behaviour.md §8.2): those
+ * that sign with a node's keys or change a node's state or configuration, and those that hand
+ * out a node's private view (its accounts, its mempool's content). A public gateway in front
+ * of a node with an unlocked account would otherwise spend from it for anyone.
+ */
 export const DEFAULT_METHODS_DENY = [
+  // node administration, accounts, mining, the consensus client's API
   "admin_*",
   "personal_*",
   "miner_*",
   "engine_*",
-  "debug_setHead",
+  // signing with the node's keys, and the keys it holds
+  "eth_sendTransaction",
+  "eth_sign*",
+  "eth_accounts",
+  // development nodes' controls: balances, code, storage, mining, time, impersonation, snapshots
+  "anvil_*",
+  "hardhat_*",
+  "evm_*",
+  "tenderly_*",
+  // debug_* calls that change the node (its head, its runtime, its logging) or write files on it
+  "debug_set*",
+  "debug_start*",
+  "debug_stop*",
+  "debug_write*",
+  "debug_*Profile",
+  "debug_*ToFile",
+  "debug_goTrace",
+  "debug_verbosity",
+  "debug_vmodule",
+  "debug_freeOSMemory",
+  "debug_chaindbCompact",
+  // the mempool's content (every pending transaction; txpool_status's counts stay served)
+  "txpool_content*",
+  "txpool_inspect",
 ] as const;
 
 /** Builds a schema with defaults and its override twin (every field optional, no defaults). */
@@ -42,6 +72,16 @@ export function defineConfigSchemas() {
   const seconds = z.number().check(z.positive());
   /** Chunks of one log query in flight at once: each is an upstream call a provider may rate-limit. */
   const logsConcurrency = z.int().check(z.gte(1), z.lte(32));
+  /** A shared-tier item's compressed answer: at most what a DynamoDB item holds. */
+  const sharedItemBytes = z
+    .int()
+    .check(
+      z.positive(),
+      z.lte(
+        PLATFORM_LIMITS.maxSharedItemBytes,
+        `at most ${PLATFORM_LIMITS.maxSharedItemBytes} (DynamoDB's 400 KB item, less its key)`,
+      ),
+    );
 
   const providerUrl = z.string().check(
     z.superRefine((url, ctx) => {
@@ -191,6 +231,8 @@ export function defineConfigSchemas() {
     max_upstream_calls: z._default(positiveInt, 50),
     cache: z._default(z.boolean(), true),
     cache_shared_ttl_seconds: z._default(seconds, 604_800),
+    cache_shared_writes_per_request: z._default(nonNegativeInt, 16),
+    cache_shared_item_bytes: z._default(sharedItemBytes, 65_536),
     logs_concurrency: z._default(logsConcurrency, 4),
     cooldown_seconds: cooldown.full,
     probe: probe.full,
@@ -227,6 +269,8 @@ export function defineConfigSchemas() {
     max_upstream_calls: z.optional(positiveInt),
     cache: z.optional(z.boolean()),
     cache_shared_ttl_seconds: z.optional(seconds),
+    cache_shared_writes_per_request: z.optional(nonNegativeInt),
+    cache_shared_item_bytes: z.optional(sharedItemBytes),
     logs_concurrency: z.optional(logsConcurrency),
     cooldown_seconds: z.optional(cooldown.override),
     probe: z.optional(probe.override),
@@ -334,6 +378,10 @@ export function defineConfigSchemas() {
       api_keys: z._default(z.array(apiKeySchema), []),
       /** This container's memory for cached answers, every network together (bytes). */
       cache_memory_bytes: z._default(positiveInt, 33_554_432),
+      /** What one request may add to that memory, its internal calls included (bytes). */
+      cache_memory_request_bytes: z._default(positiveInt, 4_194_304),
+      /** Shared-tier writes one container may make in a minute, every network together. */
+      cache_shared_writes_per_minute: z._default(nonNegativeInt, 6_000),
       networks: z.record(z.string(), networkSchema).check(
         z.superRefine((networks, ctx) => {
           for (const name of Object.keys(networks)) {

@@ -1,5 +1,6 @@
 import { upstreamCallBudget } from "./call-budget.ts";
 import { mayPublish, publicationDelayMs, reachableHead } from "./chain-head.ts";
+import type { GuardCounts } from "./guards.ts";
 import { errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
@@ -14,7 +15,7 @@ import type {
   Wait,
 } from "./ports.ts";
 import { admitCalls, callsOf, unpinnedOrder } from "./request/admit.ts";
-import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
+import { AnswerCache, type CacheLookup, withCacheOutcome } from "./request/answer-cache.ts";
 import { type AttemptLoop, runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import { NO_SENDS, startSends } from "./request/broadcast.ts";
@@ -75,6 +76,8 @@ export interface GatewayDeps extends HealthRecorderDeps {
   readonly hedgeTimer: HedgeTimer;
   /** The answer cache's shared tier (immutable answers); without it, memory only. */
   readonly sharedAnswers?: SharedAnswerStore;
+  /** Where the guards (deny lists, cache bounds) count what they refused. */
+  readonly guards: GuardCounts;
 }
 
 export interface RpcOptions {
@@ -84,6 +87,8 @@ export interface RpcOptions {
   readonly remainingMs?: number;
   /** Set when the gateway serves a piece of a log query to itself. */
   readonly internal?: InternalCall;
+  /** An internal call's request's dealings with the answer cache, whose bounds it shares. */
+  readonly parentCache?: CacheLookup;
 }
 
 /**
@@ -103,12 +108,7 @@ export class Gateway {
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
-    this.#answers = new AnswerCache({
-      clock: deps.clock,
-      telemetry: deps.telemetry,
-      scrubAnswer: deps.scrubAnswer,
-      ...(deps.sharedAnswers ? { shared: deps.sharedAnswers } : {}),
-    });
+    this.#answers = new AnswerCache(deps);
     this.#hedging = new Hedging({
       clock: deps.clock,
       telemetry: deps.telemetry,
@@ -187,15 +187,9 @@ export class Gateway {
       demoted: (target, now) => this.#health.demoted(target, now),
       observed: this.#observed,
     });
-    const { open, immediate } = admitCalls(
-      request,
-      network,
-      scope.ranked,
-      scope.context,
-      scope.pin,
-    );
+    const { open, immediate } = admitCalls(request, network, scope, this.#deps.guards);
     const fromHead = answerFromServedHead(open, scope.servedHead);
-    const cached = await this.#answers.lookup(model, network, request, open, state.head);
+    const cached = await this.#answers.lookup(model, network, request, open, state.head, options);
     // Most requests send no transaction and hold no log query: those steps, and their awaits,
     // are skipped for them.
     const sending = open.some(isSend);
@@ -245,7 +239,12 @@ export class Gateway {
             deadline,
             deps: this.#deps,
             handle: (text, internal) =>
-              this.handleRpc(network.name, text, { ...options, startedAt: started, internal }),
+              this.handleRpc(network.name, text, {
+                ...options,
+                startedAt: started,
+                internal,
+                parentCache: cached,
+              }),
           }));
     if (sending) {
       await settleSentTransactions(open, (call, hash) =>
