@@ -283,9 +283,9 @@ describe("API keys (api_keys: SHA-256 hashes)", () => {
 describe("a node's unlocked account behind the gateway", () => {
   let stack: LocalStack;
   const TO = "0x00000000000000000000000000000000000000aa";
-  const send1Wei = (network: string) =>
+  const send1Wei = (network: string, method = "eth_sendTransaction") =>
     send(`${stack.url}/${network}`, {
-      body: call("eth_sendTransaction", [{ from: DEPLOYER, to: TO, value: "0x1" }], "spend"),
+      body: call(method, [{ from: DEPLOYER, to: TO, value: "0x1" }], "spend"),
     });
   /** What the account holds and has sent, as the node itself says (pending included). */
   const account = async () => ({
@@ -324,6 +324,16 @@ describe("a node's unlocked account behind the gateway", () => {
     };
     expect(status.guards.methods_deny).toBe(1);
   });
+
+  it.each(["eth_sendTransactionSync", "eth_sendUnsignedTransaction"])(
+    "regression: %s (anvil signs or sends for its accounts) spent through the gateway; now -32601 and nothing spent",
+    async (method) => {
+      const before = await account();
+      const answer = await send1Wei("devnet", method);
+      expect(rpc(answer).error?.code).toBe(-32601);
+      expect(await account()).toEqual(before);
+    },
+  );
 
   it("only a config that lists its own methods_deny without it lets it through", async () => {
     const before = await account();

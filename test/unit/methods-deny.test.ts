@@ -15,6 +15,12 @@ describe("the default deny list", () => {
   it.each([
     // signing with the node's keys, and the keys it holds
     "eth_sendTransaction",
+    // regression: anvil signs with its unlocked account for these too; both spent from it
+    // through the gateway (an attack on npm start, 4 containers)
+    "eth_sendTransactionSync",
+    "eth_sendUnsignedTransaction",
+    "eth_resend",
+    "priv_distributeRawTransaction",
     "eth_sign",
     "eth_signTransaction",
     "eth_signTypedData",
@@ -51,10 +57,24 @@ describe("the default deny list", () => {
     "debug_vmodule",
     "debug_freeOSMemory",
     "debug_chaindbCompact",
+    "debug_resetHead",
+    "debug_deleteChainSlice",
+    "debug_insertReceipts",
+    "debug_migrateReceipts",
+    "debug_resyncWorldstate",
+    "parity_setEngineSigner",
+    "parity_clearEngineSigner",
+    "clique_propose",
+    "qbft_proposeValidatorVote",
+    "ibft_discardValidatorVote",
+    "perm_addAccountsToAllowlist",
+    "plugins_reloadPluginConfig",
     // the mempool's content
     "txpool_content",
     "txpool_contentFrom",
     "txpool_inspect",
+    "txpool_besuTransactions",
+    "parity_pendingTransactions",
   ])("refuses %s", (method) => {
     expect(refusedByDefault(method)).toBe("methods_deny");
   });
@@ -86,6 +106,9 @@ describe("the default deny list", () => {
     "txpool_status",
     "trace_block",
     "ots_getApiLevel",
+    "eth_fillTransaction",
+    "parity_chainId",
+    "clique_getSigners",
   ])("serves %s", (method) => {
     expect(refusedByDefault(method)).toBeNull();
   });
