@@ -63,7 +63,7 @@ export interface FaultShim {
   readonly requests: number;
   /**
    * The requests whose body the shim read, in order: all but those a `refuse`, `hang` or
-   * `down` fault turned away unread.
+   * `down` fault turned away unread; none with `keepReceived: false` (a long-running front).
    */
   readonly received: readonly ReceivedRequest[];
   readonly fault: Fault | null;
@@ -99,16 +99,9 @@ const NOT_RELAYED = new Set([
   "content-length",
 ]);
 
-export interface FaultShimOptions {
-  /** The port to listen on (default 0: a free one). */
-  readonly port?: number;
-  /** Keep `received` (default true); a long-running front keeps nothing. */
-  readonly keepReceived?: boolean;
-}
-
 export async function startFaultShim(
   upstreamUrl: string,
-  options: FaultShimOptions = {},
+  { port: wanted = 0, keepReceived = true }: { port?: number; keepReceived?: boolean } = {},
 ): Promise<FaultShim> {
   const upstream = new URL(upstreamUrl);
   const upstreamPath = `${upstream.pathname}${upstream.search}`;
@@ -144,7 +137,7 @@ export async function startFaultShim(
     await closed;
   }
 
-  const port = await listen(options.port ?? 0);
+  const port = await listen(wanted);
 
   async function forward(
     method: string,
@@ -176,7 +169,7 @@ export async function startFaultShim(
     }
     if (active?.kind === "hang") return;
     const body = await readBody(req);
-    if (options.keepReceived !== false) received.push(describe(body));
+    if (keepReceived) received.push(describe(body));
     return apply(active, req, res, body);
   }
 
