@@ -158,7 +158,7 @@ export function defineConfigSchemas() {
     max_ahead_blocks: 500,
     failed_recently_checks: 2,
     chain_id_check_seconds: 600,
-    // Off only where the providers are knowingly separate chains (a local devnet of independent nodes).
+    // Off only where the providers are knowingly separate chains (the chaos matrix's independent nodes).
     fork_check: true,
   };
   const quorumFull = z.strictObject({
