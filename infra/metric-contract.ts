@@ -36,6 +36,12 @@ export const METRIC_DIMENSIONS = {
    * (the second attempt answered first) or `aborted` (the attempt that lost was cut off).
    */
   hedges: ["network", "provider", "outcome"],
+  /**
+   * Something a guard refused (docs/behaviour.md §8.9); `guard` is the config key that bounds
+   * it (`methods_deny`, `requests_per_minute`, `cache_shared_writes_per_request`, …), `network`
+   * `*` for a key refused on `GET /status`.
+   */
+  guard_refusals: ["network", "guard"],
 } as const satisfies Record<string, readonly string[]>;
 
 export type MetricName = keyof typeof METRIC_DIMENSIONS;

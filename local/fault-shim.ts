@@ -63,7 +63,7 @@ export interface FaultShim {
   readonly requests: number;
   /**
    * The requests whose body the shim read, in order: all but those a `refuse`, `hang` or
-   * `down` fault turned away unread.
+   * `down` fault turned away unread; none with `keepReceived: false` (a long-running front).
    */
   readonly received: readonly ReceivedRequest[];
   readonly fault: Fault | null;
@@ -99,7 +99,10 @@ const NOT_RELAYED = new Set([
   "content-length",
 ]);
 
-export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
+export async function startFaultShim(
+  upstreamUrl: string,
+  { port: wanted = 0, keepReceived = true }: { port?: number; keepReceived?: boolean } = {},
+): Promise<FaultShim> {
   const upstream = new URL(upstreamUrl);
   const upstreamPath = `${upstream.pathname}${upstream.search}`;
   const agent = new Agent({ keepAliveTimeout: 10_000 });
@@ -134,7 +137,7 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
     await closed;
   }
 
-  const port = await listen(0);
+  const port = await listen(wanted);
 
   async function forward(
     method: string,
@@ -166,7 +169,7 @@ export async function startFaultShim(upstreamUrl: string): Promise<FaultShim> {
     }
     if (active?.kind === "hang") return;
     const body = await readBody(req);
-    received.push(describe(body));
+    if (keepReceived) received.push(describe(body));
     return apply(active, req, res, body);
   }
 

@@ -19,8 +19,8 @@ import { startMonitorTimer } from "../functions/monitor/loop.ts";
 import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/runtime.ts";
 import { createProxyHandler, type ProxyHandler } from "../functions/proxy/lambda.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../functions/proxy/runtime.ts";
-import { type AnvilNode, startAnvil } from "./anvil.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
+import { type Devnet, type DevnetChain, startDevnet } from "./devnet.ts";
 import {
   createGatewayTable,
   createLocalDynamoDbClient,
@@ -30,15 +30,16 @@ import {
 
 /**
  * The whole gateway on one machine, on real parts: the proxy handler behind an API Gateway
- * emulator, dynalite as DynamoDB, and (for `npm start`) a devnet of anvil nodes.
+ * emulator, dynalite as DynamoDB, and (for `npm start`) a devnet: one anvil chain per network
+ * behind a front on each of its providers' ports (local/devnet.ts).
  * Used by `npm start`, the end-to-end tests and the benchmark.
  */
 export interface LocalStackOptions {
   /** A config file, or a config object (written to a temp file so edits can be tested too). */
   readonly config: string | ConfigInput;
   readonly port?: number;
-  /** Anvil nodes to start first, each on a fixed port (the config points at them). */
-  readonly devnet?: ReadonlyArray<{ port: number; chainId: number; blockTimeSeconds?: number }>;
+  /** The devnet to start first: the chains the config's providers point at (`devnetFor`). */
+  readonly devnet?: readonly DevnetChain[];
   readonly clock?: () => number;
   readonly random?: () => number;
   readonly writeMetrics?: (line: string) => void;
@@ -62,7 +63,8 @@ export interface LocalStackOptions {
 export interface LocalStack {
   readonly url: string;
   readonly configPath: string;
-  readonly nodes: readonly AnvilNode[];
+  /** The devnet started with the stack; null without one. */
+  readonly devnet: Devnet | null;
   readonly dynamo: LocalDynamoDb;
   readonly store: DynamoStateStore;
   /** The answer cache's shared tier every container of this stack uses. */
@@ -91,16 +93,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       configPath = join(dir, "config.json");
       writeFileSync(configPath, JSON.stringify(options.config, null, 2));
     }
-    const nodes = await Promise.all(
-      (options.devnet ?? []).map((node) =>
-        startAnvil({
-          chainId: node.chainId,
-          port: node.port,
-          blockTimeSeconds: node.blockTimeSeconds,
-        }),
-      ),
-    );
-    for (const node of nodes) cleanups.push(() => node.stop());
+    const devnet =
+      options.devnet === undefined || options.devnet.length === 0
+        ? null
+        : await startDevnet(options.devnet);
+    if (devnet !== null) cleanups.push(() => devnet.stop());
 
     const dynamo = options.dynamodb
       ? await connectDynamoDb(options.dynamodb, LOCAL_TABLE_NAME)
@@ -186,7 +183,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     return {
       url: api.url,
       configPath,
-      nodes,
+      devnet,
       dynamo,
       store,
       answers,

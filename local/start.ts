@@ -1,17 +1,15 @@
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { devnetFor } from "./devnet.ts";
 import { startLocalStack } from "./stack.ts";
 
 /**
  * `npm start`: the gateway on 127.0.0.1 with no AWS account. By default it serves
- * config/local.json and starts the devnet that file points at (three anvil nodes: two
- * primaries and a backup); `--config FILE` serves another config without a devnet unless
- * `--devnet` is given too.
+ * config/local.json and starts the devnet that file points at (one anvil chain, behind a
+ * front on each provider's port: two primaries and a backup); `--config FILE` serves another
+ * config without a devnet unless `--devnet` is given too, which starts the chains that file's
+ * providers on 127.0.0.1 point at.
  */
-const DEVNET = [
-  { port: 8546, chainId: 31337, blockTimeSeconds: 1 },
-  { port: 8547, chainId: 31337, blockTimeSeconds: 1 },
-  { port: 8548, chainId: 31337, blockTimeSeconds: 1 },
-];
 
 const { values } = parseArgs({
   allowNegative: true,
@@ -44,14 +42,24 @@ if (!Number.isInteger(port) || port < 0 || port > 65_535) {
   console.error(`--port must be a port number, not "${values.port}"`);
   process.exit(2);
 }
+const configPath = values.config ?? "config/local.json";
 const withDevnet = values.config === undefined || values.devnet;
 const started = performance.now();
 
+/** The config's JSON for the devnet to read its ports from; the stack reports a bad file. */
+function configJson(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return null;
+  }
+}
+
 try {
   const stack = await startLocalStack({
-    config: values.config ?? "config/local.json",
+    config: configPath,
     port,
-    devnet: withDevnet ? DEVNET : [],
+    devnet: withDevnet ? devnetFor(configJson(configPath)) : [],
     monitor: values.monitor,
     containers,
     ...(values.dynamodb ? { dynamodb: values.dynamodb } : {}),
@@ -70,7 +78,7 @@ RPC gateway running at ${stack.url}  (ready in ${Math.round(performance.now() - 
   dynamodb   ${values.dynamodb ? "" : "dynalite at "}${stack.dynamo.endpoint} (table ${stack.dynamo.tableName})
   proxy      ${containers} runtime${containers === 1 ? "" : "s (as many Lambda containers, one request each at a time)"}
   monitor    ${values.monitor ? `quorum and probes every ${model.checkIntervalSeconds} s` : "off (--no-monitor)"}
-  devnet     ${withDevnet ? stack.nodes.map((node) => `anvil chain ${node.chainId} at ${node.url}`).join("\n             ") : "not started (--devnet to start it)"}
+  devnet     ${stack.devnet === null ? (withDevnet ? "none: no provider of the config is on 127.0.0.1" : "not started (--devnet to start it)") : stack.devnet.chains.map(({ node, fronts }) => `anvil chain ${node.chainId} at ${node.url}, fronted on ${fronts.map((front) => front.port).join(", ")}`).join("\n             ")}
 
 Try:
   curl -s ${stack.url}/${first} -H 'content-type: application/json' \\

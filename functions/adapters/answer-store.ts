@@ -8,14 +8,15 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
+import { PLATFORM_LIMITS } from "../core/config-bounds.ts";
 import type { SharedAnswerStore } from "../core/ports.ts";
 
 /**
  * The answer cache's shared tier in the state table (docs/architecture.md): immutable answers
  * as `CACHE#<network>` / `<sha-256 of the key>`, the text gzip-compressed in `body`, with a
- * DynamoDB TTL. One GetItem reads a call's answer, one BatchGetItem a batch's. An answer that
- * does not fit an item even compressed is not kept. Written with UpdateItem (the proxy's role
- * has no PutItem).
+ * DynamoDB TTL. One GetItem reads a call's answer, one BatchGetItem a batch's. An answer over
+ * the item cap compressed (`cache_shared_item_bytes`, and never over what an item holds) is not
+ * kept. Written with UpdateItem (the proxy's role has no PutItem).
  */
 
 type Item = Record<string, AttributeValue>;
@@ -26,7 +27,7 @@ const gunzipAsync = promisify(gunzip);
 export const cachePartition = (network: string) => `CACHE#${network}`;
 
 /** DynamoDB's item limit is 400 KB, names and key included; this leaves room for those. */
-export const MAX_COMPRESSED_BYTES = 400 * 1024 - 1024;
+export const MAX_COMPRESSED_BYTES = PLATFORM_LIMITS.maxSharedItemBytes;
 /** What a read needs (aliased: several attribute names are reserved words). */
 const PROJECTION = {
   ProjectionExpression: "#sk, #body, #ttl",
@@ -85,8 +86,20 @@ export class DynamoAnswerStore implements SharedAnswerStore {
     return found;
   }
 
-  async write(network: string, key: string, text: string, expiresAt: number): Promise<boolean> {
-    const writing = this.#write(network, key, text, expiresAt);
+  async write(
+    network: string,
+    key: string,
+    text: string,
+    expiresAt: number,
+    maxBytes: number,
+  ): Promise<boolean> {
+    const writing = this.#write(
+      network,
+      key,
+      text,
+      expiresAt,
+      Math.min(maxBytes, MAX_COMPRESSED_BYTES),
+    );
     this.#writing.add(writing);
     try {
       return await writing;
@@ -100,9 +113,15 @@ export class DynamoAnswerStore implements SharedAnswerStore {
     await Promise.allSettled([...this.#writing]);
   }
 
-  async #write(network: string, key: string, text: string, expiresAt: number): Promise<boolean> {
+  async #write(
+    network: string,
+    key: string,
+    text: string,
+    expiresAt: number,
+    maxBytes: number,
+  ): Promise<boolean> {
     const body = await gzipAsync(Buffer.from(text, "utf8"));
-    if (body.length > MAX_COMPRESSED_BYTES) return false;
+    if (body.length > maxBytes) return false;
     await this.#client.send(
       new UpdateItemCommand({
         TableName: this.#table,

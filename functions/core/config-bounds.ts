@@ -20,6 +20,8 @@ export const PLATFORM_LIMITS = {
   statsRetentionSeconds: 3_600,
   /** Timers and polling below one second cost more than they tell. */
   minIntervalSeconds: 1,
+  /** DynamoDB's 400 KB item, less room for a shared answer's key and attribute names. */
+  maxSharedItemBytes: 400 * 1024 - 1024,
 } as const;
 
 export type BoundIssue = { readonly path: PropertyKey[]; readonly message: string };

@@ -1,15 +1,8 @@
 import * as z from "zod/mini";
-import { boundIssues } from "./config-bounds.ts";
+import { boundIssues, PLATFORM_LIMITS } from "./config-bounds.ts";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "./cors.ts";
+import { DEFAULT_METHODS_DENY } from "./methods/deny-by-default.ts";
 import { providerUrlProblems } from "./provider-url.ts";
-
-export const DEFAULT_METHODS_DENY = [
-  "admin_*",
-  "personal_*",
-  "miner_*",
-  "engine_*",
-  "debug_setHead",
-] as const;
 
 /** Builds a schema with defaults and its override twin (every field optional, no defaults). */
 function withDefaults<T extends Record<string, z.ZodMiniType>>(
@@ -46,6 +39,16 @@ export function defineConfigSchemas() {
   const filtersPerKey = z.int().check(z.gte(1), z.lte(10_000));
   /** How long a filter lives unpolled: at least a few polls' worth, at most a day. */
   const filterIdleSeconds = z.number().check(z.gte(10), z.lte(86_400));
+  /** A shared-tier item's compressed answer: at most what a DynamoDB item holds. */
+  const sharedItemBytes = z
+    .int()
+    .check(
+      z.positive(),
+      z.lte(
+        PLATFORM_LIMITS.maxSharedItemBytes,
+        `at most ${PLATFORM_LIMITS.maxSharedItemBytes} (DynamoDB's 400 KB item, less its key)`,
+      ),
+    );
 
   const providerUrl = z.string().check(
     z.superRefine((url, ctx) => {
@@ -159,7 +162,7 @@ export function defineConfigSchemas() {
     max_ahead_blocks: 500,
     failed_recently_checks: 2,
     chain_id_check_seconds: 600,
-    // Off only where the providers are knowingly separate chains (a local devnet of independent nodes).
+    // Off only where the providers are knowingly separate chains (the chaos matrix's independent nodes).
     fork_check: true,
   };
   const quorumFull = z.strictObject({
@@ -195,6 +198,8 @@ export function defineConfigSchemas() {
     max_upstream_calls: z._default(positiveInt, 50),
     cache: z._default(z.boolean(), true),
     cache_shared_ttl_seconds: z._default(seconds, 604_800),
+    cache_shared_writes_per_request: z._default(nonNegativeInt, 16),
+    cache_shared_item_bytes: z._default(sharedItemBytes, 65_536),
     logs_concurrency: z._default(logsConcurrency, 4),
     max_filters_per_key: z._default(filtersPerKey, 100),
     filter_idle_seconds: z._default(filterIdleSeconds, 300),
@@ -233,6 +238,8 @@ export function defineConfigSchemas() {
     max_upstream_calls: z.optional(positiveInt),
     cache: z.optional(z.boolean()),
     cache_shared_ttl_seconds: z.optional(seconds),
+    cache_shared_writes_per_request: z.optional(nonNegativeInt),
+    cache_shared_item_bytes: z.optional(sharedItemBytes),
     logs_concurrency: z.optional(logsConcurrency),
     max_filters_per_key: z.optional(filtersPerKey),
     filter_idle_seconds: z.optional(filterIdleSeconds),
@@ -342,6 +349,10 @@ export function defineConfigSchemas() {
       api_keys: z._default(z.array(apiKeySchema), []),
       /** This container's memory for cached answers, every network together (bytes). */
       cache_memory_bytes: z._default(positiveInt, 33_554_432),
+      /** What one request may add to that memory, its internal calls included (bytes). */
+      cache_memory_request_bytes: z._default(positiveInt, 4_194_304),
+      /** Shared-tier writes one container may make in a minute, every network together. */
+      cache_shared_writes_per_minute: z._default(nonNegativeInt, 6_000),
       networks: z.record(z.string(), networkSchema).check(
         z.superRefine((networks, ctx) => {
           for (const name of Object.keys(networks)) {

@@ -2,7 +2,7 @@ import { en } from "zod/locales";
 import * as z from "zod/mini";
 import { defineConfigSchemas } from "./config-schema-definition.ts";
 
-export { DEFAULT_METHODS_DENY } from "./config-schema-definition.ts";
+export { DEFAULT_METHODS_DENY } from "./methods/deny-by-default.ts";
 export { PLACEHOLDER, placeholdersOf } from "./provider-url.ts";
 
 /**

@@ -1,3 +1,4 @@
+import type { GuardCounts } from "./guards.ts";
 import type { GatewayModel } from "./network-model.ts";
 import type {
   FilterStore,
@@ -8,6 +9,7 @@ import type {
   Upstream,
   Wait,
 } from "./ports.ts";
+import type { CacheLookup } from "./request/answer-cache.ts";
 import type { HealthRecorderDeps } from "./request/health-recorder.ts";
 import type { HedgeTimer } from "./request/hedging.ts";
 import type { InternalCall } from "./request/logs-queries.ts";
@@ -33,6 +35,8 @@ export interface GatewayDeps extends HealthRecorderDeps {
   readonly sharedAnswers?: SharedAnswerStore;
   /** Where the filters the gateway serves are kept; without it, filters live on providers. */
   readonly filters?: FilterStore;
+  /** Where the guards (deny lists, cache bounds) count what they refused. */
+  readonly guards: GuardCounts;
 }
 
 export interface RpcOptions {
@@ -44,4 +48,6 @@ export interface RpcOptions {
   readonly internal?: InternalCall;
   /** The name of the API key the request came with, when the gateway has keys. */
   readonly caller?: string;
+  /** An internal call's request's dealings with the answer cache, whose bounds it shares. */
+  readonly parentCache?: CacheLookup;
 }

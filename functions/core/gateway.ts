@@ -67,12 +67,7 @@ export class Gateway {
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
-    this.#answers = new AnswerCache({
-      clock: deps.clock,
-      telemetry: deps.telemetry,
-      scrubAnswer: deps.scrubAnswer,
-      ...(deps.sharedAnswers ? { shared: deps.sharedAnswers } : {}),
-    });
+    this.#answers = new AnswerCache(deps);
     this.#hedging = new Hedging({
       clock: deps.clock,
       telemetry: deps.telemetry,
@@ -151,15 +146,9 @@ export class Gateway {
       demoted: (target, now) => this.#health.demoted(target, now),
       observed: this.#observed,
     });
-    const { open, immediate } = admitCalls(
-      request,
-      network,
-      scope.ranked,
-      scope.context,
-      scope.pin,
-    );
+    const { open, immediate } = admitCalls(request, network, scope, this.#deps.guards);
     const fromHead = answerFromServedHead(open, scope.servedHead);
-    const cached = await this.#answers.lookup(model, network, request, open, state.head);
+    const cached = await this.#answers.lookup(model, network, request, open, state.head, options);
     // Most requests send no transaction and hold no log query: those steps, and their awaits,
     // are skipped for them.
     const sending = open.some(isSend);
@@ -167,7 +156,12 @@ export class Gateway {
       ? await startSends(open, network.name, { ...this.#deps, settings })
       : NO_SENDS;
     const internally = (text: string, internal: InternalCall) =>
-      this.handleRpc(network.name, text, { ...options, startedAt: started, internal });
+      this.handleRpc(network.name, text, {
+        ...options,
+        startedAt: started,
+        internal,
+        parentCache: cached,
+      });
     // Filters the gateway holds are answered from its own reads (docs/behaviour.md §14).
     const filterCalls = await serveFilterCalls(open, {
       ...scope,

@@ -133,8 +133,17 @@ function parseMember(
       message: "invalid request: id must be a string, number or null",
     };
   }
-  if (object.jsonrpc !== undefined && object.jsonrpc !== "2.0") {
-    return { position, rawId: safeId ?? "null", message: 'invalid request: jsonrpc must be "2.0"' };
+  // Required, as geth and anvil require it (both answer -32600 without it), so a call is
+  // refused the same way whichever provider would have served it, and costs no upstream call.
+  if (object.jsonrpc !== "2.0") {
+    return {
+      position,
+      rawId: safeId ?? "null",
+      message:
+        object.jsonrpc === undefined
+          ? 'invalid request: "jsonrpc": "2.0" is missing'
+          : 'invalid request: jsonrpc must be "2.0"',
+    };
   }
   if (typeof object.method !== "string" || !METHOD_NAME.test(object.method)) {
     return {
@@ -143,8 +152,9 @@ function parseMember(
       message: `invalid request: method must be a name of at most ${METHOD_NAME_MAX_CHARS} printable characters, e.g. eth_call`,
     };
   }
-  const params = object.params;
-  if (params !== undefined && (typeof params !== "object" || params === null)) {
+  // `"params": null` is no params, as geth and anvil read it (geth's own client once sent it).
+  const params = object.params === null ? undefined : object.params;
+  if (params !== undefined && typeof params !== "object") {
     return {
       position,
       rawId: safeId ?? "null",
@@ -267,6 +277,15 @@ export function methodPermitted(
   deny: readonly string[],
   allow: readonly string[] | undefined,
 ): boolean {
-  if (methodMatches(method, deny)) return false;
-  return allow === undefined || methodMatches(method, allow);
+  return methodRefusal(method, deny, allow) === null;
+}
+
+/** Which list refuses the method (the deny list first), or null when it may be called. */
+export function methodRefusal(
+  method: string,
+  deny: readonly string[],
+  allow: readonly string[] | undefined,
+): "methods_deny" | "methods_allow" | null {
+  if (methodMatches(method, deny)) return "methods_deny";
+  return allow === undefined || methodMatches(method, allow) ? null : "methods_allow";
 }

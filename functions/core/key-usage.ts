@@ -1,11 +1,17 @@
 /**
- * Per-API-key request limits (`requests_per_minute`) across every Lambda container. HTTP APIs
- * have no usage plans, and a DynamoDB write per request would cost more than the request, so
- * each container counts a key's requests itself and, every few seconds, adds its count to the
- * key's shared counter for the minute; the counter answers with the total across containers.
- * A request is admitted while that total plus this container's unflushed count is under the
- * limit. The limit can be exceeded by at most what the other containers admit between two of
- * their flushes; a new minute starts every counter afresh.
+ * Per-API-key request limits (`requests_per_minute`) that hold across every Lambda container
+ * (docs/behaviour.md §8.5). A container admits a key's requests only from tokens it reserved
+ * in the key's shared counter for the minute: one atomic ADD reserves a block of tokens and
+ * answers the total every container has reserved, so the part of the block that falls within
+ * the limit is this container's and the rest is nobody's. However many containers there are,
+ * no more than the limit is admitted in a minute.
+ *
+ * A block starts at one token each minute and doubles with each reservation, so a container
+ * reserves about what it uses (a container serving a key once a second holds at most a few
+ * tokens it will not use), never more than an eighth of what the last total left, so near the
+ * limit every request is counted before it is admitted. Once a total shows the minute used
+ * up, the container refuses without asking again until the minute ends. When the counter
+ * cannot be reached, the container falls back to counting alone (the limit per container).
  */
 
 export interface KeyLimit {
@@ -13,23 +19,36 @@ export interface KeyLimit {
   readonly requestsPerMinute: number;
 }
 
-/** What to add to a key's shared counter for one minute. */
-export interface PendingCount {
+/** Tokens to reserve in a key's shared counter for one minute. */
+export interface Reservation {
   readonly key: string;
   /** Start of the minute, ms since the epoch. */
   readonly minute: number;
   readonly count: number;
 }
 
+export type KeyDecision =
+  | { readonly kind: "admit" }
+  | { readonly kind: "refuse" }
+  /** No token left here: reserve these, then ask again. */
+  | { readonly kind: "reserve"; readonly reservation: Reservation };
+
 interface Window {
   readonly minute: number;
-  /** The shared total as the last flush saw it (this container's flushed counts included). */
-  shared: number;
-  /** Admitted here and not yet added to the shared counter. */
-  pending: number;
+  /** Tokens this container holds for the minute, and how many it admitted. */
+  granted: number;
+  used: number;
+  /** The highest total of the shared counter a reservation answered. */
+  seenTotal: number;
+  /** The last block reserved (the next one is twice as large). */
+  lastBlock: number;
+  /** A total showed the minute used up. */
+  exhausted: boolean;
 }
 
 const MINUTE_MS = 60_000;
+/** A block is at most this part of what the last total left of the limit. */
+const BLOCK_SHARE_OF_REST = 1 / 8;
 
 export class KeyUsage {
   readonly #clock: () => number;
@@ -39,56 +58,56 @@ export class KeyUsage {
     this.#clock = clock;
   }
 
+  /** Admits the request from a token held here, refuses it, or asks for a reservation first. */
+  decide(limit: KeyLimit): KeyDecision {
+    const window = this.#window(limit.name);
+    if (window.used < window.granted) {
+      window.used++;
+      return { kind: "admit" };
+    }
+    if (window.exhausted) return { kind: "refuse" };
+    const rest = Math.max(0, limit.requestsPerMinute - window.seenTotal);
+    const count = Math.max(
+      1,
+      Math.min(window.lastBlock * 2, Math.floor(rest * BLOCK_SHARE_OF_REST)),
+    );
+    return { kind: "reserve", reservation: { key: limit.name, minute: window.minute, count } };
+  }
+
+  /**
+   * What a reservation got: the shared counter's total once it was added. The tokens within
+   * the limit are this container's; when the total reaches the limit the minute is used up.
+   */
+  reserved(limit: KeyLimit, reservation: Reservation, total: number): void {
+    const window = this.#windows.get(reservation.key);
+    if (window === undefined || window.minute !== reservation.minute) return;
+    const before = total - reservation.count;
+    const within = Math.min(reservation.count, limit.requestsPerMinute - before);
+    window.granted += Math.max(0, within);
+    window.seenTotal = Math.max(window.seenTotal, total);
+    window.lastBlock = reservation.count;
+    if (total >= limit.requestsPerMinute) window.exhausted = true;
+  }
+
+  /**
+   * The shared counter could not be reached: admits while this container alone admitted less
+   * than the limit this minute (the limit then holds per container, not across them).
+   */
+  admitAlone(limit: KeyLimit): boolean {
+    const window = this.#window(limit.name);
+    if (window.used >= limit.requestsPerMinute) return false;
+    // Tokens reserved later pay these back: `used` may run ahead of `granted`.
+    window.used++;
+    return true;
+  }
+
   #window(key: string): Window {
     const minute = Math.floor(this.#clock() / MINUTE_MS) * MINUTE_MS;
     let window = this.#windows.get(key);
     if (window === undefined || window.minute !== minute) {
-      window = { minute, shared: 0, pending: 0 };
+      window = { minute, granted: 0, used: 0, seenTotal: 0, lastBlock: 0, exhausted: false };
       this.#windows.set(key, window);
     }
     return window;
-  }
-
-  /** Counts the request and returns true, or returns false when the key's minute is used up. */
-  admit(limit: KeyLimit): boolean {
-    const window = this.#window(limit.name);
-    if (window.shared + window.pending >= limit.requestsPerMinute) return false;
-    window.pending++;
-    return true;
-  }
-
-  /**
-   * The counts to add to the shared counters now, one per key used this minute (a zero count
-   * still learns the others' total); they leave the pending count at once.
-   */
-  takePending(): PendingCount[] {
-    const current = Math.floor(this.#clock() / MINUTE_MS) * MINUTE_MS;
-    const taken: PendingCount[] = [];
-    for (const [key, window] of this.#windows) {
-      if (window.minute < current) {
-        // A past minute: flush what is left, then forget it.
-        if (window.pending > 0) taken.push({ key, minute: window.minute, count: window.pending });
-        this.#windows.delete(key);
-        continue;
-      }
-      taken.push({ key, minute: window.minute, count: window.pending });
-      window.pending = 0;
-    }
-    return taken;
-  }
-
-  /** The shared total a flush of `key`'s `minute` returned. */
-  recordShared(key: string, minute: number, total: number): void {
-    const window = this.#windows.get(key);
-    if (window !== undefined && window.minute === minute)
-      window.shared = Math.max(window.shared, total);
-  }
-
-  /** A flush that failed: its counts are pending again, so none is lost. */
-  restore(counts: readonly PendingCount[]): void {
-    for (const { key, minute, count } of counts) {
-      const window = this.#windows.get(key);
-      if (window !== undefined && window.minute === minute) window.pending += count;
-    }
   }
 }

@@ -55,6 +55,10 @@ export interface GatewayModel {
   readonly innerErrors: readonly string[];
   /** This container's memory for cached answers, every network together (bytes). */
   readonly cacheMemoryBytes: number;
+  /** What one request may add to that memory (bytes). */
+  readonly cacheMemoryRequestBytes: number;
+  /** Shared-tier writes this container may make in a minute, every network together. */
+  readonly cacheSharedWritesPerMinute: number;
   /** Browser origins allowed by CORS (`cors_origins`). */
   readonly corsOrigins: readonly string[];
   /** The keys with their names and usage limits (null = unlimited), in config order. */
@@ -152,6 +156,9 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     max_upstream_calls: network.max_upstream_calls ?? config.max_upstream_calls,
     cache: network.cache ?? config.cache,
     cache_shared_ttl_seconds: network.cache_shared_ttl_seconds ?? config.cache_shared_ttl_seconds,
+    cache_shared_writes_per_request:
+      network.cache_shared_writes_per_request ?? config.cache_shared_writes_per_request,
+    cache_shared_item_bytes: network.cache_shared_item_bytes ?? config.cache_shared_item_bytes,
     logs_concurrency: network.logs_concurrency ?? config.logs_concurrency,
     max_filters_per_key: network.max_filters_per_key ?? config.max_filters_per_key,
     filter_idle_seconds: network.filter_idle_seconds ?? config.filter_idle_seconds,
@@ -278,6 +285,8 @@ export function buildModel(
     configRefreshSeconds: config.config_refresh_seconds,
     innerErrors: config.inner_errors,
     cacheMemoryBytes: config.cache_memory_bytes,
+    cacheMemoryRequestBytes: config.cache_memory_request_bytes,
+    cacheSharedWritesPerMinute: config.cache_shared_writes_per_minute,
     corsOrigins: config.cors_origins,
     apiKeys: config.api_keys.map((key) => ({
       name: key.name,

@@ -120,10 +120,16 @@ export interface SharedAnswerStore {
   /** The answers stored under `keys` that have not expired; a key not found is absent. */
   read(network: string, keys: readonly string[]): Promise<ReadonlyMap<string, string>>;
   /**
-   * Keeps an answer until `expiresAt` (ms). False when it was not kept: too large for the
-   * store even compressed.
+   * Keeps an answer until `expiresAt` (ms). False when it was not kept: over `maxBytes`
+   * compressed (`cache_shared_item_bytes`), or too large for the store at all.
    */
-  write(network: string, key: string, text: string, expiresAt: number): Promise<boolean>;
+  write(
+    network: string,
+    key: string,
+    text: string,
+    expiresAt: number,
+    maxBytes: number,
+  ): Promise<boolean>;
 }
 
 /** A filter to install: everything but its id and version, which the store gives it. */

@@ -1,5 +1,6 @@
 import { publicationDelayMs, servedHeadAt } from "./chain-head.ts";
 import { EVENTS_SHOWN, type EventStatus, eventStatus, type GatewayEvent } from "./events.ts";
+import { GUARDS, type GuardCountsView } from "./guards.ts";
 import { healthState } from "./health.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
@@ -51,6 +52,8 @@ export interface StatusInput {
   readonly events?: readonly GatewayEvent[];
   /** This container's answer cache hits and misses, by class. */
   readonly cacheClasses?: Readonly<Record<AnswerClass, ClassCounts>>;
+  /** What this container's guards refused on the network, by guard. */
+  readonly guards?: GuardCountsView;
 }
 
 export type ProviderState = "healthy" | "blacklisted" | "awaiting_probe" | "out_of_quorum";
@@ -134,6 +137,8 @@ export interface NetworkStatus {
     readonly enabled: boolean;
     readonly classes: Readonly<Record<AnswerClass, ClassCounts>>;
   };
+  /** What this container's guards refused (docs/behaviour.md §8), by the key that bounds them. */
+  readonly guards: GuardCountsView;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -253,8 +258,11 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       enabled: network.settings.cache,
       classes: input.cacheClasses ?? NO_CACHE_COUNTS,
     },
+    guards: input.guards ?? NO_REFUSALS,
   };
 }
+
+const NO_REFUSALS = Object.fromEntries(GUARDS.map((guard) => [guard, 0])) as GuardCountsView;
 
 const NO_COUNTS: ClassCounts = { hits: 0, misses: 0, ratio: null };
 const NO_CACHE_COUNTS: Readonly<Record<AnswerClass, ClassCounts>> = {

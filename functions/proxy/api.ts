@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { corsResponseHeaders, DEFAULT_CORS_ORIGINS, preflightHeaders } from "../core/cors.ts";
 import type { Gateway, RpcOptions } from "../core/gateway.ts";
+import { ANY_NETWORK, type GuardCounts } from "../core/guards.ts";
 import { ErrorCode, errorResponse, parseRequest } from "../core/jsonrpc.ts";
 import type { GatewayModel } from "../core/network-model.ts";
 import {
@@ -30,7 +31,9 @@ export interface ApiDeps {
   readonly admitKey?: (key: {
     readonly name: string;
     readonly requestsPerMinute: number;
-  }) => boolean;
+  }) => Promise<boolean>;
+  /** Where a refused key is counted (`requests_per_minute`). */
+  readonly guards?: GuardCounts;
 }
 
 type Result = APIGatewayProxyStructuredResultV2;
@@ -174,7 +177,16 @@ async function route(
     }
     caller = key.name;
     const limit = key.requestsPerMinute;
-    if (limit !== null && deps.admitKey?.({ name: key.name, requestsPerMinute: limit }) === false) {
+    if (
+      limit !== null &&
+      (await deps.admitKey?.({ name: key.name, requestsPerMinute: limit })) === false
+    ) {
+      // Only a configured network names the metric: a path is the caller's to choose.
+      const network = route.network !== null && model.networks.has(route.network);
+      deps.guards?.refused(
+        network ? (route.network as string) : ANY_NETWORK,
+        "requests_per_minute",
+      );
       return rpcError(
         429,
         ErrorCode.limitExceeded,

@@ -7,11 +7,12 @@ import type { ModelInForce } from "../adapters/model-source.ts";
 import type { SecretResolver } from "../adapters/secrets.ts";
 import { createStatsFlusher, type DynamoStatsStore } from "../adapters/stats-store.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
-import { createUsageFlusher, type DynamoUsageStore } from "../adapters/usage-store.ts";
+import { createKeyLimiter, type DynamoUsageStore } from "../adapters/usage-store.ts";
 import { hedgeTimer, wait } from "../adapters/wait.ts";
 import { DEFAULT_CORS_ORIGINS } from "../core/cors.ts";
 import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/events.ts";
 import { Gateway } from "../core/gateway.ts";
+import { GuardCounts } from "../core/guards.ts";
 import { KeyUsage } from "../core/key-usage.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
 import type {
@@ -96,14 +97,15 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
   let inForce: ModelInForce | null = null;
 
   const stats = requestStats(options.statsStore, clock, telemetry);
+  const guards = new GuardCounts(telemetry);
   const keyUsage = new KeyUsage(clock);
-  const usage = options.usageStore
-    ? createUsageFlusher({
+  const keyLimiter = options.usageStore
+    ? createKeyLimiter({
         usage: keyUsage,
         store: options.usageStore,
         clock,
         onError: (key, error) =>
-          telemetry.log("warn", "API key usage not flushed", {
+          telemetry.log("warn", "API key usage not counted across containers: counting alone", {
             key,
             error: error instanceof Error ? error.message : String(error),
           }),
@@ -152,6 +154,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     ...(events ? { events } : {}),
     ...(options.sharedAnswers ? { sharedAnswers: options.sharedAnswers } : {}),
     ...(options.filterStore ? { filters: options.filterStore } : {}),
+    guards,
   });
 
   /**
@@ -218,6 +221,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       reachable: gateway.reachable(spec, context),
       events: recent,
       cacheClasses: gateway.answerCache(network).classes,
+      guards: guards.counts(network),
     });
     const history = new Map(
       withHistory
@@ -244,7 +248,8 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
         {
           gateway,
           model: () => model,
-          admitKey: (key) => keyUsage.admit(key),
+          admitKey: async (key) => keyLimiter?.admit(key) ?? keyUsage.admitAlone(key),
+          guards,
           status: async (network) => (await status(network, false)).status,
           statusPage: async (networks) => {
             const views = await Promise.all(networks.map((network) => status(network, true)));
@@ -256,7 +261,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     },
     corsOrigins: () => inForce?.model.corsOrigins ?? DEFAULT_CORS_ORIGINS,
     async flushIfDue() {
-      await Promise.all([stats.flushIfDue(), usage?.flushIfDue()]);
+      await stats.flushIfDue();
       telemetry.flushIfDue();
     },
     eventsSettled: async () => events?.settled(),

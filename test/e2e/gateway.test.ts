@@ -144,6 +144,38 @@ describe("raw JSON-RPC", () => {
     expect(answer.headers.get("x-gateway-attempts")).toBe("1");
   });
 
+  it('regression: "params": null is no params, as the node reads it (it was HTTP 400)', async () => {
+    const body = '{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":null}';
+    const direct = await fetch(nodes[0]?.url ?? "", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    }).then((response) => response.text());
+    const through = await post(body);
+    expect(through.status).toBe(200);
+    expect(through.text).toBe(direct);
+  });
+
+  it('regression: a call without "jsonrpc" is refused as the node refuses it (it was forwarded), the batch\'s others served', async () => {
+    const alone = await post('{"id":5,"method":"eth_chainId","params":[]}');
+    expect(alone.status).toBe(400);
+    expect(JSON.parse(alone.text)).toMatchObject({ id: 5, error: { code: -32600 } });
+    expect(alone.headers.get("x-gateway-attempts")).toBeNull();
+    const node = await fetch(nodes[0]?.url ?? "", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"id":5,"method":"eth_chainId","params":[]}',
+    }).then((response) => response.json());
+    expect(node).toMatchObject({ id: 5, error: { code: -32600 } });
+    const batch = await post(
+      '[{"id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}]',
+    );
+    expect(JSON.parse(batch.text)).toMatchObject([
+      { id: 1, error: { code: -32600 } },
+      { id: 2, result: "0x7a69" },
+    ]);
+  });
+
   it("returns the upstream's bytes unchanged apart from the id", async () => {
     const direct = await fetch(nodes[0]?.url ?? "", {
       method: "POST",

@@ -33,6 +33,25 @@ const DEFAULT_DENIED = [
   "engine_getPayloadV1",
   "engine_forkchoiceUpdatedV3",
   "debug_setHead",
+  // signing with the node's keys, its accounts, its controls and its mempool (docs/behaviour.md §8.2)
+  "eth_sendTransaction",
+  "eth_sign",
+  "eth_signTransaction",
+  "eth_signTypedData_v4",
+  "eth_accounts",
+  "anvil_setBalance",
+  "anvil_impersonateAccount",
+  "anvil_dumpState",
+  "hardhat_setBalance",
+  "evm_mine",
+  "evm_snapshot",
+  "tenderly_setBalance",
+  "debug_setGCPercent",
+  "debug_startCPUProfile",
+  "debug_writeMemProfile",
+  "debug_standardTraceBlockToFile",
+  "txpool_content",
+  "txpool_inspect",
 ];
 
 // A private connection pool, so faults that reset connections stay in this file.
@@ -256,6 +275,71 @@ describe("API keys (api_keys: SHA-256 hashes)", () => {
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers["access-control-allow-headers"]).toContain("x-api-key");
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+
+describe("a node's unlocked account behind the gateway", () => {
+  let stack: LocalStack;
+  const TO = "0x00000000000000000000000000000000000000aa";
+  const send1Wei = (network: string, method = "eth_sendTransaction") =>
+    send(`${stack.url}/${network}`, {
+      body: call(method, [{ from: DEPLOYER, to: TO, value: "0x1" }], "spend"),
+    });
+  /** What the account holds and has sent, as the node itself says (pending included). */
+  const account = async () => ({
+    balance: await nodeA.rpc<string>("eth_getBalance", [DEPLOYER, "pending"]),
+    nonce: await nodeA.rpc<string>("eth_getTransactionCount", [DEPLOYER, "pending"]),
+  });
+
+  beforeAll(async () => {
+    stack = await startLocalStack({
+      config: {
+        networks: {
+          devnet: { chain_id: CHAIN_ID, providers: [{ name: "a", url: nodeA.url }] },
+          // A devnet that allows sending from the node's accounts says so in its config.
+          unlocked: {
+            chain_id: CHAIN_ID,
+            methods_deny: ["admin_*", "personal_*", "miner_*", "engine_*", "debug_set*"],
+            providers: [{ name: "a", url: nodeA.url }],
+          },
+        },
+      },
+    });
+  }, 60_000);
+  afterAll(() => stack?.close());
+
+  it("regression: eth_sendTransaction from anvil's unlocked account spent from it; now -32601 and nothing spent", async () => {
+    const before = await account();
+    const answer = await send1Wei("devnet");
+    expect(rpc(answer)).toMatchObject({
+      id: "spend",
+      error: { code: -32601, message: "method eth_sendTransaction is not allowed by this gateway" },
+    });
+    expect(answer.headers["x-gateway-attempts"]).toBe("0");
+    expect(await account()).toEqual(before);
+    const status = JSON.parse((await send(`${stack.url}/devnet/status`)).text) as {
+      guards: Record<string, number>;
+    };
+    expect(status.guards.methods_deny).toBe(1);
+  });
+
+  it.each(["eth_sendTransactionSync", "eth_sendUnsignedTransaction"])(
+    "regression: %s (anvil signs or sends for its accounts) spent through the gateway; now -32601 and nothing spent",
+    async (method) => {
+      const before = await account();
+      const answer = await send1Wei("devnet", method);
+      expect(rpc(answer).error?.code).toBe(-32601);
+      expect(await account()).toEqual(before);
+    },
+  );
+
+  it("only a config that lists its own methods_deny without it lets it through", async () => {
+    const before = await account();
+    const answer = await send1Wei("unlocked");
+    expect(rpc(answer).result).toMatch(/^0x[0-9a-f]{64}$/);
+    expect((await account()).nonce).toBe(`0x${(Number(before.nonce) + 1).toString(16)}`);
   });
 });
 

@@ -295,11 +295,10 @@ export interface CallSpec {
   readonly method: string;
   readonly params?: unknown;
   readonly hasParams: boolean;
-  readonly withJsonrpc: boolean;
 }
 
 /**
- * A valid JSON-RPC 2.0 call (id and params optional, `jsonrpc` optional as the gateway allows).
+ * A valid JSON-RPC 2.0 call (id and params optional; `jsonrpc` required, as nodes require it).
  * Valid means valid Unicode too: a lone surrogate anywhere makes the gateway refuse the call.
  */
 export const callSpec: fc.Arbitrary<CallSpec> = fc
@@ -314,14 +313,13 @@ export const callSpec: fc.Arbitrary<CallSpec> = fc
       }),
     ),
     hasParams: fc.boolean(),
-    withJsonrpc: fc.boolean(),
   })
   .filter((spec) => !/\\u[dD][89a-fA-F]/.test(JSON.stringify([spec.id, spec.params])));
 
 /** The call as JSON text, members in a shuffled order with random whitespace. */
 export function callText(spec: CallSpec, order: readonly number[], ws: readonly string[]): string {
   const members: string[] = [];
-  if (spec.withJsonrpc) members.push(`"jsonrpc":${pick(ws, 0)}"2.0"`);
+  members.push(`"jsonrpc":${pick(ws, 0)}"2.0"`);
   if (spec.hasId) members.push(`"id":${pick(ws, 1)}${JSON.stringify(spec.id)}`);
   members.push(`"method":${pick(ws, 2)}${JSON.stringify(spec.method)}`);
   if (spec.hasParams) members.push(`"params":${pick(ws, 3)}${JSON.stringify(spec.params)}`);

@@ -1,6 +1,7 @@
 import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
 import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
 import { Gateway, type GatewayDeps } from "../../functions/core/gateway.ts";
+import { GuardCounts } from "../../functions/core/guards.ts";
 import { buildModel, type GatewayModel, type Network } from "../../functions/core/network-model.ts";
 import type { Telemetry, Upstream } from "../../functions/core/ports.ts";
 import { StateCache } from "../../functions/core/state-cache.ts";
@@ -120,6 +121,7 @@ export function gatewayHarness<U extends Upstream = ScriptedUpstream>(
     scrubAnswer: (text) => text,
     ...deps,
     telemetry,
+    guards: deps.guards ?? new GuardCounts(telemetry),
   });
   const network = model.networks.get("net");
   if (network === undefined) throw new Error("the harness's network is missing");

@@ -5,8 +5,8 @@ import type { SharedAnswerStore } from "../../functions/core/ports.ts";
 /**
  * The answer cache's shared tier in memory, honouring the DynamoDB adapter's contract (the
  * contract test in test/integration/answer-store-contract.test.ts runs against both): what is
- * written is read back by network and key; an expired answer is not read; an answer too large
- * for an item even compressed is not kept. Counts reads and writes for the pipeline's tests.
+ * written is read back by network and key; an expired answer is not read; an answer over the
+ * item cap compressed (or too large for an item at all) is not kept. Counts reads and writes for the pipeline's tests.
  */
 export class MemoryAnswerStore implements SharedAnswerStore {
   readonly #answers = new Map<string, { text: string; expiresAt: number }>();
@@ -33,8 +33,15 @@ export class MemoryAnswerStore implements SharedAnswerStore {
     return found;
   }
 
-  async write(network: string, key: string, text: string, expiresAt: number): Promise<boolean> {
-    if (gzipSync(Buffer.from(text, "utf8")).length > MAX_COMPRESSED_BYTES) return false;
+  async write(
+    network: string,
+    key: string,
+    text: string,
+    expiresAt: number,
+    maxBytes: number,
+  ): Promise<boolean> {
+    const cap = Math.min(maxBytes, MAX_COMPRESSED_BYTES);
+    if (gzipSync(Buffer.from(text, "utf8")).length > cap) return false;
     this.writes.push({ network, key });
     this.#answers.set(`${network}\n${key}`, { text, expiresAt });
     return true;

@@ -250,7 +250,7 @@ describe("the shared tier: immutable answers for every container", () => {
   it("a shared item that is not a result (corrupt, or written by something else) is a miss, never an answer", async () => {
     const shared = new MemoryAnswerStore(() => NOW);
     const key = answerKey(1, "eth_getBlockByNumber", ["0x64", false]);
-    await shared.write("net", key, "<html>not json</html>", NOW + 60_000);
+    await shared.write("net", key, "<html>not json</html>", NOW + 60_000, 65_536);
     const h = harness({}, { shared });
     const response = await h.rpc(blockCall(1, 100));
     expect(JSON.parse(response.body)).toMatchObject({ id: 1, result: { number: "0x64" } });

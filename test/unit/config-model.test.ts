@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { configSchema } from "../../functions/core/config-schema.ts";
+import { configSchema, DEFAULT_METHODS_DENY } from "../../functions/core/config-schema.ts";
 import { buildModel, deriveProviderName, parseConfig } from "../../functions/core/network-model.ts";
 import { resolveUrlTemplate } from "../../functions/core/placeholders.ts";
 import {
@@ -36,7 +36,7 @@ describe("config: invictus configs load unchanged, defaults filled", () => {
       max_body_bytes: 1_048_576,
       max_response_bytes: 6_000_000,
       max_blacklist_minutes: 30,
-      methods_deny: ["admin_*", "personal_*", "miner_*", "engine_*", "debug_setHead"],
+      methods_deny: [...DEFAULT_METHODS_DENY],
     });
     expect(eth?.settings.cooldown_seconds.rate_limit).toBe(300);
     expect(eth?.settings.quorum.failing_often.min_requests).toBe(20);

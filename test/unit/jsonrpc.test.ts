@@ -19,6 +19,10 @@ describe("parseRequest: gateway errors of docs/behaviour.md §2", () => {
     ["object without method", '{"jsonrpc":"2.0","id":1}', -32600, 400],
     ["method not a string", '{"jsonrpc":"2.0","id":1,"method":7}', -32600, 400],
     ["wrong jsonrpc version", '{"jsonrpc":"1.0","id":1,"method":"eth_chainId"}', -32600, 400],
+    // geth and anvil both answer -32600 without it (docs/behaviour.md §2.5).
+    ["no jsonrpc member", '{"id":1,"method":"eth_chainId","params":[]}', -32600, 400],
+    ["jsonrpc null", '{"jsonrpc":null,"id":1,"method":"eth_chainId"}', -32600, 400],
+    ["jsonrpc a number", '{"jsonrpc":2.0,"id":1,"method":"eth_chainId"}', -32600, 400],
     ["params a string", '{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}', -32600, 400],
     ["id an object", '{"jsonrpc":"2.0","id":{},"method":"m"}', -32600, 400],
     [
@@ -90,6 +94,34 @@ describe("parseRequest: valid requests", () => {
     expect(parsed.call.rawId).toBe("1e0");
     expect(parsed.call.method).toBe("eth_getBalance");
     expect(parsed.call.params).toEqual(["0x1", "latest"]);
+  });
+
+  it('regression: "params": null is no params, as geth and anvil read it (it was HTTP 400)', () => {
+    const parsed = parseRequest(
+      '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":null}',
+      limits,
+    );
+    expect(parsed.kind).toBe("single");
+    if (parsed.kind !== "single") return;
+    expect(parsed.call.params).toBeUndefined();
+    // Forwarded as written: both nodes take it.
+    expect(parsed.call.raw).toBe('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":null}');
+  });
+
+  it('regression: a call without "jsonrpc" is refused with its id, naming the member (it was forwarded)', () => {
+    const parsed = parseRequest('{"id":7,"method":"eth_chainId"}', limits);
+    expect(parsed).toMatchObject({ kind: "error", code: -32600, rawId: "7", status: 400 });
+    expect(parsed.kind === "error" && parsed.message).toBe(
+      'invalid request: "jsonrpc": "2.0" is missing',
+    );
+    const batch = parseRequest(
+      '[{"id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}]',
+      limits,
+    );
+    expect(batch.kind === "batch" && batch.members.map((member) => isCall(member))).toEqual([
+      false,
+      true,
+    ]);
   });
 
   it("a notification has no id", () => {

@@ -3,6 +3,7 @@ import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
 import type { ChainHead } from "../../functions/core/chain-head.ts";
 import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
 import { Gateway } from "../../functions/core/gateway.ts";
+import { GuardCounts } from "../../functions/core/guards.ts";
 import { HEALTHY } from "../../functions/core/health.ts";
 import { buildModel } from "../../functions/core/network-model.ts";
 import type { Telemetry } from "../../functions/core/ports.ts";
@@ -91,8 +92,14 @@ describe("the short path of a lone eth_blockNumber, attacked by its caller", () 
     ["params absent", '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}'],
     ["params an object", '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":{"a":1}}'],
     ["params with junk", '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[1,"x"]}'],
-    ["jsonrpc missing", '{"id":1,"method":"eth_blockNumber"}'],
-    ["members in another order, spaces around", ' { "method" : "eth_blockNumber" , "id" : 1 } '],
+    [
+      "params null (no params, as nodes read it)",
+      '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":null}',
+    ],
+    [
+      "members in another order, spaces around",
+      ' { "method" : "eth_blockNumber" , "id" : 1, "jsonrpc" : "2.0" } ',
+    ],
   ])("%s: the served head answers", async (_name, body) => {
     const h = harness(three);
     expect(await h.rpc(body)).toMatchObject({ status: 200, body: served("1") });
@@ -123,11 +130,12 @@ describe("the short path of a lone eth_blockNumber, attacked by its caller", () 
       "params must",
     ],
     [
-      "params null",
-      '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":null}',
+      "params a number",
+      '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":7}',
       400,
       "params must",
     ],
+    ["no jsonrpc", '{"id":1,"method":"eth_blockNumber"}', 400, '"jsonrpc": "2.0" is missing'],
     [
       "a lone surrogate",
       '{"jsonrpc":"2.0","id":"\\ud800","method":"eth_blockNumber"}',
@@ -172,7 +180,7 @@ describe("the short path of a lone eth_blockNumber, attacked by its caller", () 
 
   it("without diagnostic headers, none; the cache class stays realtime with the cache off", async () => {
     const h = harness(three, { diagnostic_headers: false, cache: false });
-    const response = await h.rpc('{"id":1,"method":"eth_blockNumber"}');
+    const response = await h.rpc('{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}');
     expect(response).toMatchObject({
       status: 200,
       headers: { "content-type": "application/json" },
@@ -298,6 +306,7 @@ describe("the short path across containers whose copies of the state differ in a
         telemetry,
         scrub: (text) => text,
         scrubAnswer: (text) => text,
+        guards: new GuardCounts(telemetry),
       });
     const containers = [container(), container()];
     let highest = 0;
@@ -309,7 +318,10 @@ describe("the short path across containers whose copies of the state differ in a
       now += 37;
       // Containers take turns unevenly, so their copies of the state are of different ages.
       const gateway = containers[step % 3 === 0 ? 1 : 0];
-      const response = await gateway?.handleRpc("net", `{"id":${step},"method":"eth_blockNumber"}`);
+      const response = await gateway?.handleRpc(
+        "net",
+        `{"jsonrpc":"2.0","id":${step},"method":"eth_blockNumber"}`,
+      );
       await new Promise((resolve) => setImmediate(resolve));
       const number = Number.parseInt(JSON.parse(response?.body ?? "{}").result, 16);
       calls++;

@@ -72,6 +72,16 @@ function network(fields: Partial<NetworkStatus> = {}): NetworkStatus {
         never: { hits: 0, misses: 0, ratio: null },
       },
     },
+    guards: {
+      methods_deny: 0,
+      methods_allow: 0,
+      requests_per_minute: 0,
+      cache_shared_writes_per_request: 0,
+      cache_shared_writes_per_minute: 0,
+      cache_shared_item_bytes: 0,
+      cache_memory_request_bytes: 0,
+      cache_callers_answer: 0,
+    },
     ...fields,
   };
 }

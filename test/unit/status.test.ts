@@ -93,6 +93,7 @@ describe("the status JSON", () => {
         "chain_id",
         "config_source",
         "events",
+        "guards",
         "monitor",
         "network",
         "providers",

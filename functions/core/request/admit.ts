@@ -1,10 +1,11 @@
+import type { GuardCounts } from "../guards.ts";
 import {
   type Call,
   ErrorCode,
   errorResponse,
   type InvalidMember,
   isCall,
-  methodPermitted,
+  methodRefusal,
   type ParsedRequest,
 } from "../jsonrpc.ts";
 import { blockRefOf } from "../methods/block-ref.ts";
@@ -12,7 +13,8 @@ import type { Network, Provider } from "../network-model.ts";
 import { type AttemptSlot, attemptOrder, type SelectionContext } from "../selection.ts";
 import { logQueryOf, spanOf } from "./logs-range.ts";
 import { type OpenCall, openCall } from "./open-call.ts";
-import { type PinnedTags, pinBlockTags } from "./pin-tags.ts";
+import { pinBlockTags } from "./pin-tags.ts";
+import type { RequestScope } from "./scope.ts";
 import { wrongChainAnswer } from "./sent-transactions.ts";
 
 /** A request the parser accepted: one call or a batch. */
@@ -32,16 +34,16 @@ export function callsOf(request: AcceptedRequest): ReadonlyArray<Call | InvalidM
 
 /**
  * Admits the calls of a request (docs/behaviour.md §2, §8): an invalid batch member, a method
- * the network's deny/allow lists refuse, or one no provider serves is answered at once with
- * the caller's id; every other call gets its attempt order.
+ * the network's deny/allow lists refuse (counted by `guards`), or one no provider serves is
+ * answered at once with the caller's id; every other call gets its attempt order.
  */
 export function admitCalls(
   request: AcceptedRequest,
   network: Network,
-  ranked: readonly Provider[],
-  context: SelectionContext,
-  pin: PinnedTags | null,
+  scope: Pick<RequestScope, "ranked" | "context" | "pin">,
+  guards: GuardCounts,
 ): Admission {
+  const { ranked, context, pin } = scope;
   const { methods_deny: deny, methods_allow: allow } = network.settings;
   const open: OpenCall[] = [];
   const immediate = new Map<number, string>();
@@ -53,7 +55,9 @@ export function admitCalls(
       );
       continue;
     }
-    if (!methodPermitted(member.method, deny, allow)) {
+    const refusal = methodRefusal(member.method, deny, allow);
+    if (refusal !== null) {
+      guards.refused(network.name, refusal);
       immediate.set(
         member.position,
         errorResponse(

@@ -1,10 +1,12 @@
 import type { ChainHead } from "../chain-head.ts";
+import type { GuardCounts } from "../guards.ts";
 import { parseJsonOrUndefined } from "../json-raw.ts";
 import { isCall } from "../jsonrpc.ts";
 import type { GatewayModel, Network } from "../network-model.ts";
 import type { SharedAnswerStore, Telemetry } from "../ports.ts";
 import { type AcceptedRequest, callsOf } from "./admit.ts";
-import { AnswerMemory } from "./answer-memory.ts";
+import { AnswerMemory, entryBytes, type MemoryAnswer } from "./answer-memory.ts";
+import { MinuteWrites, RequestCacheBounds } from "./cache-bounds.ts";
 import {
   ANSWER_CLASSES,
   type AnswerClass,
@@ -15,6 +17,7 @@ import {
   knownFinality,
   planCall,
 } from "./cache-class.ts";
+import { computedFromCaller } from "./callers-answer.ts";
 import type { OpenCall } from "./open-call.ts";
 import type { GatewayResponse } from "./respond.ts";
 
@@ -22,8 +25,9 @@ import type { GatewayResponse } from "./respond.ts";
  * The answer cache in the request pipeline (docs/behaviour.md §11): before any upstream call,
  * each call is looked up in this container's memory, then (immutable answers only) in the
  * shared store; a hit is the stored provider text, which the responder gives the caller's id.
- * After the attempts, answers providers gave are kept as their class allows. Every call gets
- * a status for `x-gateway-cache`, and hits and misses are counted by class.
+ * After the attempts, answers providers gave are kept as their class allows, within the
+ * request's and the container's bounds (`cache-bounds.ts`). Every call gets a status for
+ * `x-gateway-cache`, and hits and misses are counted by class.
  */
 
 export type CacheStatus = "hit-memory" | "hit-shared" | "miss" | "bypass";
@@ -39,6 +43,8 @@ interface LookedUp {
   status: CacheStatus;
   /** The class of the answer: the stored one's for a hit, the provider's once judged. */
   class: AnswerClass;
+  /** False for an answer computed from the caller's own input: never in the shared tier. */
+  readonly shareable: boolean;
 }
 
 /** One request's dealings with the cache, from the lookup to the response headers. */
@@ -48,15 +54,19 @@ export interface CacheLookup {
   /** The chain position when finality is known, as of the lookup. */
   readonly head: ChainHead | null;
   readonly calls: ReadonlyMap<number, LookedUp>;
+  /** What the request may still add to the cache; an internal call's is its request's. */
+  readonly bounds: RequestCacheBounds;
 }
 
 export interface AnswerCacheDeps {
   readonly clock: () => number;
   readonly telemetry: Telemetry;
   /** The shared tier; without it only this container's memory is used. */
-  readonly shared?: SharedAnswerStore;
+  readonly sharedAnswers?: SharedAnswerStore;
   /** Masks secret values in an answer (an upstream may echo its own URL) before it is kept. */
   readonly scrubAnswer: (text: string) => string;
+  /** Where a bound that kept an answer out is counted. */
+  readonly guards: GuardCounts;
 }
 
 export interface ClassCounts {
@@ -69,6 +79,7 @@ export interface ClassCounts {
 export class AnswerCache {
   readonly #deps: AnswerCacheDeps;
   readonly #memory = new AnswerMemory();
+  readonly #minuteWrites = new MinuteWrites();
   readonly #counts = new Map<string, Map<AnswerClass, { hits: number; misses: number }>>();
 
   constructor(deps: AnswerCacheDeps) {
@@ -77,7 +88,8 @@ export class AnswerCache {
 
   /**
    * Answers what the cache holds (sets `answer` of each hit) and notes every call's status.
-   * Calls already answered, or whose answer can never be kept, are bypassed.
+   * Calls already answered, or whose answer can never be kept, are bypassed. An internal call
+   * (a piece of a log query) spends the bounds of the request it is part of.
    */
   async lookup(
     model: GatewayModel,
@@ -85,6 +97,7 @@ export class AnswerCache {
     request: AcceptedRequest,
     open: readonly OpenCall[],
     head: ChainHead | null,
+    options: { readonly parentCache?: CacheLookup } = {},
   ): Promise<CacheLookup> {
     const now = this.#deps.clock();
     const known = knownFinality(head, now, model.checkIntervalSeconds);
@@ -99,6 +112,7 @@ export class AnswerCache {
         key: answerKey(network.chainId, method, params, head?.finalityBrokenAt ?? 0),
         status: "bypass",
         class: "never",
+        shareable: !computedFromCaller(method, params),
       };
       calls.set(entry.call.position, looked);
       if (
@@ -121,17 +135,24 @@ export class AnswerCache {
       }
       looked.status = "miss";
       const mayBeShared =
-        plan.kind === "by-answer" || (plan.kind === "known" && plan.class === "immutable");
-      if (mayBeShared && this.#deps.shared !== undefined) sharedWanted.push(looked);
+        looked.shareable &&
+        (plan.kind === "by-answer" || (plan.kind === "known" && plan.class === "immutable"));
+      if (mayBeShared && this.#deps.sharedAnswers !== undefined) sharedWanted.push(looked);
     }
-    if (sharedWanted.length > 0) await this.#readShared(model, network, sharedWanted);
-    return { network, single: request.kind === "single", head: known, calls };
+    const bounds =
+      options.parentCache?.bounds ??
+      new RequestCacheBounds({
+        sharedWrites: network.settings.cache_shared_writes_per_request,
+        memoryBytes: model.cacheMemoryRequestBytes,
+      });
+    if (sharedWanted.length > 0) await this.#readShared(model, network, sharedWanted, bounds);
+    return { network, single: request.kind === "single", head: known, calls, bounds };
   }
 
   /**
    * After the attempts: keeps the answers providers gave to calls that missed, as their class
-   * allows (immutable ones in the shared store too, beside the answer, never awaited), and
-   * counts hits and misses by class.
+   * and the bounds allow (immutable ones in the shared store too, beside the answer, never
+   * awaited), and counts hits and misses by class.
    */
   store(model: GatewayModel, lookup: CacheLookup): void {
     const { network } = lookup;
@@ -156,19 +177,15 @@ export class AnswerCache {
       if (text === null || verdict.class === "never") continue;
       const kept = ownCopy(this.#deps.scrubAnswer(text));
       const blockTimeMs = network.settings.block_time_seconds * 1000;
-      this.#memory.set(
-        memoryKey(network, looked.key),
-        {
-          text: kept,
-          class: verdict.class,
-          storedAt: now,
-          expiresAt: verdict.class === "immutable" ? Number.POSITIVE_INFINITY : now + blockTimeMs,
-          height: verdict.height,
-          blockHash: verdict.blockHash,
-        },
-        model.cacheMemoryBytes,
-      );
-      if (verdict.class === "immutable") this.#writeShared(network, looked.key, kept, now);
+      this.#keepInMemory(model, lookup, looked.key, {
+        text: kept,
+        class: verdict.class,
+        storedAt: now,
+        expiresAt: verdict.class === "immutable" ? Number.POSITIVE_INFINITY : now + blockTimeMs,
+        height: verdict.height,
+        blockHash: verdict.blockHash,
+      });
+      if (verdict.class === "immutable") this.#share(model, lookup, looked, kept, now);
     }
   }
 
@@ -193,8 +210,9 @@ export class AnswerCache {
     model: GatewayModel,
     network: Network,
     wanted: readonly LookedUp[],
+    bounds: RequestCacheBounds,
   ): Promise<void> {
-    const shared = this.#deps.shared;
+    const shared = this.#deps.sharedAnswers;
     if (shared === undefined) return;
     const keys = [...new Set(wanted.map((looked) => looked.key))];
     const found = await shared.read(network.name, keys).catch((error: unknown) => {
@@ -219,30 +237,69 @@ export class AnswerCache {
       looked.entry.answer = text;
       looked.status = "hit-shared";
       looked.class = "immutable";
-      this.#memory.set(
-        memoryKey(network, looked.key),
-        {
-          text,
-          class: "immutable",
-          storedAt: now,
-          expiresAt: Number.POSITIVE_INFINITY,
-          height: null,
-          blockHash: null,
-        },
-        model.cacheMemoryBytes,
-      );
+      this.#keepInMemory(model, { network, bounds }, looked.key, {
+        text,
+        class: "immutable",
+        storedAt: now,
+        expiresAt: Number.POSITIVE_INFINITY,
+        height: null,
+        blockHash: null,
+      });
     }
   }
 
-  #writeShared(network: Network, key: string, text: string, now: number): void {
-    const shared = this.#deps.shared;
+  /** Keeps an answer in memory when the request's memory allowance has room for it. */
+  #keepInMemory(
+    model: GatewayModel,
+    lookup: Pick<CacheLookup, "network" | "bounds">,
+    key: string,
+    entry: MemoryAnswer,
+  ): void {
+    const where = memoryKey(lookup.network, key);
+    if (!lookup.bounds.takeMemory(entryBytes(where, entry.text))) {
+      this.#deps.guards.refused(lookup.network.name, "cache_memory_request_bytes");
+      return;
+    }
+    this.#memory.set(where, entry, model.cacheMemoryBytes);
+  }
+
+  /**
+   * Writes an immutable answer to the shared tier, beside the answer, unless the caller
+   * computed it or a bound says no: the request's writes, this container's minute, the size of
+   * the compressed item (decided by the store).
+   */
+  #share(
+    model: GatewayModel,
+    lookup: CacheLookup,
+    looked: LookedUp,
+    text: string,
+    now: number,
+  ): void {
+    const shared = this.#deps.sharedAnswers;
     if (shared === undefined) return;
-    const expiresAt = now + network.settings.cache_shared_ttl_seconds * 1000;
-    shared.write(network.name, key, text, expiresAt).catch((error: unknown) =>
-      this.#deps.telemetry.log("warn", "answer not kept in the shared cache", {
-        network: network.name,
-        error: error instanceof Error ? error.message : String(error),
-      }),
+    const { network } = lookup;
+    const refused = !looked.shareable
+      ? "cache_callers_answer"
+      : !lookup.bounds.takeSharedWrite()
+        ? "cache_shared_writes_per_request"
+        : !this.#minuteWrites.take(now, model.cacheSharedWritesPerMinute)
+          ? "cache_shared_writes_per_minute"
+          : null;
+    if (refused !== null) {
+      this.#deps.guards.refused(network.name, refused);
+      return;
+    }
+    const { cache_shared_ttl_seconds: ttlSeconds, cache_shared_item_bytes: maxBytes } =
+      network.settings;
+    shared.write(network.name, looked.key, text, now + ttlSeconds * 1000, maxBytes).then(
+      (kept) => {
+        if (!kept) this.#deps.guards.refused(network.name, "cache_shared_item_bytes");
+      },
+      (error: unknown) =>
+        this.#deps.telemetry.log("warn", "answer not kept in the shared cache", {
+          network: network.name,
+          error: error instanceof Error ? error.message : String(error),
+        }),
     );
   }
 

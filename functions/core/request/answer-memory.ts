@@ -27,6 +27,11 @@ export interface MemoryAnswer {
 /** Bytes an entry costs beyond its texts: the entry object, the LRU's bookkeeping. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
+/** What an entry costs the memory tier: JSON answers are ASCII, one byte a character in V8. */
+export function entryBytes(key: string, text: string): number {
+  return key.length + text.length + ENTRY_OVERHEAD_BYTES;
+}
+
 /**
  * Whether an entry may still be served: not expired, and for an unfinalized one, the chain
  * position known, no reorg seen since it was stored, and no other block at its height.
@@ -66,8 +71,7 @@ export class AnswerMemory {
       this.#entries.delete(key);
       this.#bytes -= previous.bytes;
     }
-    // JSON answers are ASCII: V8 keeps them one byte per character.
-    const bytes = key.length + entry.text.length + ENTRY_OVERHEAD_BYTES;
+    const bytes = entryBytes(key, entry.text);
     if (bytes <= maxBytes) {
       this.#entries.set(key, { entry, bytes });
       this.#bytes += bytes;
