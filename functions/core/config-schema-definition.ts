@@ -42,6 +42,15 @@ export function defineConfigSchemas() {
   const seconds = z.number().check(z.positive());
   /** Chunks of one log query in flight at once: each is an upstream call a provider may rate-limit. */
   const logsConcurrency = z.int().check(z.gte(1), z.lte(32));
+  /**
+   * What a block's logsBloom means for the log checks (docs/behaviour.md §12.12): "standard"
+   * (the Yellow Paper's, checked), "off" (not checked: the chain's blooms mean something else or
+   * nothing), "auto" (the known profile of the network's chain id, else "standard").
+   */
+  const logsBloom = z.enum(["auto", "standard", "off"]);
+  /** Headers one log query's checks may ask for (each a billed call), and receipts fetched. */
+  const logsCheckHeaders = z.int().check(z.gte(0), z.lte(64));
+  const logsCheckReceipts = z.int().check(z.gte(0), z.lte(8));
 
   const providerUrl = z.string().check(
     z.superRefine((url, ctx) => {
@@ -192,6 +201,10 @@ export function defineConfigSchemas() {
     cache: z._default(z.boolean(), true),
     cache_shared_ttl_seconds: z._default(seconds, 604_800),
     logs_concurrency: z._default(logsConcurrency, 4),
+    logs_bloom: z._default(logsBloom, "auto"),
+    logs_check_headers: z._default(logsCheckHeaders, 8),
+    logs_check_receipts: z._default(logsCheckReceipts, 2),
+    logs_check_window_blocks: z._default(positiveInt, 128),
     cooldown_seconds: cooldown.full,
     probe: probe.full,
     quorum: quorum.full,
@@ -228,6 +241,10 @@ export function defineConfigSchemas() {
     cache: z.optional(z.boolean()),
     cache_shared_ttl_seconds: z.optional(seconds),
     logs_concurrency: z.optional(logsConcurrency),
+    logs_bloom: z.optional(logsBloom),
+    logs_check_headers: z.optional(logsCheckHeaders),
+    logs_check_receipts: z.optional(logsCheckReceipts),
+    logs_check_window_blocks: z.optional(positiveInt),
     cooldown_seconds: z.optional(cooldown.override),
     probe: z.optional(probe.override),
     quorum: z.optional(quorum.override),

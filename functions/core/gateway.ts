@@ -26,6 +26,8 @@ import {
 } from "./request/health-recorder.ts";
 import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
+import { LogChecks } from "./request/logs-check-state.ts";
+import { headerAnswered } from "./request/logs-headers.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
 import { runLogAttempts } from "./request/logs-reach.ts";
 import { answerLoneCall, loneServedHeadCall } from "./request/lone-block-number.ts";
@@ -99,10 +101,12 @@ export class Gateway {
   readonly #publications = new PublicationPace();
   readonly #answers: AnswerCache;
   readonly #hedging: Hedging;
+  readonly #logChecks: LogChecks;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
+    this.#logChecks = new LogChecks(deps);
     this.#answers = new AnswerCache({
       clock: deps.clock,
       telemetry: deps.telemetry,
@@ -119,6 +123,11 @@ export class Gateway {
   /** This container's answer cache: hits and misses by class, and its memory use. */
   answerCache(network: string) {
     return { classes: this.#answers.counts(network), memory: this.#answers.memoryUsage() };
+  }
+
+  /** What this container's log-answer checks found, per provider (docs/behaviour.md §12.12). */
+  logChecks(network: string) {
+    return this.#logChecks.counts(network);
   }
 
   /** Providers of the network this container has rotated away from (force-rotate). */
@@ -221,7 +230,12 @@ export class Gateway {
       callsMade: sends.copies,
       hedging: this.#hedging.forRequest(network),
     };
-    let routedAttempts = await runLogAttempts(loop, scope, this.#observed, this.#health, options);
+    let routedAttempts = await runLogAttempts(
+      loop,
+      scope,
+      { observed: this.#observed, health: this.#health, checks: this.#logChecks },
+      options,
+    );
     const retries = unpinnedRetries(routed, (call) =>
       unpinnedOrder(call, scope.ranked, scope.context),
     );
@@ -366,6 +380,9 @@ export class Gateway {
         const block = headStatedBy(info, member);
         if (block !== null)
           this.#observed.observe(network.name, provider, block, scope.context.now);
+        // A block a quorum member answered is a header the log checks may judge against.
+        const header = headerAnswered(info, member);
+        if (header !== null) this.#logChecks.headers.keep(network.name, header);
       }
     }
     const attempt: AttemptRecord = {

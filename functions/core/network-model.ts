@@ -153,6 +153,10 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     cache: network.cache ?? config.cache,
     cache_shared_ttl_seconds: network.cache_shared_ttl_seconds ?? config.cache_shared_ttl_seconds,
     logs_concurrency: network.logs_concurrency ?? config.logs_concurrency,
+    logs_bloom: network.logs_bloom ?? config.logs_bloom,
+    logs_check_headers: network.logs_check_headers ?? config.logs_check_headers,
+    logs_check_receipts: network.logs_check_receipts ?? config.logs_check_receipts,
+    logs_check_window_blocks: network.logs_check_window_blocks ?? config.logs_check_window_blocks,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },
     probe: { ...config.probe, ...network.probe },
     quorum: {

@@ -28,12 +28,15 @@ function logsIn(from: number, to: number): string[] {
     const count = (block % 997 === 0 ? 2 : 0) + (block % 1009 === 0 ? 1 : 0);
     for (let index = 0; index < count; index++) {
       texts.push(
-        `{"address":"0x5fbdb2315678afecb367f032d93f642f64180aa3","topics":["0x${"ab".repeat(32)}"],"data":"0x","blockNumber":"${hex(block)}","transactionHash":"0x${block.toString(16).padStart(64, "0")}","transactionIndex":"0x0","blockHash":"0x${(block + 1).toString(16).padStart(64, "0")}","logIndex":"${hex(index)}","removed":false}`,
+        `{"address":"0x5fbdb2315678afecb367f032d93f642f64180aa3","topics":["0x${"ab".repeat(32)}"],"data":"0x","blockNumber":"${hex(block)}","transactionHash":"0x${block.toString(16).padStart(64, "0")}","transactionIndex":"0x0","blockHash":"${blockHashOf(block)}","logIndex":"${hex(index)}","removed":false}`,
       );
     }
   }
   return texts;
 }
+
+/** The hash of a block of the fake chain. */
+const blockHashOf = (block: number) => `0x${(block + 1).toString(16).padStart(64, "0")}`;
 
 const logsAnswer = (id: unknown, texts: string[]) =>
   `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":[${texts.join(",")}]}`;
@@ -77,34 +80,11 @@ class LogNodes implements Upstream {
   /** The blocks the gateway asked a node for (eth_getBlockByNumber), by URL. */
   readonly blockChecks: Array<{ url: string; block: number }> = [];
 
+  /** Batches the gateway sent (a log query with the headers its check asks beside it). */
+  batches = 0;
+
   async send(request: UpstreamRequest) {
     const node = this.#nodes.get(request.url);
-    const asked = JSON.parse(request.body) as { id: unknown; method: string; params: unknown[] };
-    if (asked.method === "eth_getBlockByNumber") {
-      const block = Number.parseInt(String(asked.params[0]), 16);
-      this.blockChecks.push({ url: request.url, block });
-      const has = node !== undefined && block <= (node.head ?? Number.POSITIVE_INFINITY);
-      const result = node?.otherBlock
-        ? { number: "0x0" }
-        : has
-          ? { number: asked.params[0], ...(node.noHash ? {} : { hash: `0x${"ab".repeat(32)}` }) }
-          : null;
-      const body = JSON.stringify({ jsonrpc: "2.0", id: asked.id, result });
-      return { ok: true as const, status: 200, body, elapsedMs: 1 };
-    }
-    const call = JSON.parse(request.body) as {
-      id: unknown;
-      params: [{ fromBlock: string; toBlock: string }];
-    };
-    const from = Number.parseInt(call.params[0].fromBlock, 16);
-    const to = Number.parseInt(call.params[0].toBlock, 16);
-    this.calls.push({ url: request.url, from, to });
-    this.inFlight++;
-    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
-    await new Promise((resolve) => setTimeout(resolve, 1));
-    this.inFlight--;
-    this.advance(5);
-    const respond = (body: string) => ({ ok: true as const, status: 200, body, elapsedMs: 5 });
     if (node === undefined) {
       return {
         ok: false as const,
@@ -112,25 +92,57 @@ class LogNodes implements Upstream {
         elapsedMs: 1,
       };
     }
+    const asked = JSON.parse(request.body) as LogCall | LogCall[];
+    if (!Array.isArray(asked)) {
+      return { ok: true as const, status: 200, body: await this.#answer(request.url, node, asked), elapsedMs: 5 };
+    }
+    this.batches++;
+    const members = await Promise.all(asked.map((call) => this.#answer(request.url, node, call)));
+    return { ok: true as const, status: 200, body: `[${members.join(",")}]`, elapsedMs: 5 };
+  }
+
+  async #answer(url: string, node: LogNode, asked: LogCall): Promise<string> {
+    if (asked.method === "eth_getBlockByNumber") {
+      const block = Number.parseInt(String(asked.params[0]), 16);
+      this.blockChecks.push({ url, block });
+      const has = block <= (node.head ?? Number.POSITIVE_INFINITY);
+      const result = node.otherBlock
+        ? { number: "0x0" }
+        : has
+          ? { number: asked.params[0], ...(node.noHash ? {} : { hash: blockHashOf(block) }) }
+          : null;
+      return JSON.stringify({ jsonrpc: "2.0", id: asked.id, result });
+    }
+    const call = asked as unknown as { id: unknown; params: [{ fromBlock: string; toBlock: string }] };
+    const from = Number.parseInt(call.params[0].fromBlock, 16);
+    const to = Number.parseInt(call.params[0].toBlock, 16);
+    this.calls.push({ url, from, to });
+    this.inFlight++;
+    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    this.inFlight--;
+    this.advance(5);
     if (node.failAt !== undefined && from <= node.failAt && node.failAt <= to) {
-      return respond(
-        JSON.stringify({
-          jsonrpc: "2.0",
-          id: call.id,
-          error: { code: -32000, message: "leveldb: closed" },
-        }),
-      );
+      return JSON.stringify({
+        jsonrpc: "2.0",
+        id: call.id,
+        error: { code: -32000, message: "leveldb: closed" },
+      });
     }
     if (node.cap !== undefined && to - from + 1 > node.cap && node.refusal) {
-      return respond(
-        JSON.stringify({ jsonrpc: "2.0", id: call.id, error: node.refusal(from, to) }),
-      );
+      return JSON.stringify({ jsonrpc: "2.0", id: call.id, error: node.refusal(from, to) });
     }
     const texts = logsIn(from, Math.min(to, node.head ?? to));
     if (node.sloppy && from > 0)
       texts.unshift(...logsIn(from - 1000, from - 1), ...texts.slice(0, 1));
-    return respond(logsAnswer(call.id, texts));
+    return logsAnswer(call.id, texts);
   }
+}
+
+interface LogCall {
+  readonly id: unknown;
+  readonly method: string;
+  readonly params: unknown[];
 }
 
 function recordingTelemetry(): Telemetry & { logs: Array<{ level: LogLevel; message: string }> } {
