@@ -20,6 +20,7 @@ export interface LogFilter {
 const ADDRESS = /^0x[0-9a-f]{40}$/i;
 const TOPIC = /^0x[0-9a-f]{64}$/i;
 const BLOOM = /^0x[0-9a-f]{512}$/i;
+const EMPTY_BLOOM = /^0x0{512}$/;
 
 /**
  * The filter an eth_getLogs filter object states, or null when it is not one the check can
@@ -54,8 +55,7 @@ function oneOrMany(value: unknown): string[] | null {
 /** The three bloom bits a value sets: bit positions 0..2047, counted from the last byte. */
 export function bloomBits(value: Uint8Array): readonly [number, number, number] {
   const hash = keccak_256(value);
-  const bit = (pair: number) =>
-    (((hash[2 * pair] ?? 0) << 8) | (hash[2 * pair + 1] ?? 0)) & 2047;
+  const bit = (pair: number) => (((hash[2 * pair] ?? 0) << 8) | (hash[2 * pair + 1] ?? 0)) & 2047;
   return [bit(0), bit(1), bit(2)];
 }
 
@@ -87,6 +87,8 @@ export function bloomTestFor(filter: LogFilter): BloomTest {
   const topics = filter.topics.map(bitsOf);
   return (bloom) => {
     if (typeof bloom !== "string" || !BLOOM.test(bloom)) return null;
+    // No bit set: the block has no log at all (a filter without address or topics included).
+    if (EMPTY_BLOOM.test(bloom)) return false;
     const any = (candidates: ReadonlyArray<readonly number[]>) =>
       candidates.length === 0 || candidates.some((bits) => hasBits(bloom, bits));
     return any(addresses) && topics.every(any);

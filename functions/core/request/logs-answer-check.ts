@@ -1,5 +1,5 @@
+import type { Settings } from "../config-schema.ts";
 import { parseJsonOrUndefined } from "../json-raw.ts";
-import { blockRefOf } from "../methods/block-ref.ts";
 import {
   type BloomTest,
   bloomTestFor,
@@ -7,7 +7,7 @@ import {
   logFilterOf,
   logMatches,
 } from "../logs-bloom.ts";
-import type { Settings } from "../config-schema.ts";
+import { blockRefOf } from "../methods/block-ref.ts";
 import type { AttemptSlot } from "../selection.ts";
 import type { CallInfo } from "../verdict.ts";
 import type { LogChecks } from "./logs-check-state.ts";
@@ -382,7 +382,10 @@ async function receiptsSay(
 }
 
 /** A header asked on its own call: the block, null for none, or why no call could be made. */
-async function fetchHeader(ask: HeaderAsk, check: AnswerCheck): Promise<BlockHeader | null | string> {
+async function fetchHeader(
+  ask: HeaderAsk,
+  check: AnswerCheck,
+): Promise<BlockHeader | null | string> {
   check.checks.count(check.scope.network.name, check.slot.provider.name, "headers_asked");
   const called = await check.call(check.slot, headerCall(ask, "1"));
   if (called.kind === "no_room") return called.why;

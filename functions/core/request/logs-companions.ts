@@ -106,7 +106,10 @@ export class CompanionUpstream implements Upstream {
     const shown = new Map<string, BlockHeader | null>();
     asks.forEach((ask, index) => {
       const member = members.find((candidate) => candidate.id === `"h${index}"`);
-      shown.set(askKey(ask), member === undefined ? null : headerFor(ask, parseJsonOrUndefined(member.text)));
+      shown.set(
+        askKey(ask),
+        member === undefined ? null : headerFor(ask, parseJsonOrUndefined(member.text)),
+      );
     });
     this.#shown.set(request.url, shown);
     return { ...result, body: withId(own.text, callId) };

@@ -48,7 +48,11 @@ export type Completeness =
       readonly expected: string;
     }
   /** Blocks without a log in the answer whose bloom holds the filter, newest first. */
-  | { readonly kind: "bloom_hits"; readonly blocks: readonly BlockHeader[]; readonly checked: number };
+  | {
+      readonly kind: "bloom_hits";
+      readonly blocks: readonly BlockHeader[];
+      readonly checked: number;
+    };
 
 export interface CompletenessInput {
   readonly from: number;
@@ -81,5 +85,7 @@ export function completenessOf(input: CompletenessInput): Completeness {
     checked++;
     if (hit) hits.push(header);
   }
-  return hits.length === 0 ? { kind: "complete", checked } : { kind: "bloom_hits", blocks: hits, checked };
+  return hits.length === 0
+    ? { kind: "complete", checked }
+    : { kind: "bloom_hits", blocks: hits, checked };
 }

@@ -172,7 +172,14 @@ async function runAttemptsChecked(
       const provider = slot.provider.name;
       const lacking = run.lacking.get(provider) ?? Number.POSITIVE_INFINITY;
       if (question.kind === "range" && question.query.to >= lacking) {
-        behind(entry, slot, { block: question.query.to, detail: lackingDetail(lacking) }, 0, scope, run);
+        behind(
+          entry,
+          slot,
+          { block: question.query.to, detail: lackingDetail(lacking) },
+          0,
+          scope,
+          run,
+        );
         reopened.push(entry);
         continue;
       }
@@ -183,7 +190,8 @@ async function runAttemptsChecked(
         slot,
         shown: companions?.shownBy(slot.provider.url) ?? null,
         confirmedHead: confirmedHead(scope, run, provider),
-        other: entry.order.slice(entry.next).find((next) => next.provider.name !== provider) ?? null,
+        other:
+          entry.order.slice(entry.next).find((next) => next.provider.name !== provider) ?? null,
         call,
       });
       if (verdict.kind === "use") {
@@ -325,4 +333,3 @@ function reopen(entry: OpenCall, scope: RequestScope, why: string): void {
   const index = scope.used.indexOf(provider);
   if (index >= 0) scope.used.splice(index, 1);
 }
-
