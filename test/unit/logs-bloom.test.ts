@@ -64,7 +64,7 @@ describe("a filter against a real block's bloom", () => {
     ["a bloom that is not hex: cannot tell", filter(CONTRACT), null, `0x${"z".repeat(512)}`],
   ];
   it.each(rows)("%s", (...row) => {
-    const [, asked, expected] = row;
+    const [, asked, expected] = row as unknown as [string, LogFilter, boolean | null];
     const given = row.length > 3 ? row[3] : ANVIL_BLOOM;
     expect(bloomTestFor(asked)(given)).toBe(expected);
   });
