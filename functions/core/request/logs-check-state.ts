@@ -25,7 +25,8 @@ export interface LogCheckCounts {
 
 type Counter = keyof LogCheckCounts;
 
-const ZERO: LogCheckCounts = {
+/** Counts of a provider the checks have not met yet. */
+export const NO_LOG_CHECKS: LogCheckCounts = {
   missing_data: 0,
   bloom_false_positives: 0,
   bloom_unresolved: 0,
@@ -69,7 +70,7 @@ export class LogChecks {
       providers = new Map();
       this.#counts.set(network, providers);
     }
-    const counts = providers.get(provider) ?? ZERO;
+    const counts = providers.get(provider) ?? NO_LOG_CHECKS;
     providers.set(provider, { ...counts, [counter]: counts[counter] + by });
   }
 
