@@ -202,6 +202,7 @@ export class Gateway {
       scope.ranked,
       scope.context,
       scope.pin,
+      scope.quorumHead,
     );
     const fromHead = answerFromServedHead(open, scope.servedHead);
     const cached = await this.#answers.lookup(model, network, request, open, state.head);

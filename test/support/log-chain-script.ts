@@ -108,8 +108,20 @@ export function chainScript(
           const block = Number.parseInt(filter.blockHash.slice(4), 16);
           return { result: filter.blockHash === hashOf(block) ? logsOf(block) : [] };
         }
-        const from = Number(filter.fromBlock);
-        const to = Math.min(Number(filter.toBlock), head());
+        const point = (given: string | undefined) =>
+          given === undefined || given === "latest"
+            ? head()
+            : given === "earliest"
+              ? 0
+              : Number(given);
+        const from = point(filter.fromBlock);
+        // As anvil: a range from above the head is refused; an inverted one is an empty list.
+        if (from > head()) {
+          return {
+            error: { code: -32602, message: `block height is ${head()} but requested was ${from}` },
+          };
+        }
+        const to = Math.min(point(filter.toBlock), head());
         const result: ChainLog[] = [];
         for (let block = from; block <= to; block++) result.push(...logsOf(block));
         return { result };

@@ -11,6 +11,7 @@ import { blockRefOf } from "../methods/block-ref.ts";
 import type { Network, Provider } from "../network-model.ts";
 import { type AttemptSlot, attemptOrder, type SelectionContext } from "../selection.ts";
 import { logQueryOf, spanOf } from "./logs-range.ts";
+import { pinnedLogRange } from "./logs-tags.ts";
 import { type OpenCall, openCall } from "./open-call.ts";
 import { type PinnedTags, pinBlockTags } from "./pin-tags.ts";
 import { wrongChainAnswer } from "./sent-transactions.ts";
@@ -41,6 +42,8 @@ export function admitCalls(
   ranked: readonly Provider[],
   context: SelectionContext,
   pin: PinnedTags | null,
+  /** The highest block known to exist: a log range pinning would invert is judged against it. */
+  knownHead: number | null = null,
 ): Admission {
   const { methods_deny: deny, methods_allow: allow } = network.settings;
   const open: OpenCall[] = [];
@@ -69,7 +72,17 @@ export function admitCalls(
       immediate.set(member.position, wrongChain);
       continue;
     }
-    const call = pin === null ? member : pinBlockTags(member, pin);
+    const range = pinnedLogRange(
+      member,
+      pin === null ? member : pinBlockTags(member, pin),
+      knownHead,
+      context,
+    );
+    if (range.kind === "refused") {
+      immediate.set(member.position, range.text);
+      continue;
+    }
+    const { call } = range;
     const order = attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
     if (order.length === 0) {
       immediate.set(
