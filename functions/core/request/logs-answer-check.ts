@@ -151,8 +151,10 @@ async function judgeRange(
   fetched: BlockHeader[],
 ): Promise<AnswerVerdict> {
   const { query } = question;
-  // Near the head, reach is what the provider shows now, never the highest it once showed.
-  const needsReach = notFinal(query.to, check.scope) || (check.confirmedHead ?? -1) < query.to;
+  // Near the head, reach is what the provider shows now, never the highest it once showed
+  // (with no headers to ask, logs_check_headers 0, the highest it was seen at, as in §12.10).
+  const showsNow = check.scope.network.settings.logs_check_headers > 0 && notFinal(query.to, check.scope);
+  const needsReach = showsNow || (check.confirmedHead ?? -1) < query.to;
   const ask: HeaderAsk = { kind: "number", block: query.to };
   let toHeader = check.shown?.get(askKey(ask)) ?? null;
   if (needsReach && !(check.shown?.has(askKey(ask)) ?? false)) {
