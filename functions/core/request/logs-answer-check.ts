@@ -1,12 +1,6 @@
 import type { Settings } from "../config-schema.ts";
 import { parseJsonOrUndefined } from "../json-raw.ts";
-import {
-  type BloomTest,
-  bloomTestFor,
-  type LogFilter,
-  logFilterOf,
-  logMatches,
-} from "../logs-bloom.ts";
+import { type BloomTest, bloomTestFor, type LogFilter, logFilterOf } from "../logs-bloom.ts";
 import { blockRefOf } from "../methods/block-ref.ts";
 import type { AttemptSlot } from "../selection.ts";
 import type { CallInfo } from "../verdict.ts";
@@ -15,6 +9,7 @@ import { askKey, type HeaderAsk, headerCall, headerFor, type Shown } from "./log
 import { answerLogs, completenessOf } from "./logs-completeness.ts";
 import type { BlockHeader } from "./logs-headers.ts";
 import { GET_LOGS, type LogQuery, logQueryOf, quantity } from "./logs-range.ts";
+import { tieBreak } from "./logs-receipts.ts";
 import type { RequestScope } from "./scope.ts";
 
 /**
@@ -153,7 +148,8 @@ async function judgeRange(
   const { query } = question;
   // Near the head, reach is what the provider shows now, never the highest it once showed
   // (with no headers to ask, logs_check_headers 0, the highest it was seen at, as in §12.10).
-  const showsNow = check.scope.network.settings.logs_check_headers > 0 && notFinal(query.to, check.scope);
+  const showsNow =
+    check.scope.network.settings.logs_check_headers > 0 && notFinal(query.to, check.scope);
   const needsReach = showsNow || (check.confirmedHead ?? -1) < query.to;
   const ask: HeaderAsk = { kind: "number", block: query.to };
   let toHeader = check.shown?.get(askKey(ask)) ?? null;
@@ -202,7 +198,9 @@ async function judgeByHash(
     : check.checks.headers.byHash(check.scope.network.name, question.hash);
   if (header === null && !asked && check.scope.network.settings.logs_check_headers > 0) {
     const got = await fetchHeader(ask, check);
-    if (typeof got === "string") return unchecked(`block ${question.hash}`, got);
+    // A caller's batch of such filters could spend the request's calls on headers alone: a
+    // header that cannot be asked leaves the answer as it was before these checks, used.
+    if (typeof got === "string") return USE;
     header = got;
     if (got !== null) fetched.push(got);
   }
@@ -239,9 +237,18 @@ async function judgeByHash(
   );
 }
 
+/** Each filter's bloom test, worked out once however many answers it judges (a keccak per value). */
+const bloomTests = new WeakMap<LogFilter, BloomTest>();
+
 function bloomOf(filter: LogFilter | null, check: AnswerCheck): BloomTest | null {
   const { chainId, settings } = check.scope.network;
-  return filter !== null && bloomsRead(chainId, settings.logs_bloom) ? bloomTestFor(filter) : null;
+  if (filter === null || !bloomsRead(chainId, settings.logs_bloom)) return null;
+  let test = bloomTests.get(filter);
+  if (test === undefined) {
+    test = bloomTestFor(filter);
+    bloomTests.set(filter, test);
+  }
+  return test;
 }
 
 function missing(
@@ -312,75 +319,6 @@ async function settle(
     );
   }
   return tieBreak(completeness.blocks, filter as LogFilter, check);
-}
-
-/**
- * Each bloom hit, newest first, within `logs_check_receipts`: the block's receipts (from the
- * answer's provider, else the next one), filtered by the query, show whether the block has a
- * matching log (the provider is missing data) or the bloom lied (remembered, so no query asks
- * again). A hit no receipts settle leaves the answer in use: a bloom that lies must never make
- * every provider fail.
- */
-async function tieBreak(
-  hits: readonly BlockHeader[],
-  filter: LogFilter,
-  check: AnswerCheck,
-): Promise<AnswerVerdict> {
-  const network = check.scope.network.name;
-  const provider = check.slot.provider.name;
-  const filterKey = JSON.stringify(filter);
-  let budget = check.scope.network.settings.logs_check_receipts;
-  for (const header of hits) {
-    if (check.checks.isFalsePositive(header, filterKey)) {
-      check.checks.count(network, provider, "bloom_false_positives");
-      continue;
-    }
-    let outcome: "present" | "absent" | "unknown" = "unknown";
-    for (const slot of [check.slot, check.other]) {
-      if (slot === null || budget <= 0 || outcome !== "unknown") continue;
-      budget--;
-      outcome = await receiptsSay(header, filter, slot, check);
-    }
-    if (outcome === "present") {
-      return missing(
-        "missing_data",
-        header.number,
-        `its answer has no log of block ${quantity(header.number)}, whose logsBloom and receipts hold the filter's logs: it is missing data`,
-      );
-    }
-    if (outcome === "absent") {
-      check.checks.rememberFalsePositive(header, filterKey);
-      check.checks.count(network, provider, "bloom_false_positives");
-    } else {
-      check.checks.count(network, provider, "bloom_unresolved");
-    }
-  }
-  return USE;
-}
-
-/** Whether the block's receipts hold a log the filter matches, as `slot` tells them. */
-async function receiptsSay(
-  header: BlockHeader,
-  filter: LogFilter,
-  slot: AttemptSlot,
-  check: AnswerCheck,
-): Promise<"present" | "absent" | "unknown"> {
-  check.checks.count(check.scope.network.name, check.slot.provider.name, "receipts_asked");
-  const called = await check.call(
-    slot,
-    `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockReceipts","params":["${header.hash}"]}`,
-  );
-  if (called.kind !== "answer") return "unknown";
-  const receipts = (called.member as { result?: unknown } | null)?.result;
-  if (!Array.isArray(receipts)) return "unknown";
-  let present = false;
-  for (const receipt of receipts) {
-    const { blockHash, logs } = (receipt ?? {}) as { blockHash?: unknown; logs?: unknown };
-    // Receipts of another block are no tie-break.
-    if (typeof blockHash !== "string" || blockHash.toLowerCase() !== header.hash) return "unknown";
-    if (Array.isArray(logs) && logs.some((log) => logMatches(log, filter))) present = true;
-  }
-  return present ? "present" : "absent";
 }
 
 /** A header asked on its own call: the block, null for none, or why no call could be made. */

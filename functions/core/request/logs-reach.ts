@@ -75,10 +75,17 @@ function checksReach(context: SelectionContext): boolean {
   return context.state.quorum !== null;
 }
 
+/** Each call's log question, read once: its filter's bloom bits are worked out once too. */
+const questions = new WeakMap<OpenCall, LogQuestion | null>();
+
 /** The call's log question, when this run checks it. */
 function questionOf(entry: OpenCall, internal: boolean): LogQuestion | null {
   if (entry.call.rawId === null) return null;
-  const question = logQuestionOf(entry.info);
+  let question = questions.get(entry);
+  if (question === undefined) {
+    question = logQuestionOf(entry.info);
+    questions.set(entry, question);
+  }
   return question !== null && (question.kind === "range") === internal ? question : null;
 }
 
