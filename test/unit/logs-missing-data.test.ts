@@ -10,6 +10,7 @@ import {
   type MethodCounts,
   type Misbehaviour,
 } from "../support/log-chain-script.ts";
+import { answer } from "../support/scripted-upstream.ts";
 
 /**
  * Log answers checked against their blocks' headers through the whole pipeline
@@ -253,5 +254,36 @@ describe("a provider whose head steps back (a load balancer switching to a backe
     expect(blocksOf(response.body)).toEqual(range(55, 61));
     expect(response.headers["x-gateway-provider"]).toBe("p2");
     expect(h.gateway.logChecks("net").get("p1")?.reach_failures).toBe(1);
+  });
+});
+
+describe("what the checks never do to a provider or a caller", () => {
+  it("regression: a provider that takes no batches got the query batched with its headers and answered an error for the whole; now the query goes again alone, the header on a call of its own", async () => {
+    const h = setup({});
+    const honest = chainScript(h.chain, {}, h.seen.p1);
+    h.upstream.script(P1, (request, call) =>
+      request.body.startsWith("[")
+        ? answer(
+            '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}',
+          )
+        : honest(request, call),
+    );
+    const response = await h.rpc(getLogs(1, 97, HEAD));
+    expect(blocksOf(response.body)).toEqual(range(97, HEAD));
+    expect(response.headers["x-gateway-provider"]).toBe("p1");
+    // The refused batch, the query alone, and toBlock's header on its own call.
+    expect(h.upstream.callsTo(P1)).toBe(3);
+    expect(response.headers["x-gateway-attempts"]).toBe("3");
+  });
+
+  it("a caller's batch of blockHash filters with few calls left: each answered, none dropped for want of a header call", async () => {
+    const h = setup({}, { network: { max_upstream_calls: 2, max_attempts: 1 } });
+    const response = await h.rpc(`[${byHash(1, 97)},${byHash(2, 98)},${byHash(3, 99)}]`);
+    const answers = JSON.parse(response.body) as Array<{ id: number; result?: unknown[] }>;
+    expect(answers.map((one) => [one.id, one.result?.length])).toEqual([
+      [1, 1],
+      [2, 1],
+      [3, 1],
+    ]);
   });
 });
