@@ -26,10 +26,8 @@ import {
 } from "./request/health-recorder.ts";
 import { type HedgeTimer, Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
-import { LogChecks } from "./request/logs-check-state.ts";
-import { headerAnswered } from "./request/logs-headers.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
-import { runLogAttempts } from "./request/logs-reach.ts";
+import { logAttemptDeps, type ReachDeps, runLogAttempts } from "./request/logs-reach.ts";
 import { answerLoneCall, loneServedHeadCall } from "./request/lone-block-number.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
@@ -44,8 +42,8 @@ import {
 } from "./request/respond.ts";
 import { type RequestScope, requestScope } from "./request/scope.ts";
 import {
+  isSend,
   providerKnowsTransaction,
-  SEND_RAW_TRANSACTION,
   settleSentTransactions,
 } from "./request/sent-transactions.ts";
 import { ServableMethods } from "./request/servable.ts";
@@ -101,12 +99,13 @@ export class Gateway {
   readonly #publications = new PublicationPace();
   readonly #answers: AnswerCache;
   readonly #hedging: Hedging;
-  readonly #logChecks: LogChecks;
+  /** The log-attempt path's parts; the status route reads their counts (docs/behaviour.md §12.12). */
+  readonly logAttempts: ReachDeps;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
-    this.#logChecks = new LogChecks(deps);
+    this.logAttempts = logAttemptDeps(this.#observed, this.#health, deps);
     this.#answers = new AnswerCache({
       clock: deps.clock,
       telemetry: deps.telemetry,
@@ -123,11 +122,6 @@ export class Gateway {
   /** This container's answer cache: hits and misses by class, and its memory use. */
   answerCache(network: string) {
     return { classes: this.#answers.counts(network), memory: this.#answers.memoryUsage() };
-  }
-
-  /** What this container's log-answer checks found, per provider (docs/behaviour.md §12.12). */
-  logChecks(network: string) {
-    return this.#logChecks.counts(network);
   }
 
   /** Providers of the network this container has rotated away from (force-rotate). */
@@ -202,7 +196,6 @@ export class Gateway {
       scope.ranked,
       scope.context,
       scope.pin,
-      scope.quorumHead,
     );
     const fromHead = answerFromServedHead(open, scope.servedHead);
     const cached = await this.#answers.lookup(model, network, request, open, state.head);
@@ -231,12 +224,7 @@ export class Gateway {
       callsMade: sends.copies,
       hedging: this.#hedging.forRequest(network),
     };
-    let routedAttempts = await runLogAttempts(
-      loop,
-      scope,
-      { observed: this.#observed, health: this.#health, checks: this.#logChecks },
-      options,
-    );
+    let routedAttempts = await runLogAttempts(loop, scope, this.logAttempts, options);
     const retries = unpinnedRetries(routed, (call) =>
       unpinnedOrder(call, scope.ranked, scope.context),
     );
@@ -381,9 +369,7 @@ export class Gateway {
         const block = headStatedBy(info, member);
         if (block !== null)
           this.#observed.observe(network.name, provider, block, scope.context.now);
-        // A block a quorum member answered is a header the log checks may judge against.
-        const header = headerAnswered(info, member);
-        if (header !== null) this.#logChecks.headers.keep(network.name, header);
+        this.logAttempts.checks.keepAnswered(network.name, info, member);
       }
     }
     const attempt: AttemptRecord = {
@@ -410,8 +396,4 @@ export class Gateway {
     if (answered && !scope.used.includes(provider)) scope.used.push(provider);
     if (judgement.success !== null) this.#health.succeeded(attempt, judgement.success);
   }
-}
-
-function isSend(entry: OpenCall): boolean {
-  return entry.info.method === SEND_RAW_TRANSACTION;
 }

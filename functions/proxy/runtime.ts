@@ -209,7 +209,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       reachable: gateway.reachable(spec, context),
       events: recent,
       cacheClasses: gateway.answerCache(network).classes,
-      logChecks: gateway.logChecks(network),
+      logChecks: gateway.logAttempts.checks.counts(network),
     });
     const history = new Map(
       withHistory

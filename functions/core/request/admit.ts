@@ -42,8 +42,6 @@ export function admitCalls(
   ranked: readonly Provider[],
   context: SelectionContext,
   pin: PinnedTags | null,
-  /** The highest block known to exist: a log range pinning would invert is judged against it. */
-  knownHead: number | null = null,
 ): Admission {
   const { methods_deny: deny, methods_allow: allow } = network.settings;
   const open: OpenCall[] = [];
@@ -75,7 +73,6 @@ export function admitCalls(
     const range = pinnedLogRange(
       member,
       pin === null ? member : pinBlockTags(member, pin),
-      knownHead,
       context,
     );
     if (range.kind === "refused") {

@@ -1,6 +1,7 @@
 import { type EventSink, makeEvent } from "../events.ts";
 import type { Telemetry } from "../ports.ts";
-import { type BlockHeader, HeaderMemory } from "./logs-headers.ts";
+import type { CallInfo } from "../verdict.ts";
+import { type BlockHeader, HeaderMemory, headerAnswered } from "./logs-headers.ts";
 
 /**
  * What the log checks keep in one container (docs/behaviour.md §12.12): the headers seen, the
@@ -72,6 +73,12 @@ export class LogChecks {
     }
     const counts = providers.get(provider) ?? NO_LOG_CHECKS;
     providers.set(provider, { ...counts, [counter]: counts[counter] + by });
+  }
+
+  /** A block a quorum member answered a caller with: a header the checks may judge against. */
+  keepAnswered(network: string, info: CallInfo, member: unknown): void {
+    const header = headerAnswered(info, member);
+    if (header !== null) this.headers.keep(network, header);
   }
 
   isFalsePositive(header: BlockHeader, filterKey: string): boolean {

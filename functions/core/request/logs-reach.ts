@@ -12,7 +12,7 @@ import {
   type LogQuestion,
   logQuestionOf,
 } from "./logs-answer-check.ts";
-import type { LogChecks } from "./logs-check-state.ts";
+import { type LogCheckDeps, LogChecks } from "./logs-check-state.ts";
 import { CompanionUpstream } from "./logs-companions.ts";
 import type { InternalCall } from "./logs-queries.ts";
 import { logQueryOf, quantity } from "./logs-range.ts";
@@ -41,6 +41,15 @@ export interface ReachDeps {
   readonly health: { noteFailure(attempt: AttemptRecord, verdict: FailureVerdict): void };
   /** This container's headers, bloom verdicts and counts. */
   readonly checks: LogChecks;
+}
+
+/** The log-attempt path's parts one container keeps. */
+export function logAttemptDeps(
+  observed: ObservedHeads,
+  health: ReachDeps["health"],
+  deps: LogCheckDeps,
+): ReachDeps {
+  return { observed, health, checks: new LogChecks(deps) };
 }
 
 interface CheckedRun extends ReachDeps {

@@ -25,7 +25,6 @@ export type PinnedLogRange =
 export function pinnedLogRange(
   written: Call,
   pinned: Call,
-  knownHead: number | null,
   context: SelectionContext,
 ): PinnedLogRange {
   if (pinned === written || pinned.method !== GET_LOGS) return { kind: "call", call: pinned };
@@ -40,6 +39,7 @@ export function pinnedLogRange(
     return { kind: "call", call: pinned };
   }
   const from = after.from.number;
+  const knownHead = headKnown(context);
   const head = knownHead === null ? null : knownHead + blocksSinceSnapshot(context);
   const inForce = quorumInForce(context.state, context.now, context.checkIntervalSeconds);
   if (knownHead !== null && head !== null && inForce && from > head) {
@@ -53,6 +53,14 @@ export function pinnedLogRange(
     };
   }
   return { kind: "call", call: written };
+}
+
+/** The highest block known to exist: the quorum's head, the chain position, the served head. */
+function headKnown(context: SelectionContext): number | null {
+  const { quorum, head } = context.state;
+  const known = [quorum?.head ?? null, head?.latest.number ?? null, head?.served?.block ?? null];
+  const numbers = known.filter((block): block is number => block !== null);
+  return numbers.length === 0 ? null : Math.max(...numbers);
 }
 
 /** The blocks the chain can have made since the monitor's snapshot. */
