@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { configSchema } from "../../functions/core/config-schema.ts";
 import {
   bloomBits,
   bloomTestFor,
@@ -6,6 +7,8 @@ import {
   logFilterOf,
   logMatches,
 } from "../../functions/core/logs-bloom.ts";
+import { parseConfig } from "../../functions/core/network-model.ts";
+import { bloomsRead } from "../../functions/core/request/logs-answer-check.ts";
 import { completenessOf } from "../../functions/core/request/logs-completeness.ts";
 import type { BlockHeader } from "../../functions/core/request/logs-headers.ts";
 
@@ -203,5 +206,46 @@ describe("completenessOf", () => {
         bloom: bloom === undefined ? ofContract : bloom,
       }),
     ).toEqual(expected);
+  });
+});
+
+describe("logs_bloom: which chains' blooms are read", () => {
+  it.each([
+    ["auto on Ethereum", 1, "auto", true],
+    [
+      "auto on Avalanche C-Chain (ACP-194: a bloom covers the receipts a block settles)",
+      43114,
+      "auto",
+      false,
+    ],
+    ["auto on Avalanche Fuji", 43113, "auto", false],
+    ["auto on Oasis Sapphire", 23294, "auto", false],
+    ["standard on Avalanche, as the operator says", 43114, "standard", true],
+    ["off on Ethereum, as the operator says", 1, "off", false],
+  ] as const)("%s", (_name, chainId, setting, expected) => {
+    expect(bloomsRead(chainId, setting)).toBe(expected);
+  });
+
+  it("the config takes the keys, with their defaults, and names a bad value", () => {
+    const parsed = configSchema.parse({
+      networks: { a: { chain_id: 1, providers: [{ url: "https://a.example.com/" }] } },
+    });
+    expect(parsed).toMatchObject({
+      logs_bloom: "auto",
+      logs_check_headers: 8,
+      logs_check_receipts: 2,
+      logs_check_window_blocks: 128,
+    });
+    for (const bad of [
+      { logs_bloom: "maybe" },
+      { logs_check_headers: 65 },
+      { logs_check_receipts: -1 },
+    ]) {
+      const result = parseConfig({
+        networks: { a: { chain_id: 1, providers: [{ url: "https://a.example.com/" }], ...bad } },
+      });
+      expect(result.ok).toBe(false);
+      if (!result.ok) expect(result.problems[0]?.path).toBe(`networks.a.${Object.keys(bad)[0]}`);
+    }
   });
 });
