@@ -49,6 +49,15 @@ export function defineConfigSchemas() {
         `at most ${PLATFORM_LIMITS.maxSharedItemBytes} (DynamoDB's 400 KB item, less its key)`,
       ),
     );
+  /**
+   * What a block's logsBloom means for the log checks (docs/behaviour.md §12.12): "standard"
+   * (the Yellow Paper's, checked), "off" (not checked: the chain's blooms mean something else or
+   * nothing), "auto" (the known profile of the network's chain id, else "standard").
+   */
+  const logsBloom = z.enum(["auto", "standard", "off"]);
+  /** Headers one log query's checks may ask for (each a billed call), and receipts fetched. */
+  const logsCheckHeaders = z.int().check(z.gte(0), z.lte(64));
+  const logsCheckReceipts = z.int().check(z.gte(0), z.lte(8));
 
   const providerUrl = z.string().check(
     z.superRefine((url, ctx) => {
@@ -203,6 +212,10 @@ export function defineConfigSchemas() {
     logs_concurrency: z._default(logsConcurrency, 4),
     max_filters_per_key: z._default(filtersPerKey, 100),
     filter_idle_seconds: z._default(filterIdleSeconds, 300),
+    logs_bloom: z._default(logsBloom, "auto"),
+    logs_check_headers: z._default(logsCheckHeaders, 8),
+    logs_check_receipts: z._default(logsCheckReceipts, 2),
+    logs_check_window_blocks: z._default(positiveInt, 128),
     cooldown_seconds: cooldown.full,
     probe: probe.full,
     quorum: quorum.full,
@@ -243,6 +256,10 @@ export function defineConfigSchemas() {
     logs_concurrency: z.optional(logsConcurrency),
     max_filters_per_key: z.optional(filtersPerKey),
     filter_idle_seconds: z.optional(filterIdleSeconds),
+    logs_bloom: z.optional(logsBloom),
+    logs_check_headers: z.optional(logsCheckHeaders),
+    logs_check_receipts: z.optional(logsCheckReceipts),
+    logs_check_window_blocks: z.optional(positiveInt),
     cooldown_seconds: z.optional(cooldown.override),
     probe: z.optional(probe.override),
     quorum: z.optional(quorum.override),

@@ -32,7 +32,13 @@ export type EventKind =
   /** The quorum head has not moved for too many block times. */
   | "head_stalled"
   /** The quorum head moves again after a stall. */
-  | "head_resumed";
+  | "head_resumed"
+  /**
+   * A log answer of the provider was missing data its block's header commits to (reason:
+   * `missing_data`, a bloom hit the receipts confirmed, or `stale_log`, a log of another block
+   * hash); at most one per provider every few minutes (docs/behaviour.md §12.12).
+   */
+  | "logs_missing_data";
 
 export interface GatewayEvent {
   readonly network: string;

@@ -15,7 +15,7 @@ import { type AttemptRecord, HealthRecorder, settleWrites } from "./request/heal
 import { Hedging } from "./request/hedging.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
-import { runLogAttempts } from "./request/logs-reach.ts";
+import { logAttemptDeps, type ReachDeps, runLogAttempts } from "./request/logs-reach.ts";
 import { answerLoneCall, loneServedHeadCall } from "./request/lone-block-number.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import type { OpenCall } from "./request/open-call.ts";
@@ -30,8 +30,8 @@ import {
 } from "./request/respond.ts";
 import { type RequestScope, requestScope } from "./request/scope.ts";
 import {
+  isSend,
   providerKnowsTransaction,
-  SEND_RAW_TRANSACTION,
   settleSentTransactions,
 } from "./request/sent-transactions.ts";
 import { ServableMethods } from "./request/servable.ts";
@@ -63,10 +63,13 @@ export class Gateway {
   readonly #publications = new PublicationPace();
   readonly #answers: AnswerCache;
   readonly #hedging: Hedging;
+  /** The log-attempt path's parts; the status route reads their counts (docs/behaviour.md §12.12). */
+  readonly logAttempts: ReachDeps;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
+    this.logAttempts = logAttemptDeps(this.#observed, this.#health, deps);
     this.#answers = new AnswerCache(deps);
     this.#hedging = new Hedging({
       clock: deps.clock,
@@ -191,7 +194,7 @@ export class Gateway {
       callsMade: spent,
       hedging: this.#hedging.forRequest(network),
     };
-    let routedAttempts = await runLogAttempts(loop, scope, this.#observed, this.#health, options);
+    let routedAttempts = await runLogAttempts(loop, scope, this.logAttempts, options);
     const retries = unpinnedRetries(routed, (call) =>
       unpinnedOrder(call, scope.ranked, scope.context),
     );
@@ -336,6 +339,7 @@ export class Gateway {
         const block = headStatedBy(info, member);
         if (block !== null)
           this.#observed.observe(network.name, provider, block, scope.context.now);
+        this.logAttempts.checks.keepAnswered(network.name, info, member);
       }
     }
     const attempt: AttemptRecord = {
@@ -362,8 +366,4 @@ export class Gateway {
     if (answered && !scope.used.includes(provider)) scope.used.push(provider);
     if (judgement.success !== null) this.#health.succeeded(attempt, judgement.success);
   }
-}
-
-function isSend(entry: OpenCall): boolean {
-  return entry.info.method === SEND_RAW_TRANSACTION;
 }

@@ -162,6 +162,10 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     logs_concurrency: network.logs_concurrency ?? config.logs_concurrency,
     max_filters_per_key: network.max_filters_per_key ?? config.max_filters_per_key,
     filter_idle_seconds: network.filter_idle_seconds ?? config.filter_idle_seconds,
+    logs_bloom: network.logs_bloom ?? config.logs_bloom,
+    logs_check_headers: network.logs_check_headers ?? config.logs_check_headers,
+    logs_check_receipts: network.logs_check_receipts ?? config.logs_check_receipts,
+    logs_check_window_blocks: network.logs_check_window_blocks ?? config.logs_check_window_blocks,
     cooldown_seconds: { ...config.cooldown_seconds, ...network.cooldown_seconds },
     probe: { ...config.probe, ...network.probe },
     quorum: {

@@ -7,6 +7,7 @@ import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from ".
 import type { ClassCounts } from "./request/answer-cache.ts";
 import { batchLimitOf } from "./request/batch-limits.ts";
 import type { AnswerClass } from "./request/cache-class.ts";
+import { type LogCheckCounts, NO_LOG_CHECKS } from "./request/logs-check-state.ts";
 import { logsRangeOf } from "./request/logs-limits.ts";
 import {
   activeProvider,
@@ -54,6 +55,8 @@ export interface StatusInput {
   readonly cacheClasses?: Readonly<Record<AnswerClass, ClassCounts>>;
   /** What this container's guards refused on the network, by guard. */
   readonly guards?: GuardCountsView;
+  /** What this container's log-answer checks found, by provider (docs/behaviour.md §12.12). */
+  readonly logChecks?: ReadonlyMap<string, LogCheckCounts>;
 }
 
 export type ProviderState = "healthy" | "blacklisted" | "awaiting_probe" | "out_of_quorum";
@@ -90,6 +93,8 @@ export interface ProviderStatus {
   readonly routing: { readonly slot: RoutingSlot; readonly reason: string };
   /** What the provider takes, configured or learned from its errors (null: no known limit). */
   readonly limits: { readonly max_batch: number | null; readonly max_logs_range: number | null };
+  /** The log-answer checks of this provider's answers in this container (docs/behaviour.md §12.12). */
+  readonly log_checks: LogCheckCounts;
 }
 
 export interface NetworkStatus {
@@ -214,6 +219,7 @@ export function networkStatus(input: StatusInput): NetworkStatus {
         max_batch: finiteOrNull(batchLimitOf(provider, state.batchLimits, now)),
         max_logs_range: finiteOrNull(logsRangeOf(provider, state.logsRanges, now)),
       },
+      log_checks: input.logChecks?.get(provider.name) ?? NO_LOG_CHECKS,
     };
   });
   return {

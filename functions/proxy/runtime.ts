@@ -222,6 +222,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       events: recent,
       cacheClasses: gateway.answerCache(network).classes,
       guards: guards.counts(network),
+      logChecks: gateway.logAttempts.checks.counts(network),
     });
     const history = new Map(
       withHistory

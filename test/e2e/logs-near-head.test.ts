@@ -109,10 +109,11 @@ describe("an indexer's eth_getLogs up to the head, with the preferred provider b
     expect(answer.body.id).toBe(7);
     expect(answer.body.result).toEqual(expected);
     expect(answer.provider).toBe("upToDate");
-    // The lagging provider's logs, its check, then the other's logs and its check.
-    expect(answer.attempts).toBe("4");
+    // One batch to each: the logs with the headers of the range's newest blocks (at most
+    // logs_check_headers, 8): the lagging one's has no block past its head.
+    expect(answer.attempts).toBe("2");
     expect(calls.lagging.get("eth_getLogs")).toBe(1);
-    expect(calls.lagging.get("eth_getBlockByNumber")).toBe(1);
+    expect(calls.lagging.get("eth_getBlockByNumber")).toBe(8);
   });
 
   it("the lagging provider is behind, not broken: no strike, no blacklist", async () => {
@@ -125,17 +126,18 @@ describe("an indexer's eth_getLogs up to the head, with the preferred provider b
     });
   });
 
-  it("a provider shown at a block is not asked for it again; a range under the lagging provider's head goes to it unchecked", async () => {
-    const checksBefore = calls.upToDate.get("eth_getBlockByNumber") ?? 0;
+  it("near the head every answer brings its headers in its own batch, never a call of their own; a range up to the lagging provider's head is its to answer", async () => {
+    const logsBefore = calls.upToDate.get("eth_getLogs") ?? 0;
     const again = await getLogs(chain.head - 3, chain.head);
     expect(again.body.result).toEqual(await nodeLogs(chain.head - 3, chain.head));
-    expect(calls.upToDate.get("eth_getBlockByNumber") ?? 0).toBe(checksBefore);
+    // The lagging provider's batch, dropped, then the other's: two upstream calls, not four.
+    expect(again.attempts).toBe("2");
+    expect(again.provider).toBe("upToDate");
+    expect(calls.upToDate.get("eth_getLogs")).toBe(logsBefore + 1);
 
-    const lagChecks = calls.lagging.get("eth_getBlockByNumber") ?? 0;
     const under = await getLogs(0, chain.head - BEHIND);
     expect(under.provider).toBe("lagging");
     expect(under.attempts).toBe("1");
     expect(under.body.result).toEqual(await nodeLogs(0, chain.head - BEHIND));
-    expect(calls.lagging.get("eth_getBlockByNumber") ?? 0).toBe(lagChecks);
   });
 });

@@ -28,12 +28,15 @@ function logsIn(from: number, to: number): string[] {
     const count = (block % 997 === 0 ? 2 : 0) + (block % 1009 === 0 ? 1 : 0);
     for (let index = 0; index < count; index++) {
       texts.push(
-        `{"address":"0x5fbdb2315678afecb367f032d93f642f64180aa3","topics":["0x${"ab".repeat(32)}"],"data":"0x","blockNumber":"${hex(block)}","transactionHash":"0x${block.toString(16).padStart(64, "0")}","transactionIndex":"0x0","blockHash":"0x${(block + 1).toString(16).padStart(64, "0")}","logIndex":"${hex(index)}","removed":false}`,
+        `{"address":"0x5fbdb2315678afecb367f032d93f642f64180aa3","topics":["0x${"ab".repeat(32)}"],"data":"0x","blockNumber":"${hex(block)}","transactionHash":"0x${block.toString(16).padStart(64, "0")}","transactionIndex":"0x0","blockHash":"${blockHashOf(block)}","logIndex":"${hex(index)}","removed":false}`,
       );
     }
   }
   return texts;
 }
+
+/** The hash of a block of the fake chain. */
+const blockHashOf = (block: number) => `0x${(block + 1).toString(16).padStart(64, "0")}`;
 
 const logsAnswer = (id: unknown, texts: string[]) =>
   `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":[${texts.join(",")}]}`;
@@ -77,34 +80,11 @@ class LogNodes implements Upstream {
   /** The blocks the gateway asked a node for (eth_getBlockByNumber), by URL. */
   readonly blockChecks: Array<{ url: string; block: number }> = [];
 
+  /** Batches the gateway sent (a log query with the headers its check asks beside it). */
+  batches = 0;
+
   async send(request: UpstreamRequest) {
     const node = this.#nodes.get(request.url);
-    const asked = JSON.parse(request.body) as { id: unknown; method: string; params: unknown[] };
-    if (asked.method === "eth_getBlockByNumber") {
-      const block = Number.parseInt(String(asked.params[0]), 16);
-      this.blockChecks.push({ url: request.url, block });
-      const has = node !== undefined && block <= (node.head ?? Number.POSITIVE_INFINITY);
-      const result = node?.otherBlock
-        ? { number: "0x0" }
-        : has
-          ? { number: asked.params[0], ...(node.noHash ? {} : { hash: `0x${"ab".repeat(32)}` }) }
-          : null;
-      const body = JSON.stringify({ jsonrpc: "2.0", id: asked.id, result });
-      return { ok: true as const, status: 200, body, elapsedMs: 1 };
-    }
-    const call = JSON.parse(request.body) as {
-      id: unknown;
-      params: [{ fromBlock: string; toBlock: string }];
-    };
-    const from = Number.parseInt(call.params[0].fromBlock, 16);
-    const to = Number.parseInt(call.params[0].toBlock, 16);
-    this.calls.push({ url: request.url, from, to });
-    this.inFlight++;
-    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
-    await new Promise((resolve) => setTimeout(resolve, 1));
-    this.inFlight--;
-    this.advance(5);
-    const respond = (body: string) => ({ ok: true as const, status: 200, body, elapsedMs: 5 });
     if (node === undefined) {
       return {
         ok: false as const,
@@ -112,25 +92,65 @@ class LogNodes implements Upstream {
         elapsedMs: 1,
       };
     }
+    const asked = JSON.parse(request.body) as LogCall | LogCall[];
+    if (!Array.isArray(asked)) {
+      return {
+        ok: true as const,
+        status: 200,
+        body: await this.#answer(request.url, node, asked),
+        elapsedMs: 5,
+      };
+    }
+    this.batches++;
+    const members = await Promise.all(asked.map((call) => this.#answer(request.url, node, call)));
+    return { ok: true as const, status: 200, body: `[${members.join(",")}]`, elapsedMs: 5 };
+  }
+
+  async #answer(url: string, node: LogNode, asked: LogCall): Promise<string> {
+    if (asked.method === "eth_getBlockByNumber") {
+      const block = Number.parseInt(String(asked.params[0]), 16);
+      this.blockChecks.push({ url, block });
+      const has = block <= (node.head ?? Number.POSITIVE_INFINITY);
+      const result = node.otherBlock
+        ? { number: "0x0" }
+        : has
+          ? { number: asked.params[0], ...(node.noHash ? {} : { hash: blockHashOf(block) }) }
+          : null;
+      return JSON.stringify({ jsonrpc: "2.0", id: asked.id, result });
+    }
+    const call = asked as unknown as {
+      id: unknown;
+      params: [{ fromBlock: string; toBlock: string }];
+    };
+    const from = Number.parseInt(call.params[0].fromBlock, 16);
+    const to = Number.parseInt(call.params[0].toBlock, 16);
+    this.calls.push({ url, from, to });
+    this.inFlight++;
+    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    this.inFlight--;
+    this.advance(5);
     if (node.failAt !== undefined && from <= node.failAt && node.failAt <= to) {
-      return respond(
-        JSON.stringify({
-          jsonrpc: "2.0",
-          id: call.id,
-          error: { code: -32000, message: "leveldb: closed" },
-        }),
-      );
+      return JSON.stringify({
+        jsonrpc: "2.0",
+        id: call.id,
+        error: { code: -32000, message: "leveldb: closed" },
+      });
     }
     if (node.cap !== undefined && to - from + 1 > node.cap && node.refusal) {
-      return respond(
-        JSON.stringify({ jsonrpc: "2.0", id: call.id, error: node.refusal(from, to) }),
-      );
+      return JSON.stringify({ jsonrpc: "2.0", id: call.id, error: node.refusal(from, to) });
     }
     const texts = logsIn(from, Math.min(to, node.head ?? to));
     if (node.sloppy && from > 0)
       texts.unshift(...logsIn(from - 1000, from - 1), ...texts.slice(0, 1));
-    return respond(logsAnswer(call.id, texts));
+    return logsAnswer(call.id, texts);
   }
+}
+
+interface LogCall {
+  readonly id: unknown;
+  readonly method: string;
+  readonly params: unknown[];
 }
 
 function recordingTelemetry(): Telemetry & { logs: Array<{ level: LogLevel; message: string }> } {
@@ -223,7 +243,8 @@ function quorumAt(
   };
 }
 
-const FAST_BLOCKS = { block_time_seconds: 1 };
+/** A block a second; blooms off: each attempt near the head asks `toBlock`'s header alone beside the query. */
+const FAST_BLOCKS = { block_time_seconds: 1, logs_bloom: "off" } as const;
 
 /** Two providers, p1 preferred. */
 const P1_THEN_P2 = [
@@ -251,8 +272,9 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
       { url: P1, block: 7_979 },
       { url: P2, block: 7_979 },
     ]);
-    // Three upstream calls for the logs, and one per provider to see the block.
-    expect(response.headers["x-gateway-attempts"]).toBe("4");
+    // One batch per provider: the logs, and the header of toBlock beside them.
+    expect(h.upstream.batches).toBe(2);
+    expect(response.headers["x-gateway-attempts"]).toBe("2");
     // Behind is no strike.
     const { providers } = await h.store.readNetwork("net");
     expect(providers.get("p1")?.strikes ?? 0).toBe(0);
@@ -308,7 +330,7 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     expect(response.headers["x-gateway-provider"]).toBe("p2");
   });
 
-  it("a provider that shows toBlock has its answer taken whole, and is not asked again for that block", async () => {
+  it("near the head, every answer carries toBlock's header in its own batch: a provider's reach is what it shows now, not the highest it once showed", async () => {
     const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
     h.upstream.node(P1, {});
     h.store.setQuorum("net", quorumAt(7_990, ["p1"]));
@@ -317,27 +339,26 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     const first = await h.rpc(getLogs(1, 7_000, 7_993));
     expect(first.body).toBe(logsAnswer(1, logsIn(7_000, 7_993)));
     await h.rpc(getLogs(2, 7_500, 7_993));
-    await h.rpc(getLogs(3, 7_993, 7_993));
-    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 7_993 }]);
+    const third = await h.rpc(getLogs(3, 7_993, 7_993));
+    expect(h.upstream.blockChecks).toEqual(
+      [7_993, 7_993, 7_993].map((block) => ({ url: P1, block })),
+    );
+    // In the batch of each query: no upstream call of its own.
+    expect(h.upstream.batches).toBe(3);
+    expect(third.headers["x-gateway-attempts"]).toBe("1");
   });
 
-  it("no check for a toBlock the provider was seen at, a filter by block hash, or an error answer", async () => {
+  it("no check for a final range up to a block the provider was seen at, nor of an error answer", async () => {
     const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
     h.upstream.node(P1, { failAt: 8_003 });
     h.store.setQuorum("net", quorumAt(8_000, ["p1"]));
-    await h.rpc(getLogs(1, 7_000, 8_000));
-    await h.rpc(getLogs(2, 100, 7_900));
-    const failed = await h.rpc(getLogs(3, 8_001, 8_005));
-    expect(resultOf(failed.body).error).toBeDefined();
-    await h.rpc(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 4,
-        method: "eth_getLogs",
-        params: [{ blockHash: `0x${"12".repeat(32)}` }],
-      }),
-    );
+    // Final: more than logs_check_window_blocks (128) under the head, the chain's finality unknown.
+    const old = await h.rpc(getLogs(2, 100, 7_872));
+    expect(old.body).toBe(logsAnswer(2, logsIn(100, 7_872)));
     expect(h.upstream.blockChecks).toEqual([]);
+    // Near the head the header rides along, but an error answer is the provider's as it is.
+    const failed = await h.rpc(getLogs(3, 8_001, 8_003));
+    expect(resultOf(failed.body).error?.message).toBe("leveldb: closed");
   });
 
   it("no check before the monitor's first snapshot: no head is known, and every query would pay", async () => {
@@ -360,7 +381,7 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     expect(resultOf(response.body).error?.message).toContain("came without block 0x1f45");
   });
 
-  it("regression: with the monitor stalled, a block a provider showed to the check was not remembered and an indexer paid a check on every query; now once per block", async () => {
+  it("regression: with the monitor stalled, an indexer paid a check call on every query; now the check rides in the query's batch", async () => {
     const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
     // 46 blocks made since the stalled monitor's last snapshot.
     h.upstream.node(P1, { head: 8_036 });
@@ -368,13 +389,13 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     for (const id of [1, 2, 3]) {
       const response = await h.rpc(getLogs(id, 8_030, 8_035));
       expect(response.body).toBe(logsAnswer(id, logsIn(8_030, 8_035)));
+      expect(response.headers["x-gateway-attempts"]).toBe("1");
     }
-    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_035 }]);
-    await h.rpc(getLogs(4, 8_036, 8_036));
-    expect(h.upstream.blockChecks).toHaveLength(2);
+    expect(h.upstream.blockChecks).toHaveLength(3);
+    expect(h.upstream.batches).toBe(3);
   });
 
-  it("regression: with the monitor stalled, a batch of near-head queries paid a check per query; now one", async () => {
+  it("regression: with the monitor stalled, a batch of near-head queries paid a check call per query; now each check rides in its query's batch", async () => {
     const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
     h.upstream.node(P1, { head: 8_036 });
     h.store.setQuorum("net", quorumAt(7_990, ["p1"], 46_000));
@@ -383,7 +404,8 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     expect(JSON.parse(response.body)).toEqual(
       [1, 2, 3, 4].map((id) => JSON.parse(logsAnswer(id, logsIn(8_030 + id, 8_035)))),
     );
-    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_035 }]);
+    expect(h.upstream.blockChecks).toHaveLength(4);
+    expect(response.headers["x-gateway-attempts"]).toBe("4");
   });
 
   it("regression: a check answered with a block that had no hash was believed; now it is not", async () => {
@@ -401,14 +423,18 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     h.store.setQuorum("net", quorumAt(7_999, ["p1"], 5_000));
     const response = await h.rpc(getLogs(1, 5_000, 8_003));
     expect(response.body).toBe(logsAnswer(1, logsIn(5_000, 8_003)));
-    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 8_003 }]);
+    // The pieces near the head (within 128 blocks, finality unknown) carry their toBlock's header.
+    expect(h.upstream.blockChecks).toEqual([
+      { url: P1, block: 7_999 },
+      { url: P1, block: 8_003 },
+    ]);
     // Past what the chain can have made since, it is refused before any call.
     const far = await h.rpc(getLogs(2, 5_000, 8_100));
     expect(resultOf(far.body).error?.code).toBe(-32602);
-    expect(h.upstream.blockChecks).toHaveLength(1);
+    expect(h.upstream.blockChecks).toHaveLength(2);
   });
 
-  it("a query cut in pieces: only the pieces above a provider's confirmed head are checked, and one found behind goes to the next provider", async () => {
+  it("a query cut in pieces: only the pieces near the head are checked, and one found behind goes to the next provider", async () => {
     const h = harness(
       [
         { name: "p1", url: P1, priority: 2, max_logs_range: 1_000 },
@@ -421,7 +447,10 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     h.upstream.node(P1, { head: 7_970 }).node(P2, {});
     const response = await h.rpc(getLogs(5, 5_000, 7_999));
     expect(response.body).toBe(logsAnswer(5, logsIn(5_000, 7_999)));
-    expect(h.upstream.blockChecks).toEqual([{ url: P1, block: 7_999 }]);
+    expect(h.upstream.blockChecks).toEqual([
+      { url: P1, block: 7_999 },
+      { url: P2, block: 7_999 },
+    ]);
     expect(h.upstream.calls.map((call) => [call.url, call.to])).toEqual([
       [P1, 5_999],
       [P1, 6_999],
@@ -430,10 +459,11 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     ]);
   });
 
-  it("a check is an upstream call of the request: with none left, the logs are not used", async () => {
+  it("a check a batch cannot carry is an upstream call of the request: with none left, the logs are not used", async () => {
     const h = harness(
       [
-        { name: "p1", url: P1, priority: 2 },
+        // Takes no batches: the header is asked on its own call.
+        { name: "p1", url: P1, priority: 2, max_batch: 1 },
         { name: "p2", url: P2, priority: 1 },
       ],
       { ...FAST_BLOCKS, max_attempts: 1, max_upstream_calls: 1 },
@@ -462,10 +492,11 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
         [7_971, 7_979],
       ].map(([from, to]) => JSON.parse(logsAnswer(0, logsIn(from ?? 0, to ?? 0))).result),
     );
-    // p1 is asked for block 7,975 once; p2, once shown at 7,975, only for 7,979.
+    // p1 is asked for block 7,975 once, and not asked again; p2 shows each query's toBlock.
     expect(h.upstream.blockChecks).toEqual([
       { url: P1, block: 7_975 },
       { url: P2, block: 7_975 },
+      { url: P2, block: 7_979 },
       { url: P2, block: 7_979 },
     ]);
   });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { EventStatus } from "../../functions/core/events.ts";
+import { NO_LOG_CHECKS } from "../../functions/core/request/logs-check-state.ts";
 import type { HistoryPoint } from "../../functions/core/stats-history.ts";
 import type { NetworkStatus, ProviderStatus } from "../../functions/core/status.ts";
 import { chart, niceCeiling } from "../../functions/proxy/status-charts.ts";
@@ -32,6 +33,7 @@ const provider = (name: string, fields: Partial<ProviderStatus> = {}): ProviderS
   stats: { window_seconds: 300, requests: 10, errors: 0, latency_ms: { p50: 4, p95: 9 } },
   routing: { slot: "candidate", reason: "priority 1" },
   limits: { max_batch: null, max_logs_range: null },
+  log_checks: NO_LOG_CHECKS,
   ...fields,
 });
 

@@ -4,6 +4,7 @@ import type { GatewayEvent } from "../../functions/core/events.ts";
 import { HEALTHY } from "../../functions/core/health.ts";
 import { buildModel } from "../../functions/core/network-model.ts";
 import { EMPTY_NETWORK_STATE } from "../../functions/core/network-state.ts";
+import { NO_LOG_CHECKS } from "../../functions/core/request/logs-check-state.ts";
 import {
   type NetworkStatus,
   networkStatus,
@@ -155,6 +156,7 @@ describe("the status JSON", () => {
         "in_quorum",
         "last_probe",
         "limits",
+        "log_checks",
         "name",
         "priority",
         "quorum_detail",
@@ -250,5 +252,24 @@ describe("the status JSON's events", () => {
 
   it("is an empty list without events", () => {
     expect(status().events).toEqual([]);
+  });
+});
+
+describe("the log-answer checks on the status JSON", () => {
+  it("shows each provider's counts from this container, zeros for one the checks have not met", () => {
+    const counts = {
+      missing_data: 3,
+      bloom_false_positives: 1,
+      bloom_unresolved: 0,
+      reach_failures: 2,
+      headers_asked: 40,
+      receipts_asked: 4,
+    };
+    const shown = networkStatus({ ...statusInput(), logChecks: new Map([["main", counts]]) });
+    expect(shown.providers.map((provider) => [provider.name, provider.log_checks])).toEqual([
+      ["main", counts],
+      ["second", NO_LOG_CHECKS],
+      ["spare", NO_LOG_CHECKS],
+    ]);
   });
 });

@@ -12,6 +12,7 @@ import { blockRefOf } from "../methods/block-ref.ts";
 import type { Network, Provider } from "../network-model.ts";
 import { type AttemptSlot, attemptOrder, type SelectionContext } from "../selection.ts";
 import { logQueryOf, spanOf } from "./logs-range.ts";
+import { pinnedLogRange } from "./logs-tags.ts";
 import { type OpenCall, openCall } from "./open-call.ts";
 import { pinBlockTags } from "./pin-tags.ts";
 import type { RequestScope } from "./scope.ts";
@@ -73,7 +74,16 @@ export function admitCalls(
       immediate.set(member.position, wrongChain);
       continue;
     }
-    const call = pin === null ? member : pinBlockTags(member, pin);
+    const range = pinnedLogRange(
+      member,
+      pin === null ? member : pinBlockTags(member, pin),
+      context,
+    );
+    if (range.kind === "refused") {
+      immediate.set(member.position, range.text);
+      continue;
+    }
+    const { call } = range;
     const order = attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
     if (order.length === 0) {
       immediate.set(

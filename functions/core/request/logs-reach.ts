@@ -1,12 +1,19 @@
 import { parseJsonOrUndefined } from "../json-raw.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
 import { quorumInForce } from "../network-state.ts";
-import type { Upstream } from "../ports.ts";
 import type { AttemptSlot, SelectionContext } from "../selection.ts";
-import type { CallInfo } from "../verdict.ts";
 import { type AttemptLoop, runAttempts } from "./attempts.ts";
 import type { AttemptRecord } from "./health-recorder.ts";
 import type { FailureVerdict } from "./judge.ts";
+import {
+  type CheckCall,
+  headerAsks,
+  judgeLogAnswer,
+  type LogQuestion,
+  logQuestionOf,
+} from "./logs-answer-check.ts";
+import { type LogCheckDeps, LogChecks } from "./logs-check-state.ts";
+import { CompanionUpstream } from "./logs-companions.ts";
 import type { InternalCall } from "./logs-queries.ts";
 import { logQueryOf, quantity } from "./logs-range.ts";
 import { mayRaiseHead, type ObservedHeads } from "./observed-head.ts";
@@ -14,52 +21,46 @@ import type { OpenCall } from "./open-call.ts";
 import type { RequestScope } from "./scope.ts";
 
 /**
- * Some nodes (anvil, older reth) answer an eth_getLogs whose `toBlock` is above their own head
- * with the logs up to their head and no error (geth refuses instead). A provider a block behind
- * the served head, which `latest` is pinned to, would hand an indexer a range without its
- * newest blocks' logs, and the indexer would move past them for good. So the logs of a
- * provider not known to have reached `toBlock` are used only once it shows that block
- * (`eth_getBlockByNumber`); without it, the provider is behind for that call: no strike, and
- * the next provider takes it, as after geth's "block range extends beyond current head block".
+ * The log-attempt path (docs/behaviour.md §12.10, §12.12). Some nodes (anvil, older reth)
+ * answer an eth_getLogs whose `toBlock` is above their own head with the logs up to their head
+ * and no error, a backend behind a load balancer may be a few blocks back, and a node's log
+ * index may lag its blocks (an empty list for blocks that hold logs). So each log answer the
+ * gateway serves to itself (whole or a piece), and each `blockHash` filter, is judged against
+ * the blocks it is about (`logs-answer-check.ts`): near the head, the provider must show its
+ * `toBlock` in the same batch as the answer (`logs-companions.ts`), no log may name another
+ * block than the header at its height, and no block the answer has no log of may say in its
+ * bloom that the filter is there. An answer that fails is dropped (never returned, never
+ * cached): the provider is `behind` for the call (no strike), and the next provider takes it.
  */
-
-/** What decides whether one log answer must be checked. */
-export interface ReachQuestion {
-  readonly info: CallInfo;
-  /** The answer the provider gave (a result or an error). */
-  readonly answer: string;
-  /** The highest block the provider was seen at (the monitor's check, answers), or null. */
-  readonly confirmedHead: number | null;
-}
-
-/**
- * The block a provider must show before its answer is used, or null when no check is
- * needed: not a log query over numbered blocks (a `blockHash` filter names one block the
- * provider found; a tag left as written is the provider's own head), `toBlock` at or under
- * the provider's confirmed head, or an answer without logs (an error clamps nothing).
- */
-export function blockToConfirm(question: ReachQuestion): number | null {
-  const query = logQueryOf(question.info.method, question.info.params);
-  if (query === null) return null;
-  if (question.confirmedHead !== null && query.to <= question.confirmedHead) return null;
-  // Parsed only now: most log answers are about blocks the provider was seen at.
-  const result = (parseJsonOrUndefined(question.answer) as { result?: unknown } | undefined)
-    ?.result;
-  return Array.isArray(result) ? query.to : null;
-}
 
 /** What the checks lean on beside the attempt loop and the request's scope. */
-interface ReachDeps {
+export interface ReachDeps {
   /** Heads seen in answers: a provider's confirmed head, and where a check is remembered. */
   readonly observed: ObservedHeads;
   /** Counts and logs a provider's failure of a call at once (its penalty waits). */
   readonly health: { noteFailure(attempt: AttemptRecord, verdict: FailureVerdict): void };
+  /** This container's headers, bloom verdicts and counts. */
+  readonly checks: LogChecks;
+}
+
+/** The log-attempt path's parts one container keeps. */
+export function logAttemptDeps(
+  observed: ObservedHeads,
+  health: ReachDeps["health"],
+  deps: LogCheckDeps,
+): ReachDeps {
+  return { observed, health, checks: new LogChecks(deps) };
+}
+
+interface CheckedRun extends ReachDeps {
   /**
    * The lowest block each provider was found without, shared by the request's log queries:
    * an answer up to a block at or over it is dropped without asking again (a batch of
    * near-head queries would otherwise pay a check per query while a provider lags).
    */
   readonly lacking: Map<string, number>;
+  /** A log query the gateway serves to itself (numbered blocks); else `blockHash` filters. */
+  readonly internal: boolean;
 }
 
 /** The highest block a provider was seen at: the monitor's check, or answers since. */
@@ -76,125 +77,212 @@ function confirmedHead(scope: RequestScope, deps: ReachDeps, provider: string): 
  * Whether the gateway checks log answers at all: once the monitor has written a snapshot, in
  * force or stale. A stalled monitor is when providers drift apart unseen, so the check stays
  * (its heads are then mostly those seen in answers, and a block shown is remembered). With no
- * snapshot ever (no monitor) no provider's head is known: every query near the head would pay
- * one more call, a lone provider's on every query, for no provider to prefer over another.
+ * snapshot ever (no monitor) no provider's head or the chain's finality is known: every query
+ * would be near the head, for no provider to prefer over another.
  */
 function checksReach(context: SelectionContext): boolean {
   return context.state.quorum !== null;
 }
 
+/** Each call's log question, read once: its filter's bloom bits are worked out once too. */
+const questions = new WeakMap<OpenCall, LogQuestion | null>();
+
+/** The call's log question, when this run checks it. */
+function questionOf(entry: OpenCall, internal: boolean): LogQuestion | null {
+  if (entry.call.rawId === null) return null;
+  let question = questions.get(entry);
+  if (question === undefined) {
+    question = logQuestionOf(entry.info);
+    questions.set(entry, question);
+  }
+  return question !== null && (question.kind === "range") === internal ? question : null;
+}
+
 /**
- * `runAttempts`; for a log query the gateway serves to itself (whole or a piece), once the
- * monitor has written a snapshot, each answer from a provider not known to have reached its
- * `toBlock` is then checked (`runAttemptsCheckingReach`).
+ * `runAttempts`; for a log query the gateway serves to itself (whole or a piece) and for a
+ * `blockHash` filter, once the monitor has written a snapshot, each answer is then checked
+ * (`runAttemptsChecked`).
  */
 export function runLogAttempts(
   loop: AttemptLoop,
   scope: RequestScope,
-  observed: ObservedHeads,
-  health: ReachDeps["health"],
+  deps: ReachDeps,
   options: { readonly internal?: InternalCall },
 ): Promise<number> {
   const { internal } = options;
-  if (internal === undefined || !checksReach(scope.context)) return runAttempts(loop);
-  return runAttemptsCheckingReach(loop, scope, { observed, health, lacking: internal.lacking });
+  const checked = internal !== undefined;
+  if (!checksReach(scope.context) || !loop.open.some((entry) => questionOf(entry, checked))) {
+    return runAttempts(loop);
+  }
+  return runAttemptsChecked(loop, scope, {
+    ...deps,
+    lacking: internal?.lacking ?? new Map(),
+    internal: checked,
+  });
 }
 
 /**
- * `runAttempts`, and then each log answer from a provider not known to have reached its
- * `toBlock` is checked; a call whose provider lacks the block is open again and walks on to
- * its next provider, whose answer is checked in turn. At most one check per provider a call
- * reaches, each counted in `max_upstream_calls` and bound by the deadline. Returns the
- * upstream calls made.
+ * The headers a lone checked call's attempts carry in their batch, as an upstream that adds
+ * them; null when the call goes as it is (a batch of the caller's, or nothing to ask).
  */
-async function runAttemptsCheckingReach(
+function companionsFor(
   loop: AttemptLoop,
   scope: RequestScope,
-  deps: ReachDeps,
+  run: CheckedRun,
+): CompanionUpstream | null {
+  const [only] = loop.open;
+  if (!loop.single || loop.open.length !== 1 || only === undefined) return null;
+  const question = questionOf(only, run.internal);
+  const asks = question === null ? [] : headerAsks(question, scope);
+  if (asks.length === 0) return null;
+  const providers = new Map(scope.network.providers.map((provider) => [provider.url, provider]));
+  return new CompanionUpstream(loop.upstream, asks, (url) => {
+    const provider = providers.get(url);
+    if (provider === undefined) return 0;
+    const room = Math.min(asks.length, loop.batchLimit(provider) - 1);
+    if (room > 0) run.checks.count(scope.network.name, provider.name, "headers_asked", room);
+    return room;
+  });
+}
+
+/**
+ * `runAttempts`, and then each checked answer is judged; a call whose answer fails is open
+ * again and walks on to its next provider, whose answer is judged in turn. The checks' own
+ * calls (a header a batch could not carry, receipts) are counted in `max_upstream_calls` and
+ * bound by the deadline. Returns the upstream calls made.
+ */
+async function runAttemptsChecked(
+  loop: AttemptLoop,
+  scope: RequestScope,
+  run: CheckedRun,
 ): Promise<number> {
-  skipLacking(loop.open, scope, deps);
-  let calls = await runAttempts(loop);
+  skipLacking(loop.open, scope, run);
+  const companions = companionsFor(loop, scope, run);
+  const upstream = companions ?? loop.upstream;
+  let calls = await runAttempts({ ...loop, upstream });
+  const call = async (slot: AttemptSlot, body: string): Promise<CheckCall> => {
+    const room = loop.callsMade + calls < loop.settings.max_upstream_calls;
+    const timeoutMs = Math.floor(
+      Math.min(loop.settings.request_timeout_ms, loop.deadline - loop.clock()),
+    );
+    if (!room) return { kind: "no_room", why: "max_upstream_calls reached" };
+    if (timeoutMs <= 0) return { kind: "no_room", why: "the deadline passed" };
+    calls++;
+    const result = await loop.upstream.send({
+      url: slot.provider.url,
+      body,
+      timeoutMs,
+      maxResponseBytes: loop.settings.max_response_bytes,
+      idempotent: true,
+    });
+    if (!result.ok || result.status !== 200) return { kind: "failed" };
+    return { kind: "answer", member: parseJsonOrUndefined(result.body) };
+  };
   let open = loop.open;
   for (;;) {
     const reopened: OpenCall[] = [];
     for (const entry of open) {
       const slot = entry.answeredBy;
-      if (entry.answer === null || slot === null) continue;
-      const block = blockToConfirm({
-        info: entry.info,
-        answer: entry.answer,
-        confirmedHead: confirmedHead(scope, deps, slot.provider.name),
-      });
-      if (block === null) continue;
+      const question = questionOf(entry, run.internal);
+      if (entry.answer === null || slot === null || question === null) continue;
       const provider = slot.provider.name;
-      if (block >= (deps.lacking.get(provider) ?? Number.POSITIVE_INFINITY)) {
-        behind(entry, slot, block, 0, scope, deps);
-        reopened.push(entry);
-        continue;
-      }
-      const room = loop.callsMade + calls < loop.settings.max_upstream_calls;
-      const timeoutMs = Math.floor(
-        Math.min(loop.settings.request_timeout_ms, loop.deadline - loop.clock()),
-      );
-      if (!room || timeoutMs <= 0) {
-        const why = room ? "the deadline passed" : "max_upstream_calls reached";
-        reopen(
+      const lacking = run.lacking.get(provider) ?? Number.POSITIVE_INFINITY;
+      if (question.kind === "range" && question.query.to >= lacking) {
+        behind(
           entry,
+          slot,
+          { block: question.query.to, detail: lackingDetail(lacking) },
+          0,
           scope,
-          `its logs were not used: not checked for block ${quantity(block)} (${why})`,
+          run,
         );
         reopened.push(entry);
         continue;
       }
-      calls++;
       const started = loop.clock();
-      const shown = await showsBlock(slot, block, timeoutMs, loop, loop.upstream);
-      if (shown) {
-        // Remembered for this provider's next answers, whoever it is (a stalled monitor's
-        // snapshot lets no provider raise the known head, and each query would pay a check);
-        // as answers' heads are, only a quorum member's raises the known head.
-        deps.observed.showed(scope.network.name, provider, block, loop.clock());
-        if (mayRaiseHead(provider, slot.emergency, scope.context)) {
-          deps.observed.observe(scope.network.name, provider, block, loop.clock());
-        }
+      const verdict = await judgeLogAnswer(question, entry.answer, {
+        scope,
+        checks: run.checks,
+        slot,
+        shown: companions?.shownBy(slot.provider.url) ?? null,
+        confirmedHead: confirmedHead(scope, run, provider),
+        other:
+          entry.order.slice(entry.next).find((next) => next.provider.name !== provider) ?? null,
+        call,
+      });
+      if (verdict.kind === "use") {
+        if (verdict.shown !== null) shownAt(scope, run, slot, verdict.shown, loop.clock());
         continue;
       }
-      deps.lacking.set(provider, Math.min(block, deps.lacking.get(provider) ?? block));
-      behind(entry, slot, block, loop.clock() - started, scope, deps);
       reopened.push(entry);
+      if (verdict.kind === "unchecked") {
+        reopen(entry, scope, verdict.detail);
+        continue;
+      }
+      const elapsed = loop.clock() - started;
+      const block = verdict.block;
+      if (block !== null) run.lacking.set(provider, Math.min(block, lacking));
+      if (verdict.kind === "behind") {
+        run.checks.caughtBehind(scope.network.name, provider);
+        behind(entry, slot, verdict, elapsed, scope, run);
+      } else {
+        run.checks.caughtMissing(scope.network.name, provider, verdict.reason, verdict.detail);
+        behind(entry, slot, { block: null, detail: verdict.detail }, elapsed, scope, run);
+      }
     }
-    if (reopened.length === 0) return calls;
-    skipLacking(reopened, scope, deps);
+    if (reopened.length === 0) break;
+    skipLacking(reopened, scope, run);
     calls += await runAttempts({
       ...loop,
+      upstream,
       open: reopened,
       callsMade: loop.callsMade + calls,
       hedging: undefined,
     });
     open = reopened;
   }
+  return calls + (companions?.resent ?? 0);
+}
+
+function lackingDetail(block: number): string {
+  return `its answer came without block ${quantity(block)}, found missing earlier in this request`;
 }
 
 /**
- * The provider had not reached `block`: its answer is dropped and the call is open again, a
- * `behind` failure of the provider (no strike: as any provider behind a call, it is blamed
- * only if another one answers).
+ * The provider showed `block`: remembered for its next answers, whoever it is (a stalled
+ * monitor's snapshot lets no provider raise the known head, and each query would pay a
+ * check); as answers' heads are, only a quorum member's raises the known head.
+ */
+function shownAt(
+  scope: RequestScope,
+  deps: ReachDeps,
+  slot: AttemptSlot,
+  block: number,
+  now: number,
+): void {
+  deps.observed.showed(scope.network.name, slot.provider.name, block, now);
+  if (mayRaiseHead(slot.provider.name, slot.emergency, scope.context)) {
+    deps.observed.observe(scope.network.name, slot.provider.name, block, now);
+  }
+}
+
+/**
+ * The provider's answer is dropped and the call is open again, a `behind` failure of the
+ * provider (no strike: as any provider behind a call, it is blamed only if another one
+ * answers). `block`: the block it lacked, kept for an above-head refusal; null for none.
  */
 function behind(
   entry: OpenCall,
   slot: AttemptSlot,
-  block: number,
+  why: { readonly block: number | null; readonly detail: string },
   elapsedMs: number,
   scope: RequestScope,
   deps: ReachDeps,
 ): void {
-  const verdict: FailureVerdict = {
-    outcome: "behind",
-    detail: `its answer came without block ${quantity(block)} (toBlock): its logs may end before the range does`,
-  };
+  const verdict: FailureVerdict = { outcome: "behind", detail: why.detail };
   reopen(entry, scope, verdict.detail);
   entry.failures.push({ provider: slot.provider.name, signature: "behind" });
-  keepAboveHeadRefusal(entry, block, slot.provider.name, scope);
+  if (why.block !== null) keepAboveHeadRefusal(entry, why.block, slot.provider.name, scope);
   const attempt: AttemptRecord = {
     network: scope.network,
     context: scope.context,
@@ -237,7 +325,7 @@ function keepAboveHeadRefusal(
  * spend a call (a batch of near-head queries would pay one per query while a provider lags,
  * and run out of `max_upstream_calls`).
  */
-function skipLacking(open: readonly OpenCall[], scope: RequestScope, deps: ReachDeps): void {
+function skipLacking(open: readonly OpenCall[], scope: RequestScope, deps: CheckedRun): void {
   for (const entry of open) {
     if (entry.answer !== null) continue;
     const query = logQueryOf(entry.info.method, entry.info.params);
@@ -260,36 +348,4 @@ function reopen(entry: OpenCall, scope: RequestScope, why: string): void {
   entry.lastError = `${provider}: ${why}`;
   const index = scope.used.indexOf(provider);
   if (index >= 0) scope.used.splice(index, 1);
-}
-
-const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
-const BLOCK_HASH = /^0x[0-9a-f]{64}$/i;
-
-/** Whether the provider answers `eth_getBlockByNumber(block)` with that block (number and hash). */
-async function showsBlock(
-  slot: AttemptSlot,
-  block: number,
-  timeoutMs: number,
-  loop: AttemptLoop,
-  upstream: Upstream,
-): Promise<boolean> {
-  const number = quantity(block);
-  const result = await upstream.send({
-    url: slot.provider.url,
-    body: `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["${number}",false]}`,
-    timeoutMs,
-    maxResponseBytes: loop.settings.max_response_bytes,
-    idempotent: true,
-  });
-  if (!result.ok || result.status !== 200) return false;
-  const shown = (parseJsonOrUndefined(result.body) as { result?: unknown } | undefined)?.result;
-  if (typeof shown !== "object" || shown === null) return false;
-  const { number: stated, hash } = shown as { number?: unknown; hash?: unknown };
-  return (
-    typeof stated === "string" &&
-    HEX_QUANTITY.test(stated) &&
-    Number(stated) === block &&
-    typeof hash === "string" &&
-    BLOCK_HASH.test(hash)
-  );
 }

@@ -14,6 +14,10 @@ import type { OpenCall } from "./open-call.ts";
 
 export const SEND_RAW_TRANSACTION = "eth_sendRawTransaction";
 
+export function isSend(entry: { readonly info: { readonly method: string } }): boolean {
+  return entry.info.method === SEND_RAW_TRANSACTION;
+}
+
 /** -32602 for a transaction signed for another chain: the caller's error, sent nowhere. */
 export function wrongChainAnswer(call: OpenCall["call"], chainId: number): string | null {
   if (call.method !== SEND_RAW_TRANSACTION) return null;
