@@ -32,7 +32,9 @@ export type EventKind =
   /** The quorum head has not moved for too many block times. */
   | "head_stalled"
   /** The quorum head moves again after a stall. */
-  | "head_resumed";
+  | "head_resumed"
+  /** The chain position reset to the quorum's: a restarted chain or a finality break (reason). */
+  | "chain_reset";
 
 export interface GatewayEvent {
   readonly network: string;

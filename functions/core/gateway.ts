@@ -1,5 +1,4 @@
 import { upstreamCallBudget } from "./call-budget.ts";
-import { mayPublish, publicationDelayMs, reachableHead } from "./chain-head.ts";
 import { errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { GatewayModel, Network } from "./network-model.ts";
@@ -18,6 +17,7 @@ import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
 import { type AttemptLoop, runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import { NO_SENDS, startSends } from "./request/broadcast.ts";
+import { HeadPublisher } from "./request/head-publication.ts";
 import {
   type AttemptRecord,
   HealthRecorder,
@@ -25,6 +25,7 @@ import {
   settleWrites,
 } from "./request/health-recorder.ts";
 import { type HedgeTimer, Hedging } from "./request/hedging.ts";
+import { holdBackAboveServedHead } from "./request/held-back.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
 import { runLogAttempts } from "./request/logs-reach.ts";
@@ -49,9 +50,8 @@ import {
 import { ServableMethods } from "./request/servable.ts";
 import {
   answerFromServedHead,
-  PublicationPace,
+  dependsOnServedHead,
   reachableBlocks,
-  settleBlockNumbers,
 } from "./request/served-head.ts";
 import { settleUnpinnedRetries, unpinnedRetries } from "./request/unpinned-retry.ts";
 import type { SelectionContext } from "./selection.ts";
@@ -96,13 +96,18 @@ export class Gateway {
   readonly #health: HealthRecorder;
   readonly #servable = new ServableMethods();
   readonly #observed = new ObservedHeads();
-  readonly #publications = new PublicationPace();
+  readonly #heads: HeadPublisher;
   readonly #answers: AnswerCache;
   readonly #hedging: Hedging;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
+    this.#heads = new HeadPublisher({
+      ...deps,
+      observed: this.#observed,
+      demoted: (network, now) => this.#health.demoted(network, now),
+    });
     this.#answers = new AnswerCache({
       clock: deps.clock,
       telemetry: deps.telemetry,
@@ -170,17 +175,13 @@ export class Gateway {
         settings.request_deadline_ms,
         (options.remainingMs ?? Infinity) - DEADLINE_MARGIN_MS,
       );
-    // The served head needs a copy of the shared state no older than state_cache_ms.
-    const wantsHead = callsOf(request).some(
-      (call) => "method" in call && call.method === "eth_blockNumber",
-    );
-    const state = await this.#deps.cache.get(
-      network.name,
-      wantsHead ? settings.state_cache_ms : undefined,
-    );
+    // The served head needs a copy of the chain position no older than head_cache_ms.
+    const freshHead = dependsOnServedHead(callsOf(request));
+    const state = await this.#deps.cache.get(network.name, { freshHead });
     const alone = options.internal ? null : loneServedHeadCall(request, network, state, started);
     if (alone !== null) {
-      return answerLoneCall({ network, entry: alone, state, started }, this.#deps);
+      this.#heads.afterRequest(network, state, model.checkIntervalSeconds, null);
+      return answerLoneCall({ network, alone, state, started }, this.#deps);
     }
     const scope = requestScope(model, network, request, body, state, started, {
       random: this.#deps.random,
@@ -255,9 +256,17 @@ export class Gateway {
         }),
       );
     }
-    this.#settleBlockNumbers(scope, open, fromHead);
+    const { servedHead } = scope;
+    this.#heads.settleRequest(
+      network,
+      state,
+      model.checkIntervalSeconds,
+      { open, view: servedHead },
+      fromHead,
+    );
     if (sending) await sends.settle(deadline);
     this.#answers.store(model, cached);
+    holdBackAboveServedHead(open, network, servedHead.answer, this.#deps.telemetry);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
@@ -267,7 +276,15 @@ export class Gateway {
 
     const response = withCacheOutcome(
       assembleResponse(
-        { network, request, open, immediate, used: scope.used, attempts },
+        {
+          network,
+          request,
+          open,
+          immediate,
+          used: scope.used,
+          attempts,
+          servedHead: servedHead.answer,
+        },
         this.#deps,
       ),
       cached,
@@ -288,37 +305,6 @@ export class Gateway {
       elapsedMs: clock() - started,
     });
     return response;
-  }
-
-  /**
-   * Answers the request's `eth_blockNumber` calls with the served head, and publishes the
-   * highest number a provider gave (beside the answer, never awaited), when it may be.
-   */
-  #settleBlockNumbers(
-    scope: RequestScope,
-    open: readonly OpenCall[],
-    fromHead: ReadonlySet<OpenCall>,
-  ): void {
-    const { network, context } = scope;
-    const now = this.#deps.clock();
-    // Publications only go forward: one provider's number ahead of the chain would freeze
-    // every container's eth_blockNumber at it. Nor does a caller get such a number.
-    const reachable = reachableHead(
-      context.state.head,
-      now,
-      network.settings.block_time_seconds * 1000,
-    );
-    const highest = settleBlockNumbers(open, scope.servedHead, fromHead, reachable);
-    const delay = publicationDelayMs(network.settings.state_cache_ms);
-    if (highest === null || !mayPublish(context.state.head, highest, now, delay)) return;
-    if (reachable !== null && highest > reachable) return;
-    if (!this.#publications.mayTry(network.name, now, delay)) return;
-    this.#deps.store.publishServed(network.name, highest, now, delay).catch((error: unknown) =>
-      this.#deps.telemetry.log("warn", "served head not published", {
-        network: network.name,
-        error: error instanceof Error ? error.message : String(error),
-      }),
-    );
   }
 
   /** Judges one attempt, settles or reopens its calls, and records it against the provider. */

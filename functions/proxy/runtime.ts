@@ -123,6 +123,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     clock,
     telemetry,
     ttlMs: (network) => inForce?.model.networks.get(network)?.settings.state_cache_ms ?? 1000,
+    headTtlMs: (network) => inForce?.model.networks.get(network)?.settings.head_cache_ms ?? 250,
   });
   const gateway = new Gateway({
     model: () => {

@@ -47,6 +47,7 @@ const EVENT_LABELS: Readonly<Record<EventKind, string>> = {
   config_changed: "config changed",
   head_stalled: "head stalled",
   head_resumed: "head moving again",
+  chain_reset: "chain position reset",
 };
 
 /** A kind's words; a kind this code does not know (a newer writer's) shows as stored. */

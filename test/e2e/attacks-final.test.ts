@@ -209,7 +209,7 @@ describe("a provider claiming a head a few blocks ahead, within the reachable he
     // What one provider's eth_blockNumber 6 blocks ahead leads to when its publication wins
     // (the reachable head allows 8): written the way a container publishes it.
     const ahead = (await nodeHead()) + 6;
-    expect(await stack.store.publishServed("devnet", ahead, Date.now(), 0)).toBe(true);
+    expect(await stack.store.publishServed("devnet", ahead, Date.now(), 0, 0)).toBe(true);
     await untilStatus((head) => (head.served ?? 0) >= ahead);
     const failures: string[] = [];
     let answered = 0;

@@ -1,4 +1,6 @@
 import { type ChainHead, servedHeadAt, servedRecently } from "../chain-head.ts";
+import { type Call, type InvalidMember, isCall } from "../jsonrpc.ts";
+import { methodSpec } from "../methods/catalogue.ts";
 import type { QuorumSnapshot } from "../network-state.ts";
 import type { OpenCall } from "./open-call.ts";
 import type { PinnedTags } from "./pin-tags.ts";
@@ -107,24 +109,6 @@ export function settleBlockNumbers(
   return highest;
 }
 
-/**
- * At most one publication attempt per delay from this container, per network. `mayPublish`
- * reads the container's copy of the shared state, which shows its own publication only after
- * the next refresh, or never when the monitor has not written the chain position yet: without
- * this pace, every eth_blockNumber a provider answered meanwhile sent one more conditional
- * write (543 in 5 s of a local run, each a paid DynamoDB write and ~1 ms of SDK CPU).
- */
-export class PublicationPace {
-  readonly #lastTry = new Map<string, number>();
-
-  mayTry(network: string, now: number, delayMs: number): boolean {
-    const last = this.#lastTry.get(network);
-    if (last !== undefined && now - last < delayMs) return false;
-    this.#lastTry.set(network, now);
-    return true;
-  }
-}
-
 function resultNumber(text: string): number | null {
   try {
     const result = (JSON.parse(text) as { result?: unknown })?.result;
@@ -164,7 +148,9 @@ export function reachableBlocks(
 /**
  * The numbers `latest`, `safe` and `finalized` are pinned to, or null when the chain position
  * is unknown or stale (tags then go upstream as written). `latest` is the served head, pinned
- * only while some candidate can have reached it.
+ * only while some candidate can have reached it; `safe` and `finalized` are never above the
+ * served head (the monitor's may be, for the publication delay), so no tag names a block the
+ * gateway does not show yet.
  */
 export function tagsToPin(
   head: ChainHead | null,
@@ -178,9 +164,24 @@ export function tagsToPin(
   const latest = view.answer;
   const reached =
     latest !== null && candidates.some((provider) => (reachable(provider) ?? 0) >= latest);
+  const settled = (position: { readonly number: number } | null) =>
+    position === null ? null : Math.min(position.number, latest ?? position.number);
   return {
     latest: reached ? latest : null,
-    safe: head.safe?.number ?? null,
-    finalized: head.finalized?.number ?? null,
+    safe: settled(head.safe),
+    finalized: settled(head.finalized),
   };
+}
+
+/**
+ * Whether a request's answers depend on the served head (docs/behaviour.md §10.2): any call
+ * but a static one (`eth_chainId`) or a write. Only such a request waits for a fresh copy of
+ * the chain position when this container's is older than `head_cache_ms`.
+ */
+export function dependsOnServedHead(calls: ReadonlyArray<Call | InvalidMember>): boolean {
+  return calls.some((call) => {
+    if (!isCall(call)) return false;
+    const spec = methodSpec(call.method);
+    return spec.cache !== "static" && spec.idempotent;
+  });
 }
