@@ -1,4 +1,4 @@
-import type { ChainHead } from "../chain-head.ts";
+import { type ChainHead, cacheGeneration } from "../chain-head.ts";
 import { parseJsonOrUndefined } from "../json-raw.ts";
 import { isCall } from "../jsonrpc.ts";
 import type { GatewayModel, Network } from "../network-model.ts";
@@ -96,7 +96,7 @@ export class AnswerCache {
       const looked: LookedUp = {
         entry,
         plan,
-        key: answerKey(network.chainId, method, params, head?.finalityBrokenAt ?? 0),
+        key: answerKey(network.chainId, method, params, cacheGeneration(head)),
         status: "bypass",
         class: "never",
       };
