@@ -180,7 +180,8 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     const { loaded, model } = await config.current();
     const spec = model.networks.get(network);
     if (!spec) throw new Error(`unknown network ${network}`);
-    const state = await cache.get(network);
+    // The chain position as every request that depends on it sees it (§10.2).
+    const state = await cache.get(network, { freshHead: true });
     const now = clock();
     const [window, recent] = await Promise.all([
       // One read serves both: the status window is the last minutes of the hour.

@@ -121,8 +121,9 @@ export class HeadPublisher {
 
   /**
    * Asks one quorum member for `eth_blockNumber` when nothing was published for half a block
-   * time (at least a publication delay: no container publishes more often) and this container
-   * has not asked within that time; one poll in flight per network at most.
+   * time (at least a publication delay: no container publishes more often), plus a share of
+   * `head_cache_ms` drawn each time, and this container has not asked within half a block
+   * time; one poll in flight per network at most.
    */
   #pollWhenStill(network: Network, head: ChainHead, context: SelectionContext): void {
     const { settings } = network;
@@ -131,7 +132,10 @@ export class HeadPublisher {
       (settings.block_time_seconds * 1000) / 2,
       publicationDelayMs(settings.head_cache_ms),
     );
-    if (now - (head.served?.at ?? 0) < every) return;
+    // Containers see each other's publications up to head_cache_ms late: a wait drawn within
+    // it keeps them from all asking at once.
+    const still = every + this.#deps.random() * settings.head_cache_ms;
+    if (now - (head.served?.at ?? 0) < still) return;
     const last = this.#polls.get(network.name);
     if (last !== undefined && now - last.at < (last.inFlight ? settings.request_timeout_ms : every))
       return;
@@ -140,7 +144,7 @@ export class HeadPublisher {
     if (member === null) return;
     const poll: Poll = { at: now, inFlight: true };
     this.#polls.set(network.name, poll);
-    this.#deps.telemetry.count("head_polls", { network: network.name, provider: member.name });
+    this.#deps.telemetry.count("head_polls", { network: network.name });
     void this.#deps.upstream
       .send({
         url: member.url,
