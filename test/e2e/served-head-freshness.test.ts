@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { GatewayClient } from "../support/gateway-client.ts";
-import { type LagFigures, sampleLag } from "../support/head-lag.ts";
+import { sampleLag } from "../support/head-lag.ts";
 
 /**
  * How far the served head trails the chain (docs/behaviour.md §10.2), measured: four proxy
