@@ -25,7 +25,7 @@ import {
   settleWrites,
 } from "./request/health-recorder.ts";
 import { type HedgeTimer, Hedging } from "./request/hedging.ts";
-import { holdBackAboveServedHead } from "./request/held-back.ts";
+import { holdBackAboveServedHead, uncachedWhenHeld } from "./request/held-back.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
 import { runLogAttempts } from "./request/logs-reach.ts";
@@ -266,7 +266,7 @@ export class Gateway {
     );
     if (sending) await sends.settle(deadline);
     this.#answers.store(model, cached);
-    holdBackAboveServedHead(open, network, servedHead.answer, this.#deps.telemetry);
+    const held = holdBackAboveServedHead(open, network, servedHead.answer, this.#deps.telemetry);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
@@ -274,21 +274,14 @@ export class Gateway {
     });
     if (scope.writes.length > 0) await settleWrites(scope.writes, this.#deps.wait);
 
-    const response = withCacheOutcome(
-      assembleResponse(
-        {
-          network,
-          request,
-          open,
-          immediate,
-          used: scope.used,
-          attempts,
-          servedHead: servedHead.answer,
-        },
-        this.#deps,
+    const parts = { network, request, open, immediate, used: scope.used, attempts };
+    const response = uncachedWhenHeld(
+      withCacheOutcome(
+        assembleResponse({ ...parts, servedHead: servedHead.answer }, this.#deps),
+        cached,
+        request,
       ),
-      cached,
-      request,
+      held,
     );
     if (options.internal) {
       options.internal.served = { entry: open[0], upstreamCalls: attempts, used: scope.used };

@@ -232,6 +232,26 @@ describe("answers above the served head are held back (read-your-writes)", () =>
     else expect(result).not.toBeNull();
   });
 
+  it("regression: a receipt naming its block with leading zeros (or past 2^53) was shown above the served head; now it is held like any other", async () => {
+    const h = harness({});
+    for (const blockNumber of ["0x0000000000000067", `0x${"f".repeat(20)}`]) {
+      h.upstream.script(
+        P1,
+        resultFor(() => ({ transactionHash: TX, blockNumber, blockHash: HASH })),
+      );
+      expect((await h.rpc("eth_getTransactionReceipt", [TX])).result).toBeNull();
+    }
+  });
+
+  it("regression: a receipt held back kept the class of the provider's answer (GET mode let a CDN keep the null); now it is never cached: it is true only until the served head moves", async () => {
+    // The monitor saw 110: a receipt at 105 is unfinalized, kept in memory, but not shown yet.
+    const h = harness({ head: { latest: { number: 110, hash: null } } });
+    h.upstream.script(P1, chainNode({ head: 110, txBlock: 105 }));
+    const held = await h.rpc("eth_getTransactionReceipt", [TX]);
+    expect(held.result).toBeNull();
+    expect(held.response.cacheClass).toBe("never");
+  });
+
   it("a pending transaction (no block yet) is shown", async () => {
     const h = harness({});
     h.upstream.script(P1, chainNode({ head: 100, txBlock: null }));

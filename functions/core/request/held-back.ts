@@ -3,6 +3,7 @@ import { blockRefOf } from "../methods/block-ref.ts";
 import type { Network } from "../network-model.ts";
 import type { Telemetry } from "../ports.ts";
 import type { OpenCall } from "./open-call.ts";
+import type { GatewayResponse } from "./respond.ts";
 
 /**
  * The chain as of the served head (docs/behaviour.md §10.4, read-your-writes): an answer that
@@ -37,20 +38,20 @@ const BY_HASH: ReadonlySet<string> = new Set([
 ]);
 
 const NOT_SEEN_YET = '{"jsonrpc":"2.0","id":null,"result":null}';
-const QUOTED_QUANTITY = /^"0x[0-9a-f]{1,13}"$/i;
+const QUOTED_QUANTITY = /^"0x[0-9a-f]{1,64}"$/i;
 
 /**
- * Replaces the answers of `open` that show a block above `servedHead` with `null`, and counts
- * them; nothing while there is no served head, or when tags are not pinned (`latest` is then
- * the provider's, and the gateway presents no head of its own).
+ * Replaces the answers of `open` that show a block above `servedHead` with `null`, counts
+ * them, and returns how many; nothing while there is no served head, or when tags are not
+ * pinned (`latest` is then the provider's, and the gateway presents no head of its own).
  */
 export function holdBackAboveServedHead(
   open: readonly OpenCall[],
   network: Network,
   servedHead: number | null,
   telemetry: Telemetry,
-): void {
-  if (servedHead === null || !network.settings.pin_block_tags) return;
+): number {
+  if (servedHead === null || !network.settings.pin_block_tags) return 0;
   let held = 0;
   for (const entry of open) {
     if (entry.answer === null) continue;
@@ -60,6 +61,15 @@ export function holdBackAboveServedHead(
     held++;
   }
   if (held > 0) telemetry.count("answers_held_back", { network: network.name }, held);
+  return held;
+}
+
+/**
+ * A response with an answer held back is true only until the served head moves: never to be
+ * cached by a CDN in GET mode, whatever the class of the answer the provider gave.
+ */
+export function uncachedWhenHeld(response: GatewayResponse, held: number): GatewayResponse {
+  return held === 0 ? response : { ...response, cacheClass: "never" };
 }
 
 function isNullResult(text: string): boolean {
@@ -98,5 +108,8 @@ function blockNamedIn(text: string): number | null {
   const span = memberValueSpan(result, "blockNumber") ?? memberValueSpan(result, "number");
   if (span === null) return null;
   const quantity = result.slice(span.start, span.end);
-  return QUOTED_QUANTITY.test(quantity) ? Number.parseInt(quantity.slice(1, -1), 16) : null;
+  if (!QUOTED_QUANTITY.test(quantity)) return null;
+  // A number past 2^53 (or written with leading zeros) still names a block: above any head.
+  const number = Number.parseInt(quantity.slice(1, -1), 16);
+  return Number.isSafeInteger(number) ? number : Number.POSITIVE_INFINITY;
 }
