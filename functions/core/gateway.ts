@@ -48,11 +48,7 @@ import {
   settleSentTransactions,
 } from "./request/sent-transactions.ts";
 import { ServableMethods } from "./request/servable.ts";
-import {
-  answerFromServedHead,
-  dependsOnServedHead,
-  reachableBlocks,
-} from "./request/served-head.ts";
+import { answerFromServedHead, needsFreshHead, reachableBlocks } from "./request/served-head.ts";
 import { settleUnpinnedRetries, unpinnedRetries } from "./request/unpinned-retry.ts";
 import type { SelectionContext } from "./selection.ts";
 import type { StateCache } from "./state-cache.ts";
@@ -176,7 +172,7 @@ export class Gateway {
         (options.remainingMs ?? Infinity) - DEADLINE_MARGIN_MS,
       );
     // The served head needs a copy of the chain position no older than head_cache_ms.
-    const freshHead = dependsOnServedHead(callsOf(request));
+    const freshHead = needsFreshHead(callsOf(request));
     const state = await this.#deps.cache.get(network.name, { freshHead });
     const alone = options.internal ? null : loneServedHeadCall(request, network, state, started);
     if (alone !== null) {

@@ -25,6 +25,11 @@ interface HeadEntry {
  */
 const HEAD_READ_AHEAD = 0.8;
 
+/** The state with the newer of its Query's chain position and a consistent copy of it. */
+function withHead(state: NetworkState, entry: HeadEntry | undefined): NetworkState {
+  return entry === undefined ? state : { ...state, head: newerHead(state.head, entry.head) };
+}
+
 /**
  * A read that started before this container's own update may land after it: it must not undo
  * it. Per provider the higher `version` wins, per method blacklist the later expiry, per learned
@@ -97,18 +102,18 @@ export class StateCache {
   }
 
   /**
-   * The network's state; with `freshHead`, its chain position from a strongly consistent read
-   * begun no more than `head_cache_ms` ago, waiting for one if need be (the served head relies
-   * on it, docs/behaviour.md §10.2).
+   * The network's state, its chain position the newer of the Query's and the last consistent
+   * copy in hand; with `freshHead`, from a consistent read begun no more than `head_cache_ms`
+   * ago, waiting for one if need be (the served head relies on it, docs/behaviour.md §10.2).
    */
   async get(
     network: string,
     options: { readonly freshHead?: boolean } = {},
   ): Promise<NetworkState> {
-    if (!options.freshHead) return this.#state(network);
+    if (!options.freshHead) return withHead(await this.#state(network), this.#heads.get(network));
     const headTtl = this.#options.headTtlMs(network);
     const [state, head] = await Promise.all([this.#state(network), this.#head(network, headTtl)]);
-    return { ...state, head: newerHead(state.head, head.head) };
+    return withHead(state, head);
   }
 
   #state(network: string): Promise<NetworkState> | NetworkState {

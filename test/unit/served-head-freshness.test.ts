@@ -114,6 +114,8 @@ describe("heads seen in answers are published", () => {
     await h.settle();
     expect((await h.served())?.block).toBe(102);
     h.advance(DELAY);
+    // As viem's waitForTransactionReceipt does: the block number, then the receipt.
+    await h.rpc("eth_blockNumber");
     const later = await h.rpc("eth_getTransactionReceipt", [TX]);
     expect(later.result).toMatchObject({ blockNumber: hex(102) });
     expect(later.response.headers["x-gateway-head"]).toBe(hex(102));
@@ -344,5 +346,22 @@ describe("the chain position read alone", () => {
       h.advance(20);
     }
     expect(h.store.headReads).toBe(1);
+  });
+
+  it("a read at a number that no answer is held back for waits for no read: the head only attests it", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 1_000 } });
+    h.upstream.script(P1, chainNode({ head: 104, txBlock: 103 }));
+    await h.rpc("eth_getBalance", ["0x01", "latest"]);
+    h.advance(5_000);
+    let waited = false;
+    const readHead = h.store.readHead.bind(h.store);
+    h.store.readHead = async (network) => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      waited = true;
+      return readHead(network);
+    };
+    const read = await h.rpc("eth_getBalance", ["0x01", hex(90)]);
+    expect(read.response.headers["x-gateway-head"]).toBe(hex(100));
+    expect({ waited, reads: h.store.headReads }).toEqual({ waited: false, reads: 1 });
   });
 });

@@ -128,7 +128,23 @@ describe("StateCache", () => {
     expect(h.headReads()).toBe(2);
   });
 
-  it("a request that needs no served head never reads the chain position alone", async () => {
+  it("a request that needs no fresh copy never waits nor reads: it takes the newer of the copies in hand", async () => {
+    const h = harness();
+    const cold = h.cache.get("eth", { freshHead: true });
+    h.release(stateWith({}));
+    h.releaseHead(headAt(10, 9, 0));
+    await cold;
+    h.advance(5_000);
+    const old = h.cache.get("eth");
+    // The state's Query is read again (its TTL passed) and served stale meanwhile.
+    expect((await old).head?.served?.block).toBe(9);
+    h.release({ ...stateWith({}), head: headAt(12, 11, 4_900) });
+    await settle();
+    expect((await h.cache.get("eth")).head?.served?.block).toBe(11);
+    expect(h.headReads()).toBe(1);
+  });
+
+  it("without a copy of its own, the Query's chain position stands", async () => {
     const h = harness();
     const cold = h.cache.get("eth");
     h.release({ ...stateWith({}), head: headAt(10, 9, 0) });

@@ -37,6 +37,11 @@ const BY_HASH: ReadonlySet<string> = new Set([
   "eth_getTransactionReceipt",
 ]);
 
+/** Whether an answer of `method` may be held back: its request needs a fresh served head. */
+export function mayBeHeldBack(method: string): boolean {
+  return BY_NUMBER.has(method) || BY_HASH.has(method);
+}
+
 const NOT_SEEN_YET = '{"jsonrpc":"2.0","id":null,"result":null}';
 const QUOTED_QUANTITY = /^"0x[0-9a-f]{1,64}"$/i;
 

@@ -1,7 +1,8 @@
 import { type ChainHead, servedHeadAt, servedRecently } from "../chain-head.ts";
 import { type Call, type InvalidMember, isCall } from "../jsonrpc.ts";
-import { methodSpec } from "../methods/catalogue.ts";
+import { blockRefOf } from "../methods/block-ref.ts";
 import type { QuorumSnapshot } from "../network-state.ts";
+import { mayBeHeldBack } from "./held-back.ts";
 import type { OpenCall } from "./open-call.ts";
 import type { PinnedTags } from "./pin-tags.ts";
 
@@ -174,14 +175,28 @@ export function tagsToPin(
 }
 
 /**
- * Whether a request's answers depend on the served head (docs/behaviour.md §10.2): any call
- * but a static one (`eth_chainId`) or a write. Only such a request waits for a fresh copy of
- * the chain position when this container's is older than `head_cache_ms`.
+ * Whether a request needs a fresh copy of the chain position (docs/behaviour.md §10.2): an
+ * `eth_blockNumber`, a call whose block is `latest`, `safe` or `finalized` (named or left
+ * out), pinned to the served head, or a lookup whose answer is held back above it (a block, a
+ * receipt, a transaction): each must agree with every head any container showed, so it waits
+ * for a copy no older than `head_cache_ms`. Any other call (state at a number or hash, logs,
+ * fees, traces, sends) needs the served head only to attest its answer: it takes the copy in
+ * hand.
  */
-export function dependsOnServedHead(calls: ReadonlyArray<Call | InvalidMember>): boolean {
-  return calls.some((call) => {
-    if (!isCall(call)) return false;
-    const spec = methodSpec(call.method);
-    return spec.cache !== "static" && spec.idempotent;
-  });
+export function needsFreshHead(calls: ReadonlyArray<Call | InvalidMember>): boolean {
+  return calls.some(
+    (call) =>
+      isCall(call) &&
+      (call.method === "eth_blockNumber" || mayBeHeldBack(call.method) || namesPinnedTag(call)),
+  );
+}
+
+const PINNED_TAGS: ReadonlySet<string> = new Set(["latest", "safe", "finalized"]);
+
+function namesPinnedTag(call: Call): boolean {
+  const ref = blockRefOf(call.method, call.params);
+  if (ref === null) return false;
+  const pinned = (point: { readonly kind: string; readonly tag?: string }) =>
+    point.kind === "tag" && PINNED_TAGS.has(point.tag ?? "");
+  return ref.kind === "range" ? pinned(ref.from) || pinned(ref.to) : pinned(ref);
 }
