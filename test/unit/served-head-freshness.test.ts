@@ -191,6 +191,23 @@ describe("the background poll when the head stands still", () => {
     expect(h.count("head_polls")).toBe(1);
   });
 
+  it("only a quorum member that may serve eth_blockNumber is asked", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 5_000 } });
+    h.store.setQuorum("net", {
+      head: 100,
+      headTimestamp: NOW / 1000 - 1,
+      members: ["p2"],
+      excluded: { p1: "behind" },
+      heads: { p1: { number: 90, timestamp: 0 }, p2: { number: 100, timestamp: 0 } },
+      computedAt: NOW - 1_000,
+    });
+    h.upstream.script(P1, chainNode({ head: 90 })).script(P2, chainNode({ head: 101 }));
+    await h.rpc("eth_getBalance", ["0x01", "latest"]);
+    await h.settle();
+    expect([h.polls(P1).length, h.polls(P2).length]).toEqual([0, 1]);
+    expect((await h.served())?.block).toBe(101);
+  });
+
   it("published within half a block time: no poll", async () => {
     const h = harness({ served: { block: 100, at: NOW - 900 } });
     h.upstream.script(P1, chainNode({ head: 100 })).script(P2, chainNode({ head: 100 }));

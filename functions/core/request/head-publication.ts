@@ -21,6 +21,7 @@ import { type ServedHeadView, settleBlockNumbers } from "./served-head.ts";
 export const HEAD_POLL_BODY =
   '{"jsonrpc":"2.0","id":"gateway-head","method":"eth_blockNumber","params":[]}';
 const HEX_QUANTITY = /^0x[0-9a-f]{1,13}$/i;
+const NONE: ReadonlySet<string> = new Set();
 /** An `eth_blockNumber` answer is a few dozen bytes: anything longer is not one. */
 const POLL_MAX_RESPONSE_BYTES = 4096;
 
@@ -82,13 +83,8 @@ export class HeadPublisher {
     // Before the monitor's first chain position there is no reachable head to bound a number.
     if (head === null) return;
     const now = this.#deps.clock();
-    const context: SelectionContext = {
-      network,
-      state,
-      now,
-      checkIntervalSeconds,
-      demoted: this.#deps.demoted(network, now),
-    };
+    // Sightings need no demotions; a poll's choice of member does (computed only then).
+    const context: SelectionContext = { network, state, now, checkIntervalSeconds, demoted: NONE };
     const sighted = this.#deps.observed.highest(network, context);
     const seen = Math.max(answered ?? -1, sighted ?? -1);
     if (seen >= 0) this.#publish(network, head, seen);
@@ -140,7 +136,10 @@ export class HeadPublisher {
     if (last !== undefined && now - last.at < (last.inFlight ? settings.request_timeout_ms : every))
       return;
     if (!quorumInForce(context.state, now, context.checkIntervalSeconds)) return;
-    const member = this.#memberToAsk(network, context);
+    const member = this.#memberToAsk(network, {
+      ...context,
+      demoted: this.#deps.demoted(network, now),
+    });
     if (member === null) return;
     const poll: Poll = { at: now, inFlight: true };
     this.#polls.set(network.name, poll);
