@@ -191,6 +191,26 @@ describe("the background poll when the head stands still", () => {
     expect(h.count("head_polls")).toBe(1);
   });
 
+  it("regression: a poll's answer was judged when it arrived, so a claim 20 blocks ahead, answered 30 s late, was published; now it is judged as of when it was asked", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 5_000 } });
+    const poll = held();
+    const script = (request: { body: string }, n: number) =>
+      request.body === HEAD_POLL_BODY
+        ? poll.script(request as never, n)
+        : chainNode({ head: 100 })(request as never, n);
+    h.upstream.script(P1, script as never).script(P2, script as never);
+    await h.rpc("eth_getBalance", ["0x01", "latest"]);
+    h.advance(30_000);
+    poll.release({
+      ok: true,
+      status: 200,
+      body: `{"jsonrpc":"2.0","id":"gateway-head","result":"${hex(120)}"}`,
+      elapsedMs: 30_000,
+    });
+    await h.settle();
+    expect((await h.served())?.block).toBe(100);
+  });
+
   it("only a quorum member that may serve eth_blockNumber is asked", async () => {
     const h = harness({ served: { block: 100, at: NOW - 5_000 } });
     h.store.setQuorum("net", {

@@ -87,16 +87,20 @@ export class HeadPublisher {
     const context: SelectionContext = { network, state, now, checkIntervalSeconds, demoted: NONE };
     const sighted = this.#deps.observed.highest(network, context);
     const seen = Math.max(answered ?? -1, sighted ?? -1);
-    if (seen >= 0) this.#publish(network, head, seen);
+    if (seen >= 0) this.#publish(network, head, seen, now);
     this.#pollWhenStill(network, head, context);
   }
 
-  #publish(network: Network, head: ChainHead, block: number): void {
+  /**
+   * Publishes `block`, seen at `seenAt`: judged against the reachable head then (a claim the
+   * chain could not have reached when it was made never comes of age while it waits).
+   */
+  #publish(network: Network, head: ChainHead, block: number, seenAt: number): void {
     const now = this.#deps.clock();
     const delay = publicationDelayMs(network.settings.head_cache_ms);
     // Publications only go forward: one provider's number ahead of the chain would freeze
     // every container's eth_blockNumber at it.
-    const reachable = reachableHead(head, now, network.settings.block_time_seconds * 1000);
+    const reachable = reachableHead(head, seenAt, network.settings.block_time_seconds * 1000);
     if (reachable !== null && block > reachable) return;
     if (!mayPublish(head, block, now, delay)) return;
     // The copy shows this container's own publication only after its next read: without a
@@ -162,8 +166,9 @@ export class HeadPublisher {
           });
           return;
         }
-        this.#deps.observed.observe(network.name, member.name, block, this.#deps.clock());
-        this.#publish(network, head, block);
+        // Judged as of when it was asked: an answer that took long claims no more for it.
+        this.#deps.observed.observe(network.name, member.name, block, poll.at);
+        this.#publish(network, head, block, poll.at);
       });
   }
 
