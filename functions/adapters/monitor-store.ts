@@ -206,28 +206,53 @@ export class DynamoMonitorStore {
   /**
    * The chain position for every container (docs/behaviour.md §10). Numbers were already made
    * forward-only against the stored item; `served` and `served_at` are the containers' and not
-   * touched; a write older than the stored one is dropped.
+   * touched, except by a `reset` (§10.7), which writes the served head the reset took and drops
+   * the previous one; a write older than the stored one is dropped.
    */
-  async writeHead(network: string, head: ChainHead): Promise<void> {
+  async writeHead(network: string, head: ChainHead, reset = false): Promise<void> {
     const values: Item = {
       ":latest": n(head.latest.number),
       ":updated": n(head.updatedAt),
       ":reorg": n(head.reorgSeenAt),
       ":finality": n(head.finalityBrokenAt ?? 0),
+      ":reset": n(head.resetAt ?? 0),
+      ":below": n(head.belowChecks ?? 0),
     };
     const sets = [
       "latest = :latest",
       "updated_at = :updated",
       "reorg_seen_at = :reorg",
       "finality_broken_at = :finality",
+      "chain_reset_at = :reset",
+      "below_checks = :below",
     ];
+    if (reset) {
+      const none = { block: -1, at: -1 };
+      const [served, previous] = [head.served ?? none, head.previousServed ?? none];
+      sets.push(
+        "served = :served",
+        "served_at = :servedAt",
+        "prev_served = :previous",
+        "prev_served_at = :previousAt",
+      );
+      Object.assign(values, {
+        ":served": n(served.block),
+        ":servedAt": n(served.at),
+        ":previous": n(previous.block),
+        ":previousAt": n(previous.at),
+      });
+    }
     const removes: string[] = [];
     for (const [name, position] of [
       ["latest", head.latest],
       ["safe", head.safe],
       ["finalized", head.finalized],
     ] as const) {
-      if (position === null) continue;
+      // A safe or finalized block dropped (above the head, or gone with a reset) goes.
+      if (position === null) {
+        removes.push(name, `${name}_hash`);
+        continue;
+      }
       if (name !== "latest") {
         sets.push(`${name} = :${name}`);
         values[`:${name}`] = n(position.number);

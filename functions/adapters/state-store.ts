@@ -6,11 +6,20 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import type { BlockPosition, ChainHead, Publication } from "../core/chain-head.ts";
+import type { ChainHead } from "../core/chain-head.ts";
 import { HEALTHY, type ProbeRecord, type ProviderHealth } from "../core/health.ts";
 import type { LearnedLimit, NetworkState, QuorumSnapshot } from "../core/network-state.ts";
 import type { StateStore, WriteOutcome } from "../core/ports.ts";
 import type { CooldownReason } from "../core/verdict.ts";
+import {
+  HEAD_ATTRIBUTES,
+  HEAD_KEY,
+  headFromItem,
+  publishServedItem,
+  readHeadItem,
+} from "./head-item.ts";
+
+export { HEAD_KEY } from "./head-item.ts";
 
 /**
  * Shared state in one DynamoDB table (docs/architecture.md): `pk = NET#<network>` holds a
@@ -28,8 +37,6 @@ export const capabilityKey = (provider: string, method: string) =>
 export const batchLimitKey = (provider: string) => `BATCHLIMIT#${provider}`;
 export const logsRangeKey = (provider: string) => `LOGSRANGE#${provider}`;
 export const QUORUM_KEY = "QUORUM";
-/** The chain position item: the monitor's latest/safe/finalized and the containers' served head. */
-export const HEAD_KEY = "HEAD";
 export const MONITOR_KEY = "MONITOR";
 
 /** The attributes the proxy's state Query reads, each aliased (several are reserved words). */
@@ -50,19 +57,8 @@ const PROJECTION = (() => {
     "snapshot",
     "last_tick_at",
     "size",
-    "latest",
-    "latest_hash",
-    "safe",
-    "safe_hash",
-    "finalized",
-    "finalized_hash",
-    "updated_at",
-    "reorg_seen_at",
-    "finality_broken_at",
-    "served",
-    "served_at",
-    "prev_served",
-    "prev_served_at",
+    // The chain position item: the monitor's latest/safe/finalized and the served head.
+    ...HEAD_ATTRIBUTES,
   ];
   return {
     expression: attributes.map((_, index) => `#a${index}`).join(", "),
@@ -107,34 +103,6 @@ function healthFromItem(item: Item): ProviderHealth {
     probeGated: item.probe_gated?.BOOL ?? false,
     lastProbe,
     version: num(item, "version"),
-  };
-}
-
-function position(item: Item, name: string): BlockPosition | null {
-  const number = item[name]?.N;
-  return number === undefined ? null : { number: Number(number), hash: str(item, `${name}_hash`) };
-}
-
-function publication(item: Item, block: string, at: string): Publication | null {
-  const number = item[block]?.N;
-  return number === undefined || Number(number) < 0
-    ? null
-    : { block: Number(number), at: num(item, at) };
-}
-
-/** The head item, as the monitor and the containers wrote it; null before the monitor's first. */
-export function headFromItem(item: Item): ChainHead | null {
-  const latest = position(item, "latest");
-  if (latest === null) return null;
-  return {
-    latest,
-    safe: position(item, "safe"),
-    finalized: position(item, "finalized"),
-    served: publication(item, "served", "served_at"),
-    previousServed: publication(item, "prev_served", "prev_served_at"),
-    updatedAt: num(item, "updated_at"),
-    reorgSeenAt: num(item, "reorg_seen_at"),
-    finalityBrokenAt: num(item, "finality_broken_at"),
   };
 }
 
@@ -287,37 +255,27 @@ export class DynamoStateStore implements StateStore {
     }
   }
 
-  async publishServed(
+  readHead(network: string): Promise<ChainHead | null> {
+    return readHeadItem(this.#client, this.#table, this.#headKey(network));
+  }
+
+  publishServed(
     network: string,
     block: number,
     at: number,
     delayMs: number,
+    resetAt: number,
   ): Promise<boolean> {
-    try {
-      await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: { pk: { S: networkKey(network) }, sk: { S: HEAD_KEY } },
-          // The newest publication becomes the previous one; -1 stands for none.
-          UpdateExpression:
-            "SET prev_served = if_not_exists(served, :none), prev_served_at = if_not_exists(served_at, :none), served = :block, served_at = :at",
-          // Only beside the monitor's chain position: without it there is no reachable head to
-          // bound a provider's number, and one far ahead would freeze the served head there.
-          ConditionExpression:
-            "attribute_exists(latest) AND (attribute_not_exists(served) OR (served < :block AND served_at <= :cutoff))",
-          ExpressionAttributeValues: {
-            ":block": { N: String(block) },
-            ":at": { N: String(at) },
-            ":cutoff": { N: String(at - delayMs) },
-            ":none": { N: "-1" },
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return publishServedItem(this.#client, this.#table, this.#headKey(network), {
+      block,
+      at,
+      delayMs,
+      resetAt,
+    });
+  }
+
+  #headKey(network: string): Item {
+    return { pk: { S: networkKey(network) }, sk: { S: HEAD_KEY } };
   }
 
   recordBatchLimit(network: string, provider: string, size: number, until: number): Promise<void> {

@@ -10,11 +10,15 @@
 export const CORS_ALLOW_METHODS = ["GET", "POST", "OPTIONS"] as const;
 /** Request headers a browser may send beyond the CORS-safelisted ones. */
 export const CORS_ALLOW_HEADERS = ["content-type", "x-api-key"] as const;
-/** Response headers browser code may read: which provider answered, after how many attempts. */
+/**
+ * Response headers browser code may read: which provider answered, after how many attempts,
+ * from the cache or not, and the served head the answer is true at.
+ */
 export const CORS_EXPOSE_HEADERS = [
   "x-gateway-provider",
   "x-gateway-attempts",
   "x-gateway-cache",
+  "x-gateway-head",
 ] as const;
 /** How long a browser may reuse a preflight answer. */
 export const CORS_MAX_AGE_SECONDS = 86_400;

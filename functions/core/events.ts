@@ -38,7 +38,9 @@ export type EventKind =
    * `missing_data`, a bloom hit the receipts confirmed, or `stale_log`, a log of another block
    * hash); at most one per provider every few minutes (docs/behaviour.md §12.12).
    */
-  | "logs_missing_data";
+  | "logs_missing_data"
+  /** The chain position reset to the quorum's: a restarted chain or a finality break (reason). */
+  | "chain_reset";
 
 export interface GatewayEvent {
   readonly network: string;

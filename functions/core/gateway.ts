@@ -1,5 +1,4 @@
 import { upstreamCallBudget } from "./call-budget.ts";
-import { mayPublish, publicationDelayMs, reachableHead } from "./chain-head.ts";
 import { errorResponse, parseRequest } from "./jsonrpc.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { Network } from "./network-model.ts";
@@ -11,8 +10,10 @@ import { type AttemptLoop, runAttempts } from "./request/attempts.ts";
 import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import { NO_SENDS, startSends } from "./request/broadcast.ts";
 import { serveFilterCalls } from "./request/filters.ts";
+import { HeadPublisher } from "./request/head-publication.ts";
 import { type AttemptRecord, HealthRecorder, settleWrites } from "./request/health-recorder.ts";
 import { Hedging } from "./request/hedging.ts";
+import { holdBackAboveServedHead, uncachedWhenHeld } from "./request/held-back.ts";
 import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
 import { logAttemptDeps, type ReachDeps, runLogAttempts } from "./request/logs-reach.ts";
@@ -35,12 +36,7 @@ import {
   settleSentTransactions,
 } from "./request/sent-transactions.ts";
 import { ServableMethods } from "./request/servable.ts";
-import {
-  answerFromServedHead,
-  PublicationPace,
-  reachableBlocks,
-  settleBlockNumbers,
-} from "./request/served-head.ts";
+import { answerFromServedHead, needsFreshHead, reachableBlocks } from "./request/served-head.ts";
 import { settleUnpinnedRetries, unpinnedRetries } from "./request/unpinned-retry.ts";
 import type { SelectionContext } from "./selection.ts";
 
@@ -60,7 +56,7 @@ export class Gateway {
   readonly #health: HealthRecorder;
   readonly #servable = new ServableMethods();
   readonly #observed = new ObservedHeads();
-  readonly #publications = new PublicationPace();
+  readonly #heads: HeadPublisher;
   readonly #answers: AnswerCache;
   readonly #hedging: Hedging;
   /** The log-attempt path's parts; the status route reads their counts (docs/behaviour.md §12.12). */
@@ -70,6 +66,11 @@ export class Gateway {
     this.#deps = deps;
     this.#health = new HealthRecorder(deps);
     this.logAttempts = logAttemptDeps(this.#observed, this.#health, deps);
+    this.#heads = new HeadPublisher({
+      ...deps,
+      observed: this.#observed,
+      demoted: (network, now) => this.#health.demoted(network, now),
+    });
     this.#answers = new AnswerCache(deps);
     this.#hedging = new Hedging({
       clock: deps.clock,
@@ -132,17 +133,13 @@ export class Gateway {
         settings.request_deadline_ms,
         (options.remainingMs ?? Infinity) - DEADLINE_MARGIN_MS,
       );
-    // The served head needs a copy of the shared state no older than state_cache_ms.
-    const wantsHead = callsOf(request).some(
-      (call) => "method" in call && call.method === "eth_blockNumber",
-    );
-    const state = await this.#deps.cache.get(
-      network.name,
-      wantsHead ? settings.state_cache_ms : undefined,
-    );
+    // The served head needs a copy of the chain position no older than head_cache_ms.
+    const freshHead = needsFreshHead(callsOf(request));
+    const state = await this.#deps.cache.get(network.name, { freshHead });
     const alone = options.internal ? null : loneServedHeadCall(request, network, state, started);
     if (alone !== null) {
-      return answerLoneCall({ network, entry: alone, state, started }, this.#deps);
+      this.#heads.afterRequest(network, state, model.checkIntervalSeconds, null);
+      return answerLoneCall({ network, alone, state, started }, this.#deps);
     }
     const scope = requestScope(model, network, request, body, state, started, {
       random: this.#deps.random,
@@ -228,9 +225,17 @@ export class Gateway {
         }),
       );
     }
-    this.#settleBlockNumbers(scope, open, fromHead);
+    const { servedHead } = scope;
+    this.#heads.settleRequest(
+      network,
+      state,
+      model.checkIntervalSeconds,
+      { open, view: servedHead },
+      fromHead,
+    );
     if (sending) await sends.settle(deadline);
     this.#answers.store(model, cached);
+    const held = holdBackAboveServedHead(open, network, servedHead.answer, this.#deps.telemetry);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
@@ -238,13 +243,14 @@ export class Gateway {
     });
     if (scope.writes.length > 0) await settleWrites(scope.writes, this.#deps.wait);
 
-    const response = withCacheOutcome(
-      assembleResponse(
-        { network, request, open, immediate, used: scope.used, attempts },
-        this.#deps,
+    const parts = { network, request, open, immediate, used: scope.used, attempts };
+    const response = uncachedWhenHeld(
+      withCacheOutcome(
+        assembleResponse({ ...parts, servedHead: servedHead.answer }, this.#deps),
+        cached,
+        request,
       ),
-      cached,
-      request,
+      held,
     );
     if (options.internal) {
       options.internal.served = { entry: open[0], upstreamCalls: attempts, used: scope.used };
@@ -261,37 +267,6 @@ export class Gateway {
       elapsedMs: clock() - started,
     });
     return response;
-  }
-
-  /**
-   * Answers the request's `eth_blockNumber` calls with the served head, and publishes the
-   * highest number a provider gave (beside the answer, never awaited), when it may be.
-   */
-  #settleBlockNumbers(
-    scope: RequestScope,
-    open: readonly OpenCall[],
-    fromHead: ReadonlySet<OpenCall>,
-  ): void {
-    const { network, context } = scope;
-    const now = this.#deps.clock();
-    // Publications only go forward: one provider's number ahead of the chain would freeze
-    // every container's eth_blockNumber at it. Nor does a caller get such a number.
-    const reachable = reachableHead(
-      context.state.head,
-      now,
-      network.settings.block_time_seconds * 1000,
-    );
-    const highest = settleBlockNumbers(open, scope.servedHead, fromHead, reachable);
-    const delay = publicationDelayMs(network.settings.state_cache_ms);
-    if (highest === null || !mayPublish(context.state.head, highest, now, delay)) return;
-    if (reachable !== null && highest > reachable) return;
-    if (!this.#publications.mayTry(network.name, now, delay)) return;
-    this.#deps.store.publishServed(network.name, highest, now, delay).catch((error: unknown) =>
-      this.#deps.telemetry.log("warn", "served head not published", {
-        network: network.name,
-        error: error instanceof Error ? error.message : String(error),
-      }),
-    );
   }
 
   /** Judges one attempt, settles or reopens its calls, and records it against the provider. */

@@ -140,6 +140,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     max_response_bytes: network.max_response_bytes ?? config.max_response_bytes,
     diagnostic_headers: network.diagnostic_headers ?? config.diagnostic_headers,
     state_cache_ms: network.state_cache_ms ?? config.state_cache_ms,
+    head_cache_ms: network.head_cache_ms ?? config.head_cache_ms,
     max_blacklist_minutes: network.max_blacklist_minutes ?? config.max_blacklist_minutes,
     slow_response_ms: network.slow_response_ms ?? config.slow_response_ms,
     force_rotate_errors: network.force_rotate_errors ?? config.force_rotate_errors,

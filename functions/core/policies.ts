@@ -51,10 +51,26 @@ export const SUSPECT_TRAFFIC_WINDOW_MS = 60_000;
 export const SERVED_METHODS_REMEMBERED = 256;
 
 /**
- * How long a publication of the served head takes, at most, to be readable by every
- * container after its write returned (DynamoDB's eventual consistency is well under it).
+ * How long a publication of the served head may take to land after it was made (its write's
+ * round trip within a region, and the containers' clock skew): containers read the head item
+ * strongly consistent, so a publication is in every copy read this long after it was made.
+ * The write is given up after this long rather than left to land later.
  */
-export const SERVED_HEAD_WRITE_MARGIN_MS = 500;
+export const SERVED_HEAD_WRITE_MARGIN_MS = 250;
+
+/**
+ * A quorum head more than this many blocks below the recorded `latest`, with a live block (no
+ * older than `quorum.max_lag_seconds`), is another chain under the same chain id (a devnet or
+ * testnet restarted): no reorg of a live chain is this deep without breaking finality, and a
+ * provider merely behind shows an old block.
+ */
+export const CHAIN_RESTART_BLOCKS = 32;
+
+/**
+ * Checks in a row that must see such a quorum head before the chain position resets to it,
+ * so a brief glitch of the monitor or of the providers does not move the cache's keys on.
+ */
+export const CHAIN_RESTART_CHECKS = 3;
 
 /**
  * A transaction goes to the other providers this long after the first attempt left: long enough

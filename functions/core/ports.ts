@@ -1,3 +1,4 @@
+import type { ChainHead } from "./chain-head.ts";
 import type { FilterAdvance, FilterRecord } from "./filters/filter-progress.ts";
 import type { ProviderHealth } from "./health.ts";
 import type { NetworkState } from "./network-state.ts";
@@ -54,6 +55,11 @@ export type WriteOutcome =
 export interface StateStore {
   /** A network's whole shared state (one Query). */
   readNetwork(network: string): Promise<NetworkState>;
+  /**
+   * The chain position item alone, strongly consistent: every write that returned before the
+   * read began is in it. Null before the monitor's first.
+   */
+  readHead(network: string): Promise<ChainHead | null>;
   /** Conditional write: succeeds only while the stored version is `expectedVersion`. */
   writeHealth(
     network: string,
@@ -63,9 +69,17 @@ export interface StateStore {
   ): Promise<WriteOutcome>;
   /**
    * Publishes `block` as the served head at `at` (ms), keeping the previous publication: only
-   * when it is higher than the newest and that one is at least `delayMs` old. False when not.
+   * when it is higher than the newest, that one is at least `delayMs` old, and the chain
+   * position has not reset since the one the publisher read (`resetAt`, 0 for never). False
+   * when not.
    */
-  publishServed(network: string, block: number, at: number, delayMs: number): Promise<boolean>;
+  publishServed(
+    network: string,
+    block: number,
+    at: number,
+    delayMs: number,
+    resetAt: number,
+  ): Promise<boolean>;
   /**
    * Records that `provider` takes batches of at most `size` calls until `until` (ms); a smaller
    * size replaces a larger one, and any size replaces an expired one.

@@ -1,3 +1,4 @@
+import { type ChainHead, newerHead } from "./chain-head.ts";
 import { EMPTY_NETWORK_STATE, type LearnedLimit, type NetworkState } from "./network-state.ts";
 import { STATE_MAX_STALE_FACTOR, STATE_MAX_STALE_FLOOR_MS } from "./policies.ts";
 import type { StateStore, Telemetry } from "./ports.ts";
@@ -8,6 +9,25 @@ interface Entry {
   refreshing: Promise<NetworkState> | null;
   /** Counts this container's own updates, so a refresh that raced one can tell. */
   localChanges: number;
+}
+
+/** A copy of the chain position item read alone, strongly consistent. */
+interface HeadEntry {
+  head: ChainHead | null;
+  /** When the read that gave `head` began (ms): every write that landed before is in it. */
+  readFrom: number;
+  refreshing: { readonly startedAt: number; readonly done: Promise<HeadEntry> } | null;
+}
+
+/**
+ * A head copy is read again in the background once this share of `head_cache_ms` old, so a
+ * container with steady traffic rarely has a request wait for the read.
+ */
+const HEAD_READ_AHEAD = 0.8;
+
+/** The state with the newer of its Query's chain position and a consistent copy of it. */
+function withHead(state: NetworkState, entry: HeadEntry | undefined): NetworkState {
+  return entry === undefined ? state : { ...state, head: newerHead(state.head, entry.head) };
 }
 
 /**
@@ -59,6 +79,11 @@ export interface StateCacheOptions {
   readonly ttlMs: (network: string) => number;
   /** Past this age a read waits for the refresh instead of serving the old copy. */
   readonly maxStaleMs?: number;
+  /**
+   * How old a copy of the chain position may be when a request needs the served head
+   * (`head_cache_ms` of the network).
+   */
+  readonly headTtlMs: (network: string) => number;
 }
 
 /**
@@ -69,6 +94,7 @@ export interface StateCacheOptions {
  */
 export class StateCache {
   readonly #entries = new Map<string, Entry>();
+  readonly #heads = new Map<string, HeadEntry>();
   readonly #options: StateCacheOptions;
 
   constructor(options: StateCacheOptions) {
@@ -76,30 +102,81 @@ export class StateCache {
   }
 
   /**
-   * The network's state; with `maxAgeMs`, a copy no older than that, waiting for a refresh if
-   * need be (the served head relies on it).
+   * The network's state, its chain position the newer of the Query's and the last consistent
+   * copy in hand; with `freshHead`, from a consistent read begun no more than `head_cache_ms`
+   * ago, waiting for one if need be (the served head relies on it, docs/behaviour.md §10.2).
    */
-  async get(network: string, maxAgeMs?: number): Promise<NetworkState> {
+  async get(
+    network: string,
+    options: { readonly freshHead?: boolean } = {},
+  ): Promise<NetworkState> {
+    if (!options.freshHead) return withHead(await this.#state(network), this.#heads.get(network));
+    const headTtl = this.#options.headTtlMs(network);
+    const [state, head] = await Promise.all([this.#state(network), this.#head(network, headTtl)]);
+    return withHead(state, head);
+  }
+
+  #state(network: string): Promise<NetworkState> | NetworkState {
     const now = this.#options.clock();
     const entry = this.#entries.get(network);
     if (entry === undefined) return this.#refresh(network);
     const age = now - entry.loadedAt;
     const ttl = this.#options.ttlMs(network);
-    if (age < ttl) {
-      // A request that will need a copy no older than `maxAgeMs` (the served head) has it read
-      // ahead in its TTL's last tenth, so the next such request rarely waits for DynamoDB.
-      // Other requests do not: past the TTL they are served the old copy while it is re-read.
-      if (maxAgeMs !== undefined && age >= ttl * 0.9 && entry.refreshing === null) {
-        void this.#refresh(network);
-      }
-      return entry.state;
-    }
-    if (maxAgeMs !== undefined && age > maxAgeMs) return entry.refreshing ?? this.#refresh(network);
+    // Past the TTL a request is served the old copy while it is re-read.
+    if (age < ttl) return entry.state;
     const refreshing = entry.refreshing ?? this.#refresh(network);
     const maxStale =
       this.#options.maxStaleMs ?? Math.max(STATE_MAX_STALE_FACTOR * ttl, STATE_MAX_STALE_FLOOR_MS);
     if (age > maxStale) return refreshing;
     return entry.state;
+  }
+
+  /**
+   * The head copy no older than `ttl`: the one in memory (read again in the background once
+   * `HEAD_READ_AHEAD` of it old), a read in flight that began within it, or a new read.
+   */
+  #head(network: string, ttl: number): HeadEntry | Promise<HeadEntry> {
+    const now = this.#options.clock();
+    const entry = this.#heads.get(network);
+    const age = entry === undefined ? Number.POSITIVE_INFINITY : now - entry.readFrom;
+    const inFlight = entry?.refreshing ?? null;
+    if (entry !== undefined && age < ttl) {
+      if (age >= ttl * HEAD_READ_AHEAD && inFlight === null) void this.#readHead(network);
+      return entry;
+    }
+    if (inFlight !== null && now - inFlight.startedAt < ttl) return inFlight.done;
+    return this.#readHead(network);
+  }
+
+  #readHead(network: string): Promise<HeadEntry> {
+    const startedAt = this.#options.clock();
+    const done = this.#options.store.readHead(network).then(
+      (head): HeadEntry => {
+        const current = this.#heads.get(network);
+        // Two reads in flight (a slow one overtaken): the one begun later is the newer.
+        if (current !== undefined && current.readFrom > startedAt) return current;
+        const read = { head, readFrom: startedAt, refreshing: null };
+        this.#heads.set(network, read);
+        return read;
+      },
+      (error: unknown): HeadEntry => {
+        this.#options.telemetry.log("warn", "chain position unreadable: serving the last copy", {
+          network,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        this.#options.telemetry.count("state_store_errors", { network });
+        // As if read now, so a down store is tried again once per head_cache_ms (fail open).
+        const kept = { head: this.#heads.get(network)?.head ?? null, readFrom: startedAt };
+        const read = { ...kept, refreshing: null };
+        this.#heads.set(network, read);
+        return read;
+      },
+    );
+    const existing = this.#heads.get(network);
+    const refreshing = { startedAt, done };
+    if (existing !== undefined) existing.refreshing = refreshing;
+    else this.#heads.set(network, { head: null, readFrom: Number.NEGATIVE_INFINITY, refreshing });
+    return done;
   }
 
   /** Applies this container's own write at once, before the next read shows it. */

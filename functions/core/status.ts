@@ -124,6 +124,11 @@ export interface NetworkStatus {
     readonly reorg_seen_at: string | null;
     /** When the monitor saw the block it recorded as finalized replaced; null if never. */
     readonly finality_broken_at: string | null;
+    /**
+     * When the chain position last reset to the quorum's (a restarted chain, a finality
+     * break): answers kept before it are not served; null if never.
+     */
+    readonly chain_reset_at: string | null;
   };
   readonly providers: readonly ProviderStatus[];
   /** Configured but not serving: a secret of the URL did not resolve (retried in the background). */
@@ -163,7 +168,7 @@ export function networkStatus(input: StatusInput): NetworkStatus {
   };
   // Where a read of the served head would go: a provider that cannot have reached it shows
   // as behind.
-  const served = servedHeadAt(state.head, now, publicationDelayMs(network.settings.state_cache_ms));
+  const served = servedHeadAt(state.head, now, publicationDelayMs(network.settings.head_cache_ms));
   const routing = new Map(
     explainRouting(configuredOrder(network), PLAIN_READ, context, "", served).map((entry) => [
       entry.provider.name,
@@ -248,6 +253,7 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       served,
       reorg_seen_at: state.head && state.head.reorgSeenAt > 0 ? iso(state.head.reorgSeenAt) : null,
       finality_broken_at: state.head?.finalityBrokenAt ? iso(state.head.finalityBrokenAt) : null,
+      chain_reset_at: state.head?.resetAt ? iso(state.head.resetAt) : null,
     },
     providers,
     // Configured but not serving: a secret of the URL did not resolve (retried in the background).

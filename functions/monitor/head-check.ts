@@ -4,7 +4,10 @@ import {
   type ChainHead,
   mayPublish,
   publicationDelayMs,
+  resetSince,
 } from "../core/chain-head.ts";
+import { chainResetEvent, restartSeen } from "../core/chain-restart.ts";
+import { type EventSink, makeEvent } from "../core/events.ts";
 import type { Network, Provider } from "../core/network-model.ts";
 import type { QuorumSnapshot } from "../core/network-state.ts";
 import type { StateStore, Telemetry, Upstream } from "../core/ports.ts";
@@ -15,7 +18,8 @@ import { blocksAt, type CallOptions, type LatestBlock } from "./upstream-calls.t
  * The chain position after a quorum check (docs/behaviour.md §10): the quorum's head with its
  * hash, the `safe` and `finalized` blocks, and whether the block recorded as latest last time
  * was replaced (a reorg), asked of a quorum member at its head; written forward-only to the
- * head item every container reads.
+ * head item every container reads, unless the chain restarted or its finality broke (§10.7):
+ * then the position resets to what the quorum shows, with an event.
  */
 
 export interface HeadCheckDeps {
@@ -25,6 +29,8 @@ export interface HeadCheckDeps {
   readonly clock: () => number;
   readonly telemetry: Telemetry;
   readonly scrub: (text: string) => string;
+  /** Where a reset of the chain position is recorded. */
+  readonly events?: EventSink;
 }
 
 /** At most this many quorum members are asked, one after the other, until one answers. */
@@ -140,12 +146,37 @@ async function record(
       ? { ...observed, finalityBroken: false }
       : observed;
   const now = deps.clock();
-  const head = advanceHead(stored, { ...seen, at: now });
-  await deps.monitorStore.writeHead(network.name, head);
-  // The quorum's head is a publication of the served head too (when its turn has come).
-  const delay = publicationDelayMs(network.settings.state_cache_ms);
-  if (mayPublish(stored, head.latest.number, now, delay)) {
-    await deps.store.publishServed(network.name, head.latest.number, now, delay);
+  const restart = restartSeen(
+    stored,
+    observed.latest.number,
+    timestamp,
+    now,
+    network.settings.quorum.max_lag_seconds,
+  );
+  const head = advanceHead(stored, { ...seen, restartSeen: restart, at: now });
+  const reset = resetSince(stored, head);
+  await deps.monitorStore.writeHead(network.name, head, reset);
+  if (reset) {
+    const reason = seen.finalityBroken ? "finality_broken" : "chain_restarted";
+    const event = chainResetEvent(network.name, stored, head, reason);
+    deps.telemetry.log("error", "chain position reset to the quorum's", {
+      network: network.name,
+      reason,
+      detail: event.detail,
+    });
+    deps.events?.record(makeEvent(event, deps.scrub));
+  } else {
+    // The quorum's head is a publication of the served head too (when its turn has come).
+    const delay = publicationDelayMs(network.settings.head_cache_ms);
+    if (mayPublish(stored, head.latest.number, now, delay)) {
+      await deps.store.publishServed(
+        network.name,
+        head.latest.number,
+        now,
+        delay,
+        head.resetAt ?? 0,
+      );
+    }
   }
   if (timestamp !== null) {
     const lag = Math.max(0, deps.clock() / 1000 - timestamp);

@@ -19,8 +19,11 @@ export interface MonitorStore {
   /** False when a newer snapshot is stored. */
   writeQuorum(network: string, snapshot: QuorumSnapshot): Promise<boolean>;
   writeHeartbeat(network: string, at: number): Promise<void>;
-  /** Writes the chain position the monitor saw; `served` stays the containers'. */
-  writeHead(network: string, head: ChainHead): Promise<void>;
+  /**
+   * Writes the chain position the monitor saw; `served` stays the containers', except when the
+   * position `reset` (then the served head written is the reset's).
+   */
+  writeHead(network: string, head: ChainHead, reset?: boolean): Promise<void>;
   /** Running probes' lease expiries (ms) by provider. */
   readProbeLeases(network: string): Promise<Map<string, number>>;
   /** Conditional: no probe in flight and the provider's health still at `expectedVersion`. */

@@ -133,6 +133,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     clock,
     telemetry,
     ttlMs: (network) => inForce?.model.networks.get(network)?.settings.state_cache_ms ?? 1000,
+    headTtlMs: (network) => inForce?.model.networks.get(network)?.settings.head_cache_ms ?? 250,
   });
   const gateway = new Gateway({
     model: () => {
@@ -191,7 +192,8 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     const { loaded, model } = await config.current();
     const spec = model.networks.get(network);
     if (!spec) throw new Error(`unknown network ${network}`);
-    const state = await cache.get(network);
+    // The chain position as every request that depends on it sees it (§10.2).
+    const state = await cache.get(network, { freshHead: true });
     const now = clock();
     const [window, recent] = await Promise.all([
       // One read serves both: the status window is the last minutes of the hour.

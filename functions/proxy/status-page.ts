@@ -48,6 +48,7 @@ const EVENT_LABELS: Readonly<Record<EventKind, string>> = {
   head_stalled: "head stalled",
   head_resumed: "head moving again",
   logs_missing_data: "log answer missing data",
+  chain_reset: "chain position reset",
 };
 
 /** A kind's words; a kind this code does not know (a newer writer's) shows as stored. */

@@ -1,3 +1,4 @@
+import { publicationDelayMs } from "../../functions/core/chain-head.ts";
 import type { ConfigInput } from "../../functions/core/config-schema.ts";
 
 /**
@@ -78,14 +79,18 @@ export const DETECTION_ALLOWANCE_SECONDS =
 export const LAG_LIMIT_SECONDS = TIMINGS.quorum.max_lag_seconds;
 export const STALE_LIMIT_SECONDS = LAG_LIMIT_SECONDS + DETECTION_ALLOWANCE_SECONDS;
 
+/** The chain position's freshness in every container (`head_cache_ms`, its default). */
+const HEAD_CACHE_MS = 250;
+
 /**
- * How far the served head may trail the chain by design (docs/behaviour.md §10.2): a container
- * answers only a publication at least one delay old (2 × state_cache_ms + 500 ms), and a block's
- * timestamp is whole seconds, so `latest`, pinned to the served head, trails the best node by up
- * to that delay plus one block time even with every provider healthy.
+ * How far the served head may trail the chain by design (docs/behaviour.md §10.2): a new block
+ * is seen within half a block time (the poll, drawn within head_cache_ms), published, and
+ * answered once a delay old (head_cache_ms + 250 ms); a block's timestamp is whole seconds, so
+ * `latest`, pinned to the served head, trails the best node by up to that plus one block time
+ * even with every provider healthy.
  */
 export const SERVED_HEAD_TRAIL_SECONDS =
-  (2 * TIMINGS.state_cache_ms + 500) / 1000 + BLOCK_TIME_SECONDS;
+  (publicationDelayMs(HEAD_CACHE_MS) + HEAD_CACHE_MS) / 1000 + 1.5 * BLOCK_TIME_SECONDS;
 
 /** With providers that keep up, no answer may be further behind than this. */
 export const TRAIL_LIMIT_SECONDS = LAG_LIMIT_SECONDS + SERVED_HEAD_TRAIL_SECONDS;

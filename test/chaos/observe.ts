@@ -131,6 +131,7 @@ export interface NetworkStatusJson {
   readonly quorum: { head: number | null; head_timestamp: number | null; members: string[] };
   readonly active_provider: string | null;
   readonly providers: ProviderStatus[];
+  readonly served_head: { readonly served: number | null };
 }
 
 export interface StatusSample {

@@ -214,10 +214,13 @@ export async function runScenario(
       pauseMs: size.pauseMs,
       maxOps: size.maxOps,
       clientTimeoutMs: size.clientTimeoutMs,
-      // A block the healthy nodes have had for a moment (they mine independently).
+      // A block the healthy nodes have had for a moment (they mine independently), and the
+      // gateway shows: one above its served head is not shown yet (docs/behaviour.md §10.4).
       settledBlock: () => {
         const lowest = heads.minNumberNow([`node:${SECONDARY}`, `node:${BACKUP}`]);
-        return lowest === null ? null : BigInt(Math.max(0, lowest - 1));
+        if (lowest === null) return null;
+        const served = poller.latest()?.status.served_head.served ?? Number.POSITIVE_INFINITY;
+        return BigInt(Math.max(0, Math.min(lowest - 1, served)));
       },
       scanner: hooks.scanner,
     });

@@ -115,7 +115,7 @@ interface Status {
 }
 
 /**
- * With `state_cache_ms: 0`, the served head's publication delay: a tick publishes the head only
+ * With `head_cache_ms: 0`, the served head's publication delay: a tick publishes the head only
  * this long after the publication before it, and eth_blockNumber answers a publication (never a
  * provider's number above it) until it is this old.
  */
@@ -144,8 +144,9 @@ async function gateway(
     config: {
       // The timer ticks once at start; the test ticks after that.
       check_interval_seconds: 3600,
-      // The status route reads the state the monitor just wrote.
+      // The status route reads the state the monitor just wrote, and each request the head.
       state_cache_ms: 0,
+      head_cache_ms: 0,
       // The anvil nodes are separate chains that mine the same blocks only while nothing sets them
       // apart: the fork check would exclude some as wrong_fork. Forks are tested in fork-check.test.ts.
       networks: { devnet: { chain_id: 31337, providers, quorum: { fork_check: false } } },

@@ -70,7 +70,9 @@ async function rpc(method: string, params: unknown[]): Promise<unknown> {
 }
 
 describe("across four containers and providers 20 blocks apart", () => {
-  it(`eth_blockNumber never goes back over ${CALLS} calls, and no block at or below it is null`, async () => {
+  it(`eth_blockNumber never goes back over ${CALLS} calls, and no block at or below it is null`, {
+    timeout: 60_000,
+  }, async () => {
     let highest = 0;
     let backwards = 0;
     let nulls = 0;

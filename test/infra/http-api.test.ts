@@ -65,7 +65,12 @@ describe.each([ENVIRONMENTS.dev, ENVIRONMENTS.prod])("HTTP API of $name", (setti
       AllowOrigins: readGatewayConfig(settings.name).corsOrigins,
       AllowMethods: ["GET", "POST", "OPTIONS"],
       AllowHeaders: ["content-type", "x-api-key"],
-      ExposeHeaders: ["x-gateway-provider", "x-gateway-attempts", "x-gateway-cache"],
+      ExposeHeaders: [
+        "x-gateway-provider",
+        "x-gateway-attempts",
+        "x-gateway-cache",
+        "x-gateway-head",
+      ],
       MaxAge: 86_400,
     });
   });

@@ -126,7 +126,8 @@ describe("an emulator with the stack's routes and a list of CORS origins", () =>
       "access-control-allow-origin": APP,
       "access-control-allow-methods": "GET,POST,OPTIONS",
       "access-control-allow-headers": "content-type,x-api-key",
-      "access-control-expose-headers": "x-gateway-provider,x-gateway-attempts,x-gateway-cache",
+      "access-control-expose-headers":
+        "x-gateway-provider,x-gateway-attempts,x-gateway-cache,x-gateway-head",
       "access-control-max-age": "86400",
     });
     expect(events.length).toBe(before);
@@ -154,7 +155,8 @@ describe("an emulator with the stack's routes and a list of CORS origins", () =>
     const fromBrowser = await send(`${api.url}/ethereum/status`, { headers: { origin: APP } });
     expect(fromBrowser.headers).toMatchObject({
       "access-control-allow-origin": APP,
-      "access-control-expose-headers": "x-gateway-provider,x-gateway-attempts,x-gateway-cache",
+      "access-control-expose-headers":
+        "x-gateway-provider,x-gateway-attempts,x-gateway-cache,x-gateway-head",
       vary: "origin",
       "x-gateway-provider": "alpha",
     });

@@ -27,8 +27,16 @@ export interface GatewayHarnessOptions<U extends Upstream> {
   readonly config?: Omit<Partial<ConfigInput>, "networks">;
   /** The clock's start, ms. */
   readonly now: number;
-  /** How long a state copy stays fresh (1 s) and how stale one may be served (the default). */
-  readonly stateCache?: { readonly ttlMs: number; readonly maxStaleMs?: number };
+  /**
+   * How long a state copy stays fresh (1 s), how stale one may be served (the default), and how
+   * old a copy of the chain position may be when a request needs the served head (the
+   * network's `head_cache_ms`).
+   */
+  readonly stateCache?: {
+    readonly ttlMs: number;
+    readonly maxStaleMs?: number;
+    readonly headTtlMs?: number;
+  };
   /** The upstream, given what moves the clock on; a `ScriptedUpstream` by default. */
   readonly upstream?: (advance: (ms: number) => void) => U;
   /**
@@ -95,19 +103,20 @@ export function gatewayHarness<U extends Upstream = ScriptedUpstream>(
   const deps =
     typeof options.deps === "function" ? options.deps({ clock, store }) : (options.deps ?? {});
   const telemetry = deps.telemetry ?? SILENT;
-  const { ttlMs = 1000, maxStaleMs } = options.stateCache ?? {};
-  const cache = new StateCache({
-    store,
-    clock,
-    telemetry,
-    ttlMs: () => ttlMs,
-    ...(maxStaleMs === undefined ? {} : { maxStaleMs }),
-  });
+  const { ttlMs = 1000, maxStaleMs, headTtlMs } = options.stateCache ?? {};
   const config = configSchema.parse({
     ...options.config,
     networks: { net: { chain_id: 1, providers: options.providers, ...options.network } },
   });
   const model = buildModel(config, (url) => url);
+  const cache = new StateCache({
+    store,
+    clock,
+    telemetry,
+    ttlMs: () => ttlMs,
+    headTtlMs: () => headTtlMs ?? model.networks.get("net")?.settings.head_cache_ms ?? 250,
+    ...(maxStaleMs === undefined ? {} : { maxStaleMs }),
+  });
   const gateway = new Gateway({
     model: () => model,
     upstream,

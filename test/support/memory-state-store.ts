@@ -26,6 +26,8 @@ export class MemoryStateStore implements StateStore {
   readonly healthWrites: Array<{ network: string; provider: string; next: ProviderHealth }> = [];
   /** Conditional writes to refuse (as if another container had won), before the real check. */
   conflictsToInject = 0;
+  /** Reads of the chain position alone (`readHead`), for tests to count. */
+  headReads = 0;
 
   constructor(clock: () => number = Date.now) {
     this.#clock = clock;
@@ -72,6 +74,11 @@ export class MemoryStateStore implements StateStore {
     };
   }
 
+  async readHead(network: string): Promise<ChainHead | null> {
+    this.headReads++;
+    return this.#heads.get(network) ?? null;
+  }
+
   async writeHealth(
     network: string,
     provider: string,
@@ -98,10 +105,13 @@ export class MemoryStateStore implements StateStore {
     block: number,
     at: number,
     delayMs: number,
+    resetAt: number,
   ): Promise<boolean> {
     const head = this.#heads.get(network);
     // Published values live beside the monitor's head; with no head yet there is none to keep.
     if (head === undefined || !mayPublish(head, block, at, delayMs)) return false;
+    // A publication made before a reset of the chain position is about the chain before it.
+    if ((head.resetAt ?? 0) !== resetAt) return false;
     this.#heads.set(network, {
       ...head,
       previousServed: head.served,

@@ -1,4 +1,5 @@
 import type { Upstream, UpstreamRequest, UpstreamResult } from "../../functions/core/ports.ts";
+import { HEAD_POLL_BODY } from "../../functions/core/request/head-publication.ts";
 
 /**
  * What a scripted provider does with one request: a result at once, or a promise of one whose
@@ -85,8 +86,11 @@ export class ScriptedUpstream implements Upstream {
     return this;
   }
 
-  callsTo(url: string): number {
-    return this.calls.get(url)?.length ?? 0;
+  /** Calls sent to `url`; with `headPolls: false`, not the gateway's own head polls. */
+  callsTo(url: string, options: { readonly headPolls?: boolean } = {}): number {
+    const calls = this.calls.get(url) ?? [];
+    if (options.headPolls !== false) return calls.length;
+    return calls.filter((request) => request.body !== HEAD_POLL_BODY).length;
   }
 
   bodiesTo(url: string): string[] {

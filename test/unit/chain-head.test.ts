@@ -3,8 +3,14 @@ import {
   advanceHead,
   type ChainHead,
   type ChainObservation,
+  cacheGeneration,
+  newerHead,
+  publicationDelayMs,
   reachableHead,
+  resetSince,
+  servedHeadAt,
 } from "../../functions/core/chain-head.ts";
+import { restartSeen } from "../../functions/core/chain-restart.ts";
 import { answerKey } from "../../functions/core/request/cache-class.ts";
 
 /** The chain position after a monitor tick (docs/behaviour.md §10.1, §11.6), pure. */
@@ -52,16 +58,6 @@ describe("advanceHead", () => {
       expected: { reorgSeenAt: 2_000, finalityBrokenAt: 0 },
     },
     {
-      name: "finality broken: the lower safe and finalized seen replace the recorded ones, both stamps set",
-      observed: seen({ finalityBroken: true, finalized: at(70, "0xf70"), safe: at(75, "0xs75") }),
-      expected: {
-        finalized: at(70, "0xf70"),
-        safe: at(75, "0xs75"),
-        reorgSeenAt: 2_000,
-        finalityBrokenAt: 2_000,
-      },
-    },
-    {
       name: "regression: a finalized or safe block above the head was taken and kept forward-only; now it is not taken",
       observed: seen({ finalized: at(10_000_000, "0xfar"), safe: at(10_000_001, "0xfar2") }),
       expected: { finalized: at(80, "0xf80"), safe: at(90, "0xs90") },
@@ -81,6 +77,135 @@ describe("advanceHead", () => {
   it("a stamp stays until the next break", () => {
     const broken = advanceHead(stored, seen({ finalityBroken: true }));
     expect(advanceHead(broken, seen({ at: 3_000 })).finalityBrokenAt).toBe(2_000);
+  });
+});
+
+describe("a reset of the chain position (docs/behaviour.md §10.7)", () => {
+  const restarted = (when: number) =>
+    seen({
+      latest: at(60, "0xn60"),
+      safe: at(59, "0xn59"),
+      finalized: at(50, "0xn50"),
+      restartSeen: true,
+      at: when,
+    });
+
+  it("a live head far below, seen for three checks in a row: latest, safe, finalized and the served head reset to it, servable at once", () => {
+    const once = advanceHead(stored, restarted(2_000));
+    const twice = advanceHead(once, restarted(3_000));
+    expect([once, twice].map((head) => [head.latest.number, head.belowChecks])).toEqual([
+      [100, 1],
+      [100, 2],
+    ]);
+    const reset = advanceHead(twice, restarted(4_000));
+    expect(reset).toMatchObject({
+      latest: at(60, "0xn60"),
+      safe: at(59, "0xn59"),
+      finalized: at(50, "0xn50"),
+      served: { block: 60, at: 0 },
+      previousServed: null,
+      resetAt: 4_000,
+      belowChecks: 0,
+    });
+    expect(resetSince(twice, reset)).toBe(true);
+    expect(servedHeadAt(reset, 4_000, publicationDelayMs(250))).toBe(60);
+    expect(cacheGeneration(reset)).toBe(4_000);
+  });
+
+  it("a check that does not see it starts the count again: a glitch is no restart", () => {
+    const once = advanceHead(stored, restarted(2_000));
+    const twice = advanceHead(once, restarted(3_000));
+    const normal = advanceHead(twice, seen({ at: 4_000 }));
+    expect(normal.belowChecks).toBe(0);
+    const again = advanceHead(normal, restarted(5_000));
+    expect([again.latest.number, again.belowChecks, resetSince(normal, again)]).toEqual([
+      101,
+      1,
+      false,
+    ]);
+  });
+
+  it("finality broken: the lower safe and finalized seen replace the recorded ones, the latest seen is taken, the served head kept when the quorum shows it, and every stamp set", () => {
+    const next = advanceHead(
+      stored,
+      seen({ finalityBroken: true, finalized: at(70, "0xf70"), safe: at(75, "0xs75") }),
+    );
+    expect(next).toMatchObject({
+      latest: at(101, "0xl101"),
+      finalized: at(70, "0xf70"),
+      safe: at(75, "0xs75"),
+      served: stored.served,
+      reorgSeenAt: 2_000,
+      finalityBrokenAt: 2_000,
+      resetAt: 2_000,
+    });
+  });
+
+  it("finality broken onto a shorter chain: the served head comes down to the latest seen", () => {
+    const high: ChainHead = { ...stored, served: { block: 120, at: 1 } };
+    const next = advanceHead(high, seen({ finalityBroken: true, latest: at(95, "0xl95") }));
+    expect(next.served).toEqual({ block: 95, at: 0 });
+    expect(next.latest).toEqual(at(95, "0xl95"));
+  });
+});
+
+describe("restartSeen", () => {
+  const now = 1_800_000_000_000;
+  it.each([
+    { name: "a live head 300 blocks below", head: 100 - 300, age: 1, expected: true },
+    {
+      name: "a head 32 blocks below is a deep reorg at most",
+      head: 100 - 32,
+      age: 1,
+      expected: false,
+    },
+    { name: "a head 33 blocks below, live", head: 100 - 33, age: 1, expected: true },
+    {
+      name: "a head far below on an old block: providers behind",
+      head: -200,
+      age: 61,
+      expected: false,
+    },
+    { name: "no timestamp", head: -200, age: null, expected: false },
+  ])("$name: $expected", ({ head, age, expected }) => {
+    const timestamp = age === null ? null : now / 1000 - age;
+    const recorded = { ...stored, latest: at(1_000, "0xl") };
+    expect(restartSeen(recorded, 900 + head, timestamp, now, 60)).toBe(expected);
+  });
+
+  it("nothing recorded: nothing to restart from", () => {
+    expect(restartSeen(null, 0, now / 1000, now, 60)).toBe(false);
+  });
+});
+
+describe("newerHead", () => {
+  const copy = (updatedAt: number, served: { block: number; at: number }, resetAt = 0) => ({
+    ...stored,
+    updatedAt,
+    served,
+    resetAt,
+  });
+  it.each([
+    {
+      name: "the monitor's fields from the later tick, the publications from the later publication",
+      a: copy(2_000, { block: 100, at: 10 }),
+      b: copy(1_000, { block: 104, at: 20 }),
+      expected: { updatedAt: 2_000, served: { block: 104, at: 20 } },
+    },
+    {
+      name: "a later reset wins whole, even with older numbers",
+      a: copy(5_000, { block: 400, at: 50 }),
+      b: copy(3_000, { block: 60, at: 0 }, 3_000),
+      expected: { updatedAt: 3_000, served: { block: 60, at: 0 }, resetAt: 3_000 },
+    },
+  ])("$name", ({ a, b, expected }) => {
+    expect(newerHead(a, b)).toMatchObject(expected);
+    expect(newerHead(b, a)).toMatchObject(expected);
+  });
+
+  it("either alone is itself", () => {
+    expect(newerHead(stored, null)).toBe(stored);
+    expect(newerHead(null, stored)).toBe(stored);
   });
 });
 

@@ -32,7 +32,8 @@ describe("corsResponseHeaders", () => {
   it("allows any origin and exposes the gateway's diagnostic headers", () => {
     expect(corsResponseHeaders(["*"], APP)).toEqual({
       "access-control-allow-origin": "*",
-      "access-control-expose-headers": "x-gateway-provider,x-gateway-attempts,x-gateway-cache",
+      "access-control-expose-headers":
+        "x-gateway-provider,x-gateway-attempts,x-gateway-cache,x-gateway-head",
     });
   });
 
@@ -40,7 +41,8 @@ describe("corsResponseHeaders", () => {
     expect(corsResponseHeaders(LISTED, APP)).toEqual({
       vary: "origin",
       "access-control-allow-origin": APP,
-      "access-control-expose-headers": "x-gateway-provider,x-gateway-attempts,x-gateway-cache",
+      "access-control-expose-headers":
+        "x-gateway-provider,x-gateway-attempts,x-gateway-cache,x-gateway-head",
     });
   });
 
@@ -68,7 +70,8 @@ describe("preflight", () => {
     expect(preflightHeaders(LISTED, APP)).toEqual({
       vary: "origin",
       "access-control-allow-origin": APP,
-      "access-control-expose-headers": "x-gateway-provider,x-gateway-attempts,x-gateway-cache",
+      "access-control-expose-headers":
+        "x-gateway-provider,x-gateway-attempts,x-gateway-cache,x-gateway-head",
       "access-control-allow-methods": "GET,POST,OPTIONS",
       "access-control-allow-headers": "content-type,x-api-key",
       "access-control-max-age": "86400",

@@ -9,6 +9,11 @@ import type { SelectionContext } from "../../functions/core/selection.ts";
 /** Heads seen in answers (docs/behaviour.md §5.4): which answers state one, and how long it counts. */
 
 const block = (number: string) => ({ jsonrpc: "2.0", id: 1, result: { number, hash: "0x01" } });
+const HASH = `0x${"ab".repeat(32)}`;
+const named = (blockNumber: string | null) => ({
+  result: { blockNumber, blockHash: blockNumber === null ? null : HASH, transactionIndex: "0x0" },
+});
+const log = (blockNumber: string, removed = false) => ({ blockNumber, blockHash: HASH, removed });
 
 describe("headStatedBy", () => {
   it.each<[string, unknown[], unknown, number | null]>([
@@ -18,10 +23,27 @@ describe("headStatedBy", () => {
     ["regression: pending states no head", ["pending", false], block("0x11"), null],
     ["eth_getBlockByNumber", ["finalized", false], block("0x8"), null],
     ["eth_getBlockByNumber", ["latest", false], { result: null }, null],
-    ["eth_getBlockByHash", [`0x${"1".repeat(64)}`, false], block("0x10"), null],
+    ["eth_getBlockByHash", [HASH, false], { result: { number: "0x10", hash: HASH } }, 16],
+    ["eth_getBlockByHash", [HASH, false], block("0x10"), null],
+    ["eth_getTransactionReceipt", [HASH], named("0x12"), 18],
+    ["eth_getTransactionByHash", [HASH], named("0x12"), 18],
+    ["a pending transaction names no block", [HASH], named(null), null],
+    ["eth_getTransactionByBlockNumberAndIndex", ["latest", "0x0"], named("0x12"), null],
+    ["eth_getBlockReceipts", [HASH], { result: [named("0x13").result] }, 19],
+    [
+      "eth_getLogs",
+      [{ fromBlock: "0x1", toBlock: "0x20" }],
+      { result: [log("0x14"), log("0x19", true), log("0x15")] },
+      21,
+    ],
+    ["eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x20" }], { result: [] }, null],
     ["eth_blockNumber", [], { result: "latest" }, null],
   ])("%s %j → %s", (method, params, member, expected) => {
-    const name = method.startsWith("regression") ? "eth_getBlockByNumber" : method;
+    const name = method.startsWith("regression")
+      ? "eth_getBlockByNumber"
+      : method.startsWith("a pending")
+        ? "eth_getTransactionByHash"
+        : method;
     expect(headStatedBy({ method: name, params }, member)).toBe(expected);
   });
 });

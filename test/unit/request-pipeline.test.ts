@@ -865,8 +865,8 @@ describe("max_upstream_calls", () => {
 });
 
 describe("the served head (eth_blockNumber never goes back)", () => {
-  // state_cache_ms 1000: a publication counts once 2 × 1000 + 500 ms old; block time 12 s.
-  const DELAY = 2_500;
+  // head_cache_ms 250: a publication counts once 250 + 250 ms old; block time 12 s.
+  const DELAY = 500;
   const head = (
     served: { block: number; at: number } | null,
     previousServed: { block: number; at: number } | null = null,
@@ -887,7 +887,7 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     ["a publication old enough", head({ block: 102, at: NOW - DELAY }), "0x66"],
     [
       "a publication too young: the one before it",
-      head({ block: 102, at: NOW - 1_000 }, { block: 101, at: NOW - 20_000 }),
+      head({ block: 102, at: NOW - 100 }, { block: 101, at: NOW - 20_000 }),
       "0x65",
     ],
   ])(
@@ -940,9 +940,9 @@ describe("the served head (eth_blockNumber never goes back)", () => {
     expect(response.status).toBe(502);
   });
 
-  it("regression: with no chain position yet, every eth_blockNumber a provider answered tried a publication (543 DynamoDB writes in 5 s locally); now one per delay per container", async () => {
+  it("regression: with no chain position yet, every eth_blockNumber a provider answered tried a publication (543 DynamoDB writes in 5 s locally); now none until there is one, then one per delay per container", async () => {
     const h = harness(three);
-    h.upstream.script(P1, blockNumber(7));
+    h.upstream.script(P1, blockNumber(105));
     let tries = 0;
     const publish = h.store.publishServed.bind(h.store);
     h.store.publishServed = (...args) => {
@@ -950,9 +950,15 @@ describe("the served head (eth_blockNumber never goes back)", () => {
       return publish(...args);
     };
     for (let id = 0; id < 20; id++) await h.rpc(call(id));
+    expect(tries).toBe(0);
+    h.store.setHead("net", head({ block: 100, at: NOW - 60_000 }));
+    h.advance(1_000);
+    for (let id = 20; id < 40; id++) await h.rpc(call(id));
     expect(tries).toBe(1);
-    h.advance(DELAY);
-    await h.rpc(call(20));
+    // Past a block time with nothing newer published, a provider is asked again.
+    h.advance(12_000);
+    h.upstream.script(P1, blockNumber(106));
+    await h.rpc(call(40));
     expect(tries).toBe(2);
   });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { ChainHead } from "../../functions/core/chain-head.ts";
 import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
 import { EMPTY_NETWORK_STATE, type NetworkState } from "../../functions/core/network-state.ts";
 import type { StateStore, Telemetry } from "../../functions/core/ports.ts";
@@ -20,12 +21,23 @@ function harness() {
   let now = 1_000_000;
   const pending: Array<{ resolve: (state: NetworkState) => void; reject: (error: Error) => void }> =
     [];
+  const heads: Array<{
+    resolve: (head: ChainHead | null) => void;
+    reject: (error: Error) => void;
+  }> = [];
   let reads = 0;
+  let headReads = 0;
   const store: StateStore = {
     readNetwork: () => {
       reads++;
       return new Promise((resolve, reject) => {
         pending.push({ resolve, reject });
+      });
+    },
+    readHead: () => {
+      headReads++;
+      return new Promise((resolve, reject) => {
+        heads.push({ resolve, reject });
       });
     },
     writeHealth: async () => ({ written: true }),
@@ -34,7 +46,13 @@ function harness() {
     recordLogsRange: async () => undefined,
     publishServed: async () => false,
   };
-  const cache = new StateCache({ store, clock: () => now, telemetry: silent, ttlMs: () => 1000 });
+  const cache = new StateCache({
+    store,
+    clock: () => now,
+    telemetry: silent,
+    ttlMs: () => 1000,
+    headTtlMs: () => 250,
+  });
   return {
     cache,
     advance: (ms: number) => {
@@ -43,8 +61,27 @@ function harness() {
     release: (state: NetworkState) => pending.shift()?.resolve(state),
     fail: () => pending.shift()?.reject(new Error("store down")),
     reads: () => reads,
+    releaseHead: (head: ChainHead | null) => heads.shift()?.resolve(head),
+    failHead: () => heads.shift()?.reject(new Error("store down")),
+    headReads: () => headReads,
   };
 }
+
+/** A chain position at `latest` with the served head published at `served` (at `at`). */
+function headAt(latest: number, served: number, at: number, updatedAt = 0): ChainHead {
+  return {
+    latest: { number: latest, hash: null },
+    safe: null,
+    finalized: null,
+    served: { block: served, at },
+    previousServed: null,
+    updatedAt,
+    reorgSeenAt: 0,
+  };
+}
+
+/** Lets the cache's handlers of settled reads run. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 const blacklisted: ProviderHealth = {
   ...HEALTHY,
@@ -69,28 +106,81 @@ describe("StateCache", () => {
     expect(h.reads()).toBe(2);
   });
 
-  it("refreshes ahead in the TTL's last tenth, so a request that needs a copy no older than the TTL does not wait", async () => {
+  it("a request that needs the served head waits for a consistent read of the chain position only when its copy is older than head_cache_ms, reading ahead from 80% of it", async () => {
     const h = harness();
-    const first = h.cache.get("eth");
+    const cold = h.cache.get("eth", { freshHead: true });
     h.release(stateWith({}));
-    await first;
-    h.advance(899);
-    await h.cache.get("eth", 1000);
-    expect(h.reads()).toBe(1);
+    h.releaseHead(headAt(10, 9, 0));
+    expect((await cold).head?.served?.block).toBe(9);
+    expect(h.headReads()).toBe(1);
+    h.advance(199);
+    await h.cache.get("eth", { freshHead: true });
+    expect(h.headReads()).toBe(1);
     h.advance(1);
-    // A request that needs no fresh copy does not read ahead.
+    // 80% old: answered at once with the copy in hand, while the next one is read.
+    expect((await h.cache.get("eth", { freshHead: true })).head?.served?.block).toBe(9);
+    expect(h.headReads()).toBe(2);
+    h.advance(100);
+    // Too old to use: the read in flight, begun 100 ms ago, is waited for, not a third one.
+    const waiting = h.cache.get("eth", { freshHead: true });
+    h.releaseHead(headAt(11, 10, 150));
+    expect((await waiting).head?.served?.block).toBe(10);
+    expect(h.headReads()).toBe(2);
+  });
+
+  it("a request that needs no fresh copy never waits nor reads: it takes the newer of the copies in hand", async () => {
+    const h = harness();
+    const cold = h.cache.get("eth", { freshHead: true });
+    h.release(stateWith({}));
+    h.releaseHead(headAt(10, 9, 0));
+    await cold;
+    h.advance(5_000);
+    const old = h.cache.get("eth");
+    // The state's Query is read again (its TTL passed) and served stale meanwhile.
+    expect((await old).head?.served?.block).toBe(9);
+    h.release({ ...stateWith({}), head: headAt(12, 11, 4_900) });
+    await settle();
+    expect((await h.cache.get("eth")).head?.served?.block).toBe(11);
+    expect(h.headReads()).toBe(1);
+  });
+
+  it("without a copy of its own, the Query's chain position stands", async () => {
+    const h = harness();
+    const cold = h.cache.get("eth");
+    h.release({ ...stateWith({}), head: headAt(10, 9, 0) });
+    expect((await cold).head?.served?.block).toBe(9);
+    h.advance(5_000);
     await h.cache.get("eth");
-    expect(h.reads()).toBe(1);
-    // Still fresh: answered at once with the copy in hand, while the next one is read.
-    expect(await h.cache.get("eth", 1000)).toEqual(stateWith({}));
-    expect(h.reads()).toBe(2);
-    await h.cache.get("eth", 1000);
-    expect(h.reads()).toBe(2);
-    h.release(stateWith({ a: blacklisted }));
-    await Promise.resolve();
-    h.advance(150);
-    expect(await h.cache.get("eth", 1000)).toEqual(stateWith({ a: blacklisted }));
-    expect(h.reads()).toBe(2);
+    expect(h.headReads()).toBe(0);
+  });
+
+  it("the newer of the consistent copy and the Query's is used, field by field", async () => {
+    const h = harness();
+    const cold = h.cache.get("eth", { freshHead: true });
+    // The Query's copy has a newer publication; the consistent one a newer monitor tick.
+    h.release({ ...stateWith({}), head: headAt(10, 12, 500, 100) });
+    h.releaseHead(headAt(11, 10, 400, 200));
+    const head = (await cold).head;
+    expect({ latest: head?.latest.number, served: head?.served }).toEqual({
+      latest: 11,
+      served: { block: 12, at: 500 },
+    });
+  });
+
+  it("a chain position that cannot be read keeps the last copy, and is tried again once per head_cache_ms", async () => {
+    const h = harness();
+    const cold = h.cache.get("eth", { freshHead: true });
+    h.release(stateWith({}));
+    h.releaseHead(headAt(10, 9, 0));
+    await cold;
+    h.advance(300);
+    const failing = h.cache.get("eth", { freshHead: true });
+    h.failHead();
+    expect((await failing).head?.served?.block).toBe(9);
+    await settle();
+    h.advance(100);
+    await h.cache.get("eth", { freshHead: true });
+    expect(h.headReads()).toBe(2);
   });
 
   it("a refresh that started before this container's own blacklist does not undo it", async () => {

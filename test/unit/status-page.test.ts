@@ -61,6 +61,7 @@ function network(fields: Partial<NetworkStatus> = {}): NetworkStatus {
       served: 100,
       reorg_seen_at: null,
       finality_broken_at: null,
+      chain_reset_at: null,
     },
     providers: [provider("main")],
     providers_left_out: [],

@@ -1,4 +1,4 @@
-import type { ChainHead } from "../chain-head.ts";
+import { type ChainHead, cacheGeneration } from "../chain-head.ts";
 import type { GuardCounts } from "../guards.ts";
 import { parseJsonOrUndefined } from "../json-raw.ts";
 import { isCall } from "../jsonrpc.ts";
@@ -109,7 +109,7 @@ export class AnswerCache {
       const looked: LookedUp = {
         entry,
         plan,
-        key: answerKey(network.chainId, method, params, head?.finalityBrokenAt ?? 0),
+        key: answerKey(network.chainId, method, params, cacheGeneration(head)),
         status: "bypass",
         class: "never",
         shareable: !computedFromCaller(method, params),

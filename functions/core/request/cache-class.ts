@@ -255,9 +255,9 @@ export function answerKey(
   chainId: number,
   method: string,
   params: unknown,
-  finalityBrokenAt = 0,
+  generation = 0,
 ): string {
   const key = `${chainId}\n${method}\n${JSON.stringify(params ?? null)}`;
-  // After the monitor saw finality broken, nothing kept before is found again.
-  return finalityBrokenAt > 0 ? `${key}\n@${finalityBrokenAt}` : key;
+  // After a finality break or a reset of the chain position, nothing kept before is found again.
+  return generation > 0 ? `${key}\n@${generation}` : key;
 }

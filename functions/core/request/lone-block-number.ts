@@ -21,12 +21,18 @@ import { answerFromServedHead, servedHeadView } from "./served-head.ts";
  */
 const BLOCK_NUMBER = "eth_blockNumber";
 
+/** The lone call, answered, and the served head it was answered with. */
+export interface LoneCall {
+  readonly entry: OpenCall;
+  readonly servedHead: number;
+}
+
 export function loneServedHeadCall(
   request: AcceptedRequest,
   network: Network,
   state: NetworkState,
   now: number,
-): OpenCall | null {
+): LoneCall | null {
   if (request.kind !== "single" || request.call.method !== BLOCK_NUMBER) return null;
   const { settings } = network;
   if (!methodPermitted(BLOCK_NUMBER, settings.methods_deny, settings.methods_allow)) return null;
@@ -38,11 +44,12 @@ export function loneServedHeadCall(
   const view = servedHeadView(
     state.head,
     now,
-    publicationDelayMs(settings.state_cache_ms),
+    publicationDelayMs(settings.head_cache_ms),
     settings.block_time_seconds * 1000,
   );
   const entry = openCall(request.call, []);
-  return answerFromServedHead([entry], view).size === 1 ? entry : null;
+  if (view.answer === null || answerFromServedHead([entry], view).size !== 1) return null;
+  return { entry, servedHead: view.answer };
 }
 
 export interface LoneAnswerDeps {
@@ -59,15 +66,16 @@ export interface LoneAnswerDeps {
 export function answerLoneCall(
   parts: {
     readonly network: Network;
-    readonly entry: OpenCall;
+    readonly alone: LoneCall;
     readonly state: NetworkState;
     readonly started: number;
   },
   deps: LoneAnswerDeps,
 ): GatewayResponse {
-  const { network, entry, state, started } = parts;
+  const { network, alone, state, started } = parts;
+  const { entry } = alone;
   const { rawId, method, params } = entry.call;
-  const headers = answerHeaders(network, [], 0);
+  const headers = answerHeaders(network, [], 0, alone.servedHead);
   // The served head's number is never cached (x-gateway-cache as the answer cache words it).
   if (network.settings.diagnostic_headers) headers["x-gateway-cache"] = "bypass";
   const plan = planCall(method, params, state.head);

@@ -3,25 +3,61 @@ import type { Network } from "../network-model.ts";
 import { quorumInForce } from "../network-state.ts";
 import type { SelectionContext } from "../selection.ts";
 import type { CallInfo } from "../verdict.ts";
+import { blockNamedBy } from "./cache-class.ts";
 
 const HEX_BLOCK = /^0x[0-9a-f]{1,16}$/i;
 
+/** Answers that name the block holding what they return (`blockNumber`, or `number`). */
+const NAMES_ITS_BLOCK: ReadonlySet<string> = new Set([
+  "eth_getBlockByHash",
+  "eth_getHeaderByHash",
+  "eth_getHeaderByNumber",
+  "eth_getBlockReceipts",
+  "eth_getTransactionByHash",
+  "eth_getTransactionReceipt",
+  "eth_getTransactionByBlockHashAndIndex",
+  "eth_getTransactionByBlockNumberAndIndex",
+]);
+
 /**
- * The block number an answer states as the head, if any: `eth_blockNumber`'s result, or the
- * number of the block `eth_getBlockByNumber` returned for "latest" or a number. Never from
- * "pending" (a block that does not exist yet, one above the head) nor from the other tags.
+ * The block number an answer shows the provider has reached, if any: `eth_blockNumber`'s
+ * result; the number of the block `eth_getBlockByNumber` returned for "latest" or a number;
+ * the block a receipt, a transaction, a block by hash or a header names; the last block of an
+ * `eth_getLogs` answer. Never from "pending" (a block that does not exist yet, one above the
+ * head) nor from the other tags.
  */
 export function headStatedBy(info: CallInfo, member: unknown): number | null {
   if (typeof member !== "object" || member === null) return null;
   const result = (member as { result?: unknown }).result;
-  let hex: unknown;
-  if (info.method === "eth_blockNumber") hex = result;
-  else if (info.method === "eth_getBlockByNumber" && typeof result === "object" && result) {
+  if (info.method === "eth_blockNumber") return quantity(result);
+  if (typeof result !== "object" || result === null) return null;
+  if (info.method === "eth_getBlockByNumber") {
     const ref = blockRefOf(info.method, info.params);
     const statesHead = ref?.kind === "number" || (ref?.kind === "tag" && ref.tag === "latest");
-    if (statesHead) hex = (result as { number?: unknown }).number;
+    return statesHead ? quantity((result as { number?: unknown }).number) : null;
   }
+  if (info.method === "eth_getLogs") return lastLogBlock(result);
+  if (!NAMES_ITS_BLOCK.has(info.method)) return null;
+  const ref = blockRefOf(info.method, info.params);
+  if (ref?.kind === "tag") return null;
+  return blockNamedBy(result)?.number ?? null;
+}
+
+function quantity(hex: unknown): number | null {
   return typeof hex === "string" && HEX_BLOCK.test(hex) ? Number.parseInt(hex, 16) : null;
+}
+
+/** The highest block of a list of logs, removed ones (of a replaced block) left out. */
+function lastLogBlock(logs: unknown): number | null {
+  if (!Array.isArray(logs)) return null;
+  let last: number | null = null;
+  for (const log of logs) {
+    if (typeof log !== "object" || log === null || (log as { removed?: unknown }).removed === true)
+      continue;
+    const number = quantity((log as { blockNumber?: unknown }).blockNumber);
+    if (number !== null && (last === null || number > last)) last = number;
+  }
+  return last;
 }
 
 /**

@@ -26,6 +26,8 @@ export interface ResponseParts {
   /** Providers that answered, in order of use. */
   readonly used: readonly string[];
   readonly attempts: number;
+  /** The served head the request's tags were pinned to, or null (`x-gateway-head`). */
+  readonly servedHead: number | null;
 }
 
 export interface ResponderDeps {
@@ -38,17 +40,20 @@ export interface ResponderDeps {
 
 /**
  * An answer's headers: the content type, and under `diagnostic_headers` the providers whose
- * answers the caller gets and the upstream calls made.
+ * answers the caller gets, the upstream calls made, and the served head the answer was pinned
+ * to (`x-gateway-head`, hex like a block number; absent while there is none).
  */
 export function answerHeaders(
   network: Network,
   providers: readonly string[],
   attempts: number,
+  servedHead: number | null,
 ): Record<string, string> {
   const headers: Record<string, string> = { ...JSON_HEADERS };
   if (network.settings.diagnostic_headers) {
     headers["x-gateway-provider"] = providers.join(",");
     headers["x-gateway-attempts"] = String(attempts);
+    if (servedHead !== null) headers["x-gateway-head"] = `0x${servedHead.toString(16)}`;
   }
   return headers;
 }
@@ -104,7 +109,7 @@ export function assembleResponse(parts: ResponseParts, deps: ResponderDeps): Gat
       ),
     );
   }
-  const headers = answerHeaders(network, providers, attempts);
+  const headers = answerHeaders(network, providers, attempts, parts.servedHead);
   const allFailed = open.length > 0 && failed === open.length;
   if (request.kind === "single") {
     // A notification gets no answer (JSON-RPC 2.0 §4.1), only the HTTP status.

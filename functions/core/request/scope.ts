@@ -80,7 +80,7 @@ export function requestScope(
   const servedHead = servedHeadView(
     state.head,
     now,
-    publicationDelayMs(network.settings.state_cache_ms),
+    publicationDelayMs(network.settings.head_cache_ms),
     blockTimeMs,
   );
   const candidates = network.providers

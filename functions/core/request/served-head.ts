@@ -1,5 +1,8 @@
 import { type ChainHead, servedHeadAt, servedRecently } from "../chain-head.ts";
+import { type Call, type InvalidMember, isCall } from "../jsonrpc.ts";
+import { blockRefOf } from "../methods/block-ref.ts";
 import type { QuorumSnapshot } from "../network-state.ts";
+import { mayBeHeldBack } from "./held-back.ts";
 import type { OpenCall } from "./open-call.ts";
 import type { PinnedTags } from "./pin-tags.ts";
 
@@ -107,24 +110,6 @@ export function settleBlockNumbers(
   return highest;
 }
 
-/**
- * At most one publication attempt per delay from this container, per network. `mayPublish`
- * reads the container's copy of the shared state, which shows its own publication only after
- * the next refresh, or never when the monitor has not written the chain position yet: without
- * this pace, every eth_blockNumber a provider answered meanwhile sent one more conditional
- * write (543 in 5 s of a local run, each a paid DynamoDB write and ~1 ms of SDK CPU).
- */
-export class PublicationPace {
-  readonly #lastTry = new Map<string, number>();
-
-  mayTry(network: string, now: number, delayMs: number): boolean {
-    const last = this.#lastTry.get(network);
-    if (last !== undefined && now - last < delayMs) return false;
-    this.#lastTry.set(network, now);
-    return true;
-  }
-}
-
 function resultNumber(text: string): number | null {
   try {
     const result = (JSON.parse(text) as { result?: unknown })?.result;
@@ -164,7 +149,9 @@ export function reachableBlocks(
 /**
  * The numbers `latest`, `safe` and `finalized` are pinned to, or null when the chain position
  * is unknown or stale (tags then go upstream as written). `latest` is the served head, pinned
- * only while some candidate can have reached it.
+ * only while some candidate can have reached it; `safe` and `finalized` are never above the
+ * served head (the monitor's may be, for the publication delay), so no tag names a block the
+ * gateway does not show yet.
  */
 export function tagsToPin(
   head: ChainHead | null,
@@ -178,9 +165,38 @@ export function tagsToPin(
   const latest = view.answer;
   const reached =
     latest !== null && candidates.some((provider) => (reachable(provider) ?? 0) >= latest);
+  const settled = (position: { readonly number: number } | null) =>
+    position === null ? null : Math.min(position.number, latest ?? position.number);
   return {
     latest: reached ? latest : null,
-    safe: head.safe?.number ?? null,
-    finalized: head.finalized?.number ?? null,
+    safe: settled(head.safe),
+    finalized: settled(head.finalized),
   };
+}
+
+/**
+ * Whether a request needs a fresh copy of the chain position (docs/behaviour.md §10.2): an
+ * `eth_blockNumber`, a call whose block is `latest`, `safe` or `finalized` (named or left
+ * out), pinned to the served head, or a lookup whose answer is held back above it (a block, a
+ * receipt, a transaction): each must agree with every head any container showed, so it waits
+ * for a copy no older than `head_cache_ms`. Any other call (state at a number or hash, logs,
+ * fees, traces, sends) needs the served head only to attest its answer: it takes the copy in
+ * hand.
+ */
+export function needsFreshHead(calls: ReadonlyArray<Call | InvalidMember>): boolean {
+  return calls.some(
+    (call) =>
+      isCall(call) &&
+      (call.method === "eth_blockNumber" || mayBeHeldBack(call.method) || namesPinnedTag(call)),
+  );
+}
+
+const PINNED_TAGS: ReadonlySet<string> = new Set(["latest", "safe", "finalized"]);
+
+function namesPinnedTag(call: Call): boolean {
+  const ref = blockRefOf(call.method, call.params);
+  if (ref === null) return false;
+  const pinned = (point: { readonly kind: string; readonly tag?: string }) =>
+    point.kind === "tag" && PINNED_TAGS.has(point.tag ?? "");
+  return ref.kind === "range" ? pinned(ref.from) || pinned(ref.to) : pinned(ref);
 }
