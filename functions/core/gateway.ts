@@ -19,7 +19,6 @@ import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs
 import { logAttemptDeps, type ReachDeps, runLogAttempts } from "./request/logs-reach.ts";
 import { answerLoneCall, loneServedHeadCall } from "./request/lone-block-number.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
-import type { OpenCall } from "./request/open-call.ts";
 import { failureSignature, settlePenalties } from "./request/penalties.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { reportRequest } from "./request/report.ts";
