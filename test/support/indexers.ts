@@ -134,6 +134,8 @@ export interface Tally {
   readonly duplicates: number;
   /** Logs handed over that the chain does not have (another block hash, or no such log). */
   readonly notCanonical: number;
+  /** The blocks of the logs missing, so a failure says where the gap is. */
+  readonly missingBlocks: readonly number[];
   /** Errors seen, and those the client's own retry rule gives up on at once (fatal). */
   readonly errors: ErrorCount;
 }
@@ -195,6 +197,9 @@ export function comparedWithChain(
     missing: chainLogs.size - seen.size,
     duplicates,
     notCanonical,
+    missingBlocks: [...chainLogs.entries()]
+      .filter(([key]) => !seen.has(key))
+      .map(([, log]) => log.blockNumber),
     errors,
   };
 }
