@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import type { Config } from "../core/config-schema.ts";
+import type { ConfigSourceInfo } from "../core/network-model.ts";
 import { parseConfig } from "../core/network-model.ts";
-import type { ConfigSourceInfo } from "../core/status.ts";
 import { type ConfigFileProblem, describeProblems, parseConfigText } from "./config-file.ts";
 import {
   type S3ObjectAnswer,

@@ -1,6 +1,3 @@
-import type * as z from "zod/mini";
-import type { networkSchema, settingsSchema } from "./config-schema.ts";
-
 /**
  * Limits of the platform the runtime silently depends on. A config beyond them would load and
  * then misbehave (requests cut by API Gateway, a monitor that never ticks), so it is invalid:
@@ -26,12 +23,39 @@ export const PLATFORM_LIMITS = {
 
 export type BoundIssue = { readonly path: PropertyKey[]; readonly message: string };
 
+/**
+ * The settings the bounds read, as the schema defines them: the top level has them all, a
+ * network any of them (what it leaves out comes from the top). Written out here, since the
+ * schema that checks the bounds is built from this module.
+ */
+interface BoundedSettings {
+  readonly request_deadline_ms: number;
+  readonly request_timeout_ms: number;
+  readonly max_response_bytes: number;
+  readonly max_body_bytes: number;
+  readonly max_attempts: number;
+  readonly max_upstream_calls: number;
+  readonly block_time_seconds: number;
+  readonly quorum: {
+    readonly check_timeout_ms: number;
+    readonly max_ahead_blocks: number;
+    readonly max_lag_seconds: number;
+    readonly failing_often: { readonly window_seconds: number };
+  };
+  readonly probe: { readonly timeout_ms: number };
+  readonly hedge: { readonly min_ms: number; readonly max_ms: number };
+}
+
+/** What a network may set of them: any key at any depth. */
+type Partly<T> = { readonly [K in keyof T]?: T[K] extends object ? Partly<T[K]> : T[K] };
+type NetworkBoundedSettings = Partly<BoundedSettings>;
+
 /** The cross-field and platform bounds, on each network's merged settings (checked by `configSchema`). */
 export function boundIssues(config: {
   readonly check_interval_seconds: number;
   readonly config_refresh_seconds: number;
   readonly api_keys: ReadonlyArray<{ readonly name: string }>;
-  readonly networks: Readonly<Record<string, z.infer<typeof networkSchema>>>;
+  readonly networks: Readonly<Record<string, NetworkBoundedSettings>>;
   readonly [key: string]: unknown;
 }): BoundIssue[] {
   const limits = PLATFORM_LIMITS;
@@ -52,11 +76,14 @@ export function boundIssues(config: {
       });
     }
   });
-  const top = config as unknown as z.infer<typeof settingsSchema>;
+  const top = config as unknown as BoundedSettings;
   for (const [name, network] of Object.entries(config.networks)) {
     /** The value in force for this network, and where to report it. */
-    const setting = <T>(pick: (settings: Partial<typeof top>) => T | undefined, path: string[]) => {
-      const own = pick(network as Partial<typeof top>);
+    const setting = <T>(
+      pick: (settings: NetworkBoundedSettings) => T | undefined,
+      path: string[],
+    ) => {
+      const own = pick(network);
       return own === undefined
         ? { value: pick(top) as T, path, where: "" }
         : { value: own, path: ["networks", name, ...path], where: ` in network ${name}` };

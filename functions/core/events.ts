@@ -8,9 +8,9 @@
  */
 
 import type { Config } from "./config-schema.ts";
+import type { ConfigSourceInfo } from "./network-model.ts";
 import { fingerprint, type GatewayModel } from "./network-model.ts";
 import type { QuorumReason } from "./quorum.ts";
-import type { ConfigSourceInfo } from "./status.ts";
 
 export type EventKind =
   /** An incident blacklisted the provider (reason: the cooldown reason). */

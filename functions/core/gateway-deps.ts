@@ -2,6 +2,7 @@ import type { GuardCounts } from "./guards.ts";
 import type { GatewayModel } from "./network-model.ts";
 import type {
   FilterStore,
+  HedgeTimer,
   SharedAnswerStore,
   StateStore,
   Telemetry,
@@ -11,7 +12,6 @@ import type {
 } from "./ports.ts";
 import type { CacheLookup } from "./request/answer-cache.ts";
 import type { HealthRecorderDeps } from "./request/health-recorder.ts";
-import type { HedgeTimer } from "./request/hedging.ts";
 import type { InternalCall } from "./request/logs-queries.ts";
 import type { StateCache } from "./state-cache.ts";
 

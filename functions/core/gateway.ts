@@ -1,17 +1,18 @@
 import { upstreamCallBudget } from "./call-budget.ts";
-import { errorResponse, parseRequest } from "./jsonrpc.ts";
+import { callsOf, errorResponse, parseRequest } from "./jsonrpc.ts";
+import { batchLimitOf } from "./learned-limits.ts";
 import { methodSpec } from "./methods/catalogue.ts";
 import type { Network } from "./network-model.ts";
 import { DEADLINE_MARGIN_MS } from "./policies.ts";
 import type { UpstreamResult } from "./ports.ts";
-import { admitCalls, callsOf, unpinnedOrder } from "./request/admit.ts";
+import { admitCalls, unpinnedOrder } from "./request/admit.ts";
 import { AnswerCache, withCacheOutcome } from "./request/answer-cache.ts";
 import { type AttemptLoop, runAttempts } from "./request/attempts.ts";
-import { batchLimitOf, learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
+import { learnBatchLimit, refusedAsTooLarge } from "./request/batch-limits.ts";
 import { NO_SENDS, startSends } from "./request/broadcast.ts";
 import { serveFilterCalls } from "./request/filters.ts";
 import { HeadPublisher } from "./request/head-publication.ts";
-import { type AttemptRecord, HealthRecorder, settleWrites } from "./request/health-recorder.ts";
+import { HealthRecorder, settleWrites } from "./request/health-recorder.ts";
 import { Hedging } from "./request/hedging.ts";
 import { holdBackAboveServedHead, uncachedWhenHeld } from "./request/held-back.ts";
 import { judgeAttempt } from "./request/judge.ts";
@@ -20,15 +21,9 @@ import { logAttemptDeps, type ReachDeps, runLogAttempts } from "./request/logs-r
 import { answerLoneCall, loneServedHeadCall } from "./request/lone-block-number.ts";
 import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import { failureSignature, settlePenalties } from "./request/penalties.ts";
-import type { AttemptGroup } from "./request/plan.ts";
 import { reportRequest } from "./request/report.ts";
-import {
-  assembleResponse,
-  type GatewayResponse,
-  JSON_HEADERS,
-  unknownNetwork,
-} from "./request/respond.ts";
-import { type RequestScope, requestScope } from "./request/scope.ts";
+import { assembleResponse, JSON_HEADERS, unknownNetwork } from "./request/respond.ts";
+import { requestScope } from "./request/scope.ts";
 import {
   isSend,
   providerKnowsTransaction,
@@ -37,9 +32,15 @@ import {
 import { ServableMethods } from "./request/servable.ts";
 import { answerFromServedHead, needsFreshHead, reachableBlocks } from "./request/served-head.ts";
 import { settleUnpinnedRetries, unpinnedRetries } from "./request/unpinned-retry.ts";
+import type {
+  AttemptGroup,
+  AttemptRecord,
+  GatewayResponse,
+  RequestScope,
+} from "./request/vocabulary.ts";
 import type { SelectionContext } from "./selection.ts";
 
-export type { GatewayResponse } from "./request/respond.ts";
+export type { GatewayResponse } from "./request/vocabulary.ts";
 
 import type { GatewayDeps, RpcOptions } from "./gateway-deps.ts";
 

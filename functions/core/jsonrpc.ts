@@ -41,6 +41,14 @@ export type ParsedRequest =
       readonly status: number;
     };
 
+/** A request the parser accepted: one call or a batch. */
+export type AcceptedRequest = Exclude<ParsedRequest, { kind: "error" }>;
+
+/** Every member of the request in the caller's order. */
+export function callsOf(request: AcceptedRequest): ReadonlyArray<Call | InvalidMember> {
+  return request.kind === "single" ? [request.call] : request.members;
+}
+
 export interface RequestLimits {
   readonly maxBodyBytes: number;
   readonly maxBatch: number;

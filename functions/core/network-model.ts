@@ -311,3 +311,12 @@ export function urlRedactions(model: GatewayModel): Array<{ resolved: string; re
     })),
   );
 }
+
+/** Which config is in force: the S3 object (with its ETag), the bundled copy, or a file. */
+export interface ConfigSourceInfo {
+  readonly kind: "s3" | "bundled" | "file";
+  /** The S3 object's ETag; only for kind "s3". */
+  readonly etag?: string;
+  /** ISO-8601 time this config came into force. */
+  readonly loaded_at: string;
+}

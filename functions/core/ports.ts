@@ -194,3 +194,16 @@ export interface Telemetry {
     unit: "Milliseconds" | "Seconds" | "Count",
   ): void;
 }
+
+/** A wait that may be called off: `done` then never resolves. */
+export interface HedgeWait {
+  readonly done: Promise<void>;
+  cancel(): void;
+}
+
+/**
+ * Starts a wait of `ms`. The real one (`hedgeTimer` in adapters/wait.ts) is a plain timer, not
+ * an AbortSignal: one is started for every hedgeable read, and an AbortController with its
+ * abort event costs several times a timer's set and clear. Tests pass a timer they fire.
+ */
+export type HedgeTimer = (ms: number) => HedgeWait;

@@ -1,4 +1,4 @@
-import type { AnswerClass } from "./request/cache-class.ts";
+import type { AnswerClass } from "./request/vocabulary.ts";
 
 /** The HTTP surface of docs/behaviour.md §2, matched from method and path alone. */
 export type Route =

@@ -1,5 +1,6 @@
 import { healthState } from "./health.ts";
 import { methodPermitted } from "./jsonrpc.ts";
+import { logsRangeOf } from "./learned-limits.ts";
 import type { Network, Provider } from "./network-model.ts";
 import {
   capabilityBlacklistedUntil,
@@ -7,7 +8,6 @@ import {
   type NetworkState,
   quorumInForce,
 } from "./network-state.ts";
-import { logsRangeOf } from "./request/logs-limits.ts";
 
 /** Effective priority: the highest matching `priority_match` value, else `priority`. */
 export function effectivePriority(provider: Provider, body: string): number {

@@ -2,13 +2,12 @@ import { publicationDelayMs, servedHeadAt } from "./chain-head.ts";
 import { EVENTS_SHOWN, type EventStatus, eventStatus, type GatewayEvent } from "./events.ts";
 import { GUARDS, type GuardCountsView } from "./guards.ts";
 import { healthState } from "./health.ts";
-import type { GatewayModel, Network } from "./network-model.ts";
+import { batchLimitOf, logsRangeOf } from "./learned-limits.ts";
+import type { ConfigSourceInfo, GatewayModel, Network } from "./network-model.ts";
 import { healthOf, type NetworkState, type QuorumReason, quorumInForce } from "./network-state.ts";
 import type { ClassCounts } from "./request/answer-cache.ts";
-import { batchLimitOf } from "./request/batch-limits.ts";
-import type { AnswerClass } from "./request/cache-class.ts";
 import { type LogCheckCounts, NO_LOG_CHECKS } from "./request/logs-check-state.ts";
-import { logsRangeOf } from "./request/logs-limits.ts";
+import type { AnswerClass } from "./request/vocabulary.ts";
 import {
   activeProvider,
   configuredOrder,
@@ -19,15 +18,6 @@ import {
 } from "./selection.ts";
 
 /** The stable status JSON (docs/behaviour.md §2): fields may be added, never renamed. */
-
-/** Which config is in force: the S3 object (with its ETag), the bundled copy, or a file. */
-export interface ConfigSourceInfo {
-  readonly kind: "s3" | "bundled" | "file";
-  /** The S3 object's ETag; only for kind "s3". */
-  readonly etag?: string;
-  /** ISO-8601 time this config came into force. */
-  readonly loaded_at: string;
-}
 
 export interface ProviderStats {
   readonly window_seconds: number;

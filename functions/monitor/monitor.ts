@@ -1,11 +1,11 @@
 import type { Config } from "../core/config-schema.ts";
 import { configChange, type EventLog, makeEvent } from "../core/events.ts";
+import type { ConfigSourceInfo } from "../core/network-model.ts";
 import { type GatewayModel, type Network, urlRedactions } from "../core/network-model.ts";
 import type { NetworkState } from "../core/network-state.ts";
 import type { StateStore, Telemetry, Upstream } from "../core/ports.ts";
 import { makeScrubber } from "../core/redact.ts";
 import { activeProvider, type SelectionContext, whyNotCandidate } from "../core/selection.ts";
-import type { ConfigSourceInfo } from "../core/status.ts";
 import { runHeadCheck } from "./head-check.ts";
 import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
 import { runProbes } from "./probe-run.ts";

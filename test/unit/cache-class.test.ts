@@ -6,13 +6,13 @@ import {
   stillTrue,
 } from "../../functions/core/request/answer-memory.ts";
 import {
-  type AnswerClass,
   answerKey,
   blockNamedBy,
   classifyAnswer,
   knownFinality,
   planCall,
 } from "../../functions/core/request/cache-class.ts";
+import type { AnswerClass } from "../../functions/core/request/vocabulary.ts";
 
 /**
  * The answer cache's classes (docs/behaviour.md §11), from the call alone and then from the

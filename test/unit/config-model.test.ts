@@ -8,7 +8,7 @@ import {
   redactUrl,
   secretPartsOf,
 } from "../../functions/core/redact.ts";
-import type { AnswerClass } from "../../functions/core/request/cache-class.ts";
+import type { AnswerClass } from "../../functions/core/request/vocabulary.ts";
 import { cacheControlFor, getModeBody, matchRoute } from "../../functions/core/routes.ts";
 
 describe("config: invictus configs load unchanged, defaults filled", () => {

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../functions/core/config-schema.ts";
 import { HEALTHY } from "../../functions/core/health.ts";
-import type { Telemetry } from "../../functions/core/ports.ts";
-import type { HedgeTimer } from "../../functions/core/request/hedging.ts";
+import type { HedgeTimer, Telemetry } from "../../functions/core/ports.ts";
 import { gatewayHarness } from "../support/gateway-harness.ts";
 import { answer, held, resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
 

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { Call } from "../../functions/core/jsonrpc.ts";
-import { type OpenCall, openCall } from "../../functions/core/request/open-call.ts";
+import { openCall } from "../../functions/core/request/open-call.ts";
 import {
   settleUnpinnedRetries,
   unpinnedRetries,
 } from "../../functions/core/request/unpinned-retry.ts";
+import type { OpenCall } from "../../functions/core/request/vocabulary.ts";
 
 /**
  * A call whose pinned `latest` every provider answered from behind is sent once more as the

@@ -1,15 +1,13 @@
 import { type ChainHead, cacheGeneration } from "../chain-head.ts";
 import type { GuardCounts } from "../guards.ts";
 import { parseJsonOrUndefined } from "../json-raw.ts";
-import { isCall } from "../jsonrpc.ts";
+import { type AcceptedRequest, callsOf, isCall } from "../jsonrpc.ts";
 import type { GatewayModel, Network } from "../network-model.ts";
 import type { SharedAnswerStore, Telemetry } from "../ports.ts";
-import { type AcceptedRequest, callsOf } from "./admit.ts";
 import { AnswerMemory, entryBytes, type MemoryAnswer } from "./answer-memory.ts";
 import { MinuteWrites, RequestCacheBounds } from "./cache-bounds.ts";
 import {
   ANSWER_CLASSES,
-  type AnswerClass,
   answerKey,
   type CallPlan,
   classifyAnswer,
@@ -18,8 +16,7 @@ import {
   planCall,
 } from "./cache-class.ts";
 import { computedFromCaller } from "./callers-answer.ts";
-import type { OpenCall } from "./open-call.ts";
-import type { GatewayResponse } from "./respond.ts";
+import type { AnswerClass, GatewayResponse, OpenCall } from "./vocabulary.ts";
 
 /**
  * The answer cache in the request pipeline (docs/behaviour.md §11): before any upstream call,

@@ -1,5 +1,6 @@
 import type { ChainHead } from "../chain-head.ts";
-import { type AnswerClass, contradictsHead } from "./cache-class.ts";
+import { contradictsHead } from "./cache-class.ts";
+import type { AnswerClass } from "./vocabulary.ts";
 
 /**
  * The memory tier of the answer cache (docs/behaviour.md §11): one per container, every

@@ -6,9 +6,9 @@ import type { Provider } from "../network-model.ts";
 import type { Upstream, UpstreamResult } from "../ports.ts";
 import { attemptHedged, type SentAttempt } from "./hedged-attempt.ts";
 import type { RequestHedging } from "./hedging.ts";
-import type { OpenCall } from "./open-call.ts";
-import { type AttemptGroup, nextRound, upstreamBody } from "./plan.ts";
+import { nextRound, upstreamBody } from "./plan.ts";
 import { SEND_RAW_TRANSACTION } from "./sent-transactions.ts";
+import type { AttemptGroup, OpenCall } from "./vocabulary.ts";
 
 export interface AttemptLoop {
   readonly upstream: Upstream;

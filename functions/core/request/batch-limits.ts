@@ -1,25 +1,17 @@
-import type { Network, Provider } from "../network-model.ts";
+import { keepLearnedLimit } from "../learned-limits.ts";
+import type { Network } from "../network-model.ts";
 import type { LearnedLimit } from "../network-state.ts";
 import type { StateStore, Telemetry } from "../ports.ts";
 import type { StateCache } from "../state-cache.ts";
 import type { AttemptJudgement } from "./judge.ts";
-import { keepLearnedLimit, limitInForce } from "./learned-limits.ts";
-import { type AttemptGroup, resendToSameProvider } from "./plan.ts";
+import { resendToSameProvider } from "./plan.ts";
+import type { AttemptGroup } from "./vocabulary.ts";
 
 /**
  * Providers' batch limits (docs/behaviour.md §4.11): a provider that refuses a batch as too
  * large gets the same calls again in halves, and the size is remembered (shared, with an
  * expiry), so no provider is blacklisted for a batch size and single calls never suffer.
  */
-
-/** The largest batch a provider takes now: the configured `max_batch`, or a smaller learned one. */
-export function batchLimitOf(
-  provider: Provider,
-  learned: ReadonlyMap<string, LearnedLimit>,
-  now: number,
-): number {
-  return limitInForce(provider.maxBatch, learned.get(provider.name), now);
-}
 
 /** Whether a batch-sized attempt failed because the batch was too large for the provider. */
 export function refusedAsTooLarge(group: AttemptGroup, judgement: AttemptJudgement): boolean {

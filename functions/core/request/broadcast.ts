@@ -5,8 +5,8 @@ import type { Provider } from "../network-model.ts";
 import { BROADCAST_DELAY_MS, BROADCAST_WAIT_MS } from "../policies.ts";
 import type { LedgerEntry, Telemetry, TransactionLedger, Upstream, Wait } from "../ports.ts";
 import { readRawTransaction } from "../transactions.ts";
-import type { OpenCall } from "./open-call.ts";
 import { SEND_RAW_TRANSACTION } from "./sent-transactions.ts";
+import type { OpenCall } from "./vocabulary.ts";
 
 /**
  * Sending a transaction once, everywhere (docs/behaviour.md §4.12): the ledger gives a client

@@ -3,6 +3,7 @@ import { isRecord } from "../classify-envelope.ts";
 import { type BlockPoint, blockRefOf } from "../methods/block-ref.ts";
 import { methodSpec } from "../methods/catalogue.ts";
 import { QUORUM_STALE_INTERVALS } from "../policies.ts";
+import type { AnswerClass } from "./vocabulary.ts";
 
 /**
  * How long a call's answer may be served again (docs/behaviour.md §11), read from the method
@@ -16,8 +17,6 @@ import { QUORUM_STALE_INTERVALS } from "../policies.ts";
  * - `never`: writes, filters, node-local answers, `pending`, errors, a `null` not about a
  *   finalized block, and any block at all while the finality is unknown.
  */
-export type AnswerClass = "immutable" | "unfinalized" | "realtime" | "never";
-
 export const ANSWER_CLASSES: readonly AnswerClass[] = [
   "immutable",
   "unfinalized",

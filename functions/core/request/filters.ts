@@ -8,6 +8,7 @@ import {
 import { gatewayFilterId } from "../filters/filter-id.ts";
 import type { FilterRecord } from "../filters/filter-progress.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
+import { logsRangeOf } from "../learned-limits.ts";
 import type { Network } from "../network-model.ts";
 import { LAMBDA_RESPONSE_LIMIT_BYTES, serializedBytes } from "../payload-limit.ts";
 import {
@@ -20,10 +21,9 @@ import { type SelectionContext, whyNotCandidate } from "../selection.ts";
 import { type PollOutcome, pollFilter } from "./filter-polls.ts";
 import { readRangeLogs } from "./filter-range.ts";
 import { FilterReads } from "./filter-reads.ts";
-import { logsRangeOf } from "./logs-limits.ts";
 import type { InternalCall } from "./logs-queries.ts";
 import { GET_LOGS, quantity } from "./logs-range.ts";
-import type { OpenCall } from "./open-call.ts";
+import type { OpenCall } from "./vocabulary.ts";
 
 /**
  * Filters served by the gateway itself (docs/behaviour.md §14): `eth_newFilter` and

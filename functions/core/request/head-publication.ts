@@ -4,8 +4,8 @@ import { type NetworkState, quorumInForce } from "../network-state.ts";
 import type { StateStore, Telemetry, Upstream } from "../ports.ts";
 import { type SelectionContext, whyNotCandidate } from "../selection.ts";
 import type { ObservedHeads } from "./observed-head.ts";
-import type { OpenCall } from "./open-call.ts";
-import { type ServedHeadView, settleBlockNumbers } from "./served-head.ts";
+import { settleBlockNumbers } from "./served-head.ts";
+import type { OpenCall, ServedHeadView } from "./vocabulary.ts";
 
 /**
  * Keeps the served head moving (docs/behaviour.md §10.2), off the request path: after each

@@ -8,15 +8,10 @@ import {
   SLOW_RULE_MIN_CANDIDATES,
 } from "../policies.ts";
 import type { StateStore, Telemetry, Wait } from "../ports.ts";
-import {
-  type AttemptSlot,
-  PLAIN_READ,
-  type SelectionContext,
-  whyNotCandidate,
-} from "../selection.ts";
+import { PLAIN_READ, type SelectionContext, whyNotCandidate } from "../selection.ts";
 import type { StateCache } from "../state-cache.ts";
 import type { CooldownReason, Verdict } from "../verdict.ts";
-import type { FailureVerdict } from "./judge.ts";
+import type { AttemptRecord, FailureVerdict } from "./vocabulary.ts";
 
 export interface HealthRecorderDeps {
   readonly store: StateStore;
@@ -37,28 +32,6 @@ export interface HealthRecorderDeps {
    * on these failure paths, which write state anyway, never on a healthy request's path.
    */
   readonly events?: EventSink;
-}
-
-/** One attempt, as the health bookkeeping needs it. */
-export interface AttemptRecord {
-  readonly network: Network;
-  readonly context: SelectionContext;
-  readonly slot: AttemptSlot;
-  readonly elapsedMs: number;
-  /**
-   * A batch, or a call the catalogue calls heavy (logs, traces): slow everywhere by nature, so
-   * exempt from the slow rule.
-   */
-  readonly heavy: boolean;
-  /**
-   * Every call runs the caller's code (a call, a simulation, a JS tracer: the catalogue's
-   * `runsCallersCode`): an unclassified error is the code's far more often than the node's, and
-   * does not count toward force-rotate (a caller could otherwise rotate a healthy provider away
-   * by sending a throwing tracer three times).
-   */
-  readonly callersCodeOnly: boolean;
-  /** The request's state writes: they run beside the retries, and the answer waits a little. */
-  readonly writes: Promise<unknown>[];
 }
 
 /**

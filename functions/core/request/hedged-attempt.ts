@@ -1,7 +1,7 @@
 import type { Provider } from "../network-model.ts";
-import type { UpstreamResult } from "../ports.ts";
-import type { HedgeTimer, HedgeWait, RequestHedging } from "./hedging.ts";
-import type { AttemptGroup } from "./plan.ts";
+import type { HedgeTimer, HedgeWait, UpstreamResult } from "../ports.ts";
+import type { RequestHedging } from "./hedging.ts";
+import type { AttemptGroup } from "./vocabulary.ts";
 
 /** One attempt's result, and whether its timeout was cut to the time left before the deadline. */
 export interface SentAttempt {

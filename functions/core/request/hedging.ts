@@ -4,24 +4,11 @@ import {
   HEDGE_LATENCY_WINDOW_SECONDS,
   HEDGE_MIN_SAMPLES,
 } from "../policies.ts";
-import type { Telemetry } from "../ports.ts";
+import type { HedgeTimer, Telemetry } from "../ports.ts";
 import { HedgeBudget } from "./hedge-budget.ts";
 import { hedgeDelayMs, whyNotHedged } from "./hedge-policy.ts";
 import { LatencyWindows } from "./latency-window.ts";
-import type { AttemptGroup } from "./plan.ts";
-
-/** A wait that may be called off: `done` then never resolves. */
-export interface HedgeWait {
-  readonly done: Promise<void>;
-  cancel(): void;
-}
-
-/**
- * Starts a wait of `ms`. The real one (`hedgeTimer` in adapters/wait.ts) is a plain timer, not
- * an AbortSignal: one is started for every hedgeable read, and an AbortController with its
- * abort event costs several times a timer's set and clear. Tests pass a timer they fire.
- */
-export type HedgeTimer = (ms: number) => HedgeWait;
+import type { AttemptGroup } from "./vocabulary.ts";
 
 export type HedgeOutcome = "started" | "won" | "aborted";
 

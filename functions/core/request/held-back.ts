@@ -2,8 +2,7 @@ import { arrayElementSpans, memberValueSpan } from "../json-raw.ts";
 import { blockRefOf } from "../methods/block-ref.ts";
 import type { Network } from "../network-model.ts";
 import type { Telemetry } from "../ports.ts";
-import type { OpenCall } from "./open-call.ts";
-import type { GatewayResponse } from "./respond.ts";
+import type { GatewayResponse, OpenCall } from "./vocabulary.ts";
 
 /**
  * The chain as of the served head (docs/behaviour.md §10.4, read-your-writes): an answer that

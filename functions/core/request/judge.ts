@@ -4,11 +4,8 @@ import { ErrorCode, errorResponse } from "../jsonrpc.ts";
 import type { UpstreamResult } from "../ports.ts";
 import { requestedCooldownMs } from "../retry-after.ts";
 import type { CallInfo, Verdict } from "../verdict.ts";
-import type { OpenCall } from "./open-call.ts";
 import { nodesReadId } from "./plan.ts";
-
-/** A verdict that sends the call to the next provider. */
-export type FailureVerdict = Extract<Verdict, { outcome: "retry" | "capability" | "behind" }>;
+import type { FailureVerdict, OpenCall } from "./vocabulary.ts";
 
 export function isRetryVerdict(verdict: Verdict): verdict is FailureVerdict {
   return (

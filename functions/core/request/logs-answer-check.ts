@@ -2,15 +2,14 @@ import type { Settings } from "../config-schema.ts";
 import { parseJsonOrUndefined } from "../json-raw.ts";
 import { type BloomTest, bloomTestFor, type LogFilter, logFilterOf } from "../logs-bloom.ts";
 import { blockRefOf } from "../methods/block-ref.ts";
-import type { AttemptSlot } from "../selection.ts";
 import type { CallInfo } from "../verdict.ts";
-import type { LogChecks } from "./logs-check-state.ts";
-import { askKey, type HeaderAsk, headerCall, headerFor, type Shown } from "./logs-companions.ts";
+import type { AnswerCheck, AnswerVerdict } from "./logs-check.ts";
+import { askKey, type HeaderAsk, headerCall, headerFor } from "./logs-companions.ts";
 import { answerLogs, completenessOf } from "./logs-completeness.ts";
 import type { BlockHeader } from "./logs-headers.ts";
 import { GET_LOGS, type LogQuery, logQueryOf, quantity } from "./logs-range.ts";
 import { tieBreak } from "./logs-receipts.ts";
-import type { RequestScope } from "./scope.ts";
+import type { RequestScope } from "./vocabulary.ts";
 
 /**
  * One log answer judged against the blocks it is about (docs/behaviour.md §12.10, §12.12):
@@ -77,41 +76,6 @@ export function headerAsks(question: LogQuestion, scope: RequestScope): HeaderAs
     asks.push({ kind: "number", block });
   }
   return asks;
-}
-
-export type AnswerVerdict =
-  /** Used; `shown`: the block the provider showed to be at (its reach), if one was asked. */
-  | { readonly kind: "use"; readonly shown: number | null }
-  /** The provider did not show the block the answer needs (`toBlock`, or the hash). */
-  | { readonly kind: "behind"; readonly block: number | null; readonly detail: string }
-  /** The answer lacks data its block's header commits to. */
-  | {
-      readonly kind: "missing";
-      readonly block: number;
-      readonly reason: "missing_data" | "stale_log";
-      readonly detail: string;
-    }
-  /** No call or time was left to check it: dropped, never used unchecked. */
-  | { readonly kind: "unchecked"; readonly detail: string };
-
-/** What a check's own upstream call came to. */
-export type CheckCall =
-  | { readonly kind: "answer"; readonly member: unknown }
-  | { readonly kind: "failed" }
-  | { readonly kind: "no_room"; readonly why: string };
-
-export interface AnswerCheck {
-  readonly scope: RequestScope;
-  readonly checks: LogChecks;
-  readonly slot: AttemptSlot;
-  /** What the provider showed beside its answer (one batch), or null when nothing came back. */
-  readonly shown: Shown | null;
-  /** Where the provider was last seen: spares a final range's answer its reach check. */
-  readonly confirmedHead: number | null;
-  /** The next provider of the call's order, for a tie-break its own provider cannot give. */
-  readonly other: AttemptSlot | null;
-  /** One call of the check's own, within the request's calls and deadline. */
-  readonly call: (slot: AttemptSlot, body: string) => Promise<CheckCall>;
 }
 
 const USE: AnswerVerdict = { kind: "use", shown: null };

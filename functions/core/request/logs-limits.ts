@@ -1,23 +1,14 @@
-import type { Network, Provider } from "../network-model.ts";
+import { keepLearnedLimit } from "../learned-limits.ts";
+import type { Network } from "../network-model.ts";
 import type { LearnedLimit } from "../network-state.ts";
 import type { StateStore, Telemetry } from "../ports.ts";
 import type { StateCache } from "../state-cache.ts";
-import { keepLearnedLimit, limitInForce } from "./learned-limits.ts";
 
 /**
  * How many blocks one eth_getLogs may span on each provider (docs/behaviour.md §12): the
  * configured `max_logs_range`, or a smaller span learned from the provider's own range errors,
  * remembered in the shared state until `learned_limit_ttl_seconds` pass.
  */
-
-/** The most blocks one log query may span on `provider` now; Infinity when unknown. */
-export function logsRangeOf(
-  provider: Provider,
-  learned: ReadonlyMap<string, LearnedLimit>,
-  now: number,
-): number {
-  return limitInForce(provider.maxLogsRange, learned.get(provider.name), now);
-}
 
 export interface LogsRangeDeps {
   readonly cache: StateCache;

@@ -1,10 +1,10 @@
 import { ErrorCode, errorResponse, methodPermitted } from "../jsonrpc.ts";
+import { keepLearnedLimit, limitInForce, logsRangeOf } from "../learned-limits.ts";
 import type { Network, Provider } from "../network-model.ts";
 import type { LearnedLimit } from "../network-state.ts";
 import { LAMBDA_RESPONSE_LIMIT_BYTES } from "../payload-limit.ts";
 import { type SelectionContext, whyNotCandidate } from "../selection.ts";
-import { keepLearnedLimit, limitInForce } from "./learned-limits.ts";
-import { type LogsRangeDeps, learnLogsRange, logsRangeOf } from "./logs-limits.ts";
+import { type LogsRangeDeps, learnLogsRange } from "./logs-limits.ts";
 import {
   type BlockRange,
   GET_LOGS,
@@ -17,7 +17,7 @@ import {
   unreadableToBlock,
 } from "./logs-range.ts";
 import { type PieceAnswer, type SplitOutcome, serveInPieces } from "./logs-split.ts";
-import type { OpenCall } from "./open-call.ts";
+import type { OpenCall } from "./vocabulary.ts";
 
 /**
  * eth_getLogs over any range (docs/behaviour.md §12): each log query of a request is served as

@@ -3,22 +3,19 @@ import { ErrorCode, errorResponse } from "../jsonrpc.ts";
 import { quorumInForce } from "../network-state.ts";
 import type { AttemptSlot, SelectionContext } from "../selection.ts";
 import { type AttemptLoop, runAttempts } from "./attempts.ts";
-import type { AttemptRecord } from "./health-recorder.ts";
-import type { FailureVerdict } from "./judge.ts";
 import {
-  type CheckCall,
   headerAsks,
   judgeLogAnswer,
   type LogQuestion,
   logQuestionOf,
 } from "./logs-answer-check.ts";
+import type { CheckCall } from "./logs-check.ts";
 import { type LogCheckDeps, LogChecks } from "./logs-check-state.ts";
 import { CompanionUpstream } from "./logs-companions.ts";
 import type { InternalCall } from "./logs-queries.ts";
 import { logQueryOf, quantity } from "./logs-range.ts";
 import { mayRaiseHead, type ObservedHeads } from "./observed-head.ts";
-import type { OpenCall } from "./open-call.ts";
-import type { RequestScope } from "./scope.ts";
+import type { AttemptRecord, FailureVerdict, OpenCall, RequestScope } from "./vocabulary.ts";
 
 /**
  * The log-attempt path (docs/behaviour.md §12.10, §12.12). Some nodes (anvil, older reth)

@@ -1,7 +1,7 @@
 import type { LogFilter } from "../logs-bloom.ts";
 import { logMatches } from "../logs-bloom.ts";
 import type { AttemptSlot } from "../selection.ts";
-import type { AnswerCheck, AnswerVerdict } from "./logs-answer-check.ts";
+import type { AnswerCheck, AnswerVerdict } from "./logs-check.ts";
 import type { BlockHeader } from "./logs-headers.ts";
 import { quantity } from "./logs-range.ts";
 

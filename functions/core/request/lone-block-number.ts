@@ -1,15 +1,16 @@
 import { publicationDelayMs } from "../chain-head.ts";
 import { withId } from "../json-raw.ts";
+import type { AcceptedRequest } from "../jsonrpc.ts";
 import { methodPermitted } from "../jsonrpc.ts";
 import type { Network } from "../network-model.ts";
 import type { NetworkState } from "../network-state.ts";
 import type { Telemetry } from "../ports.ts";
-import type { AcceptedRequest } from "./admit.ts";
 import { planCall } from "./cache-class.ts";
-import { type OpenCall, openCall } from "./open-call.ts";
+import { openCall } from "./open-call.ts";
 import { reportRequest } from "./report.ts";
-import { answerHeaders, type GatewayResponse } from "./respond.ts";
+import { answerHeaders } from "./respond.ts";
 import { answerFromServedHead, servedHeadView } from "./served-head.ts";
+import type { GatewayResponse, OpenCall } from "./vocabulary.ts";
 
 /**
  * The short path for the commonest call a gateway gets: a lone `eth_blockNumber` that the

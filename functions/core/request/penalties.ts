@@ -2,16 +2,7 @@ import { quorumInForce } from "../network-state.ts";
 import { SUSPECT_TRAFFIC_WINDOW_MS } from "../policies.ts";
 import type { Telemetry } from "../ports.ts";
 import type { SelectionContext } from "../selection.ts";
-import type { AttemptRecord } from "./health-recorder.ts";
-import type { FailureVerdict } from "./judge.ts";
-import type { OpenCall } from "./open-call.ts";
-
-/** One provider's failure of one call, as the suspicion rule compares them. */
-export interface CallFailure {
-  readonly provider: string;
-  /** Failures with the same signature failed the same way. */
-  readonly signature: string;
-}
+import type { AttemptRecord, FailureVerdict, HeldPenalty, OpenCall } from "./vocabulary.ts";
 
 /**
  * Another provider's own answer settled a call this one was behind on. About a hash this
@@ -58,16 +49,6 @@ export function suspectRequest(
   if (providers.size < 2) return false;
   if (!call.failures.every((failure) => failure.signature === first.signature)) return false;
   return first.signature === "capability" || [...providers].every(servesOtherTraffic);
-}
-
-/** A failed attempt whose penalty waits for the end of the request. */
-export interface HeldPenalty {
-  readonly attempt: AttemptRecord;
-  readonly verdict: FailureVerdict;
-  /** The calls the attempt failed. */
-  readonly calls: readonly OpenCall[];
-  /** Its timeout was cut short by the request's deadline: a timeout then proves nothing. */
-  readonly cutShort: boolean;
 }
 
 export interface PenaltyDeps {

@@ -1,6 +1,7 @@
 import { arrayElementSpans, memberValueSpan, type Span } from "../json-raw.ts";
 import type { Call } from "../jsonrpc.ts";
 import { methodSpec } from "../methods/catalogue.ts";
+import type { PinnedTags } from "./vocabulary.ts";
 
 /**
  * Block tags pinned to numbers (docs/behaviour.md §10, `pin_block_tags`): `latest`, `safe` and
@@ -9,12 +10,6 @@ import { methodSpec } from "../methods/catalogue.ts";
  * provider answers about the same block and the answer can be cached. Only the tag's text
  * changes; everything else of the call goes upstream as the caller wrote it.
  */
-
-export interface PinnedTags {
-  readonly latest: number | null;
-  readonly safe: number | null;
-  readonly finalized: number | null;
-}
 
 const PINNABLE = new Set(["latest", "safe", "finalized"]);
 

@@ -1,18 +1,7 @@
 import { withId } from "../json-raw.ts";
 import type { Provider } from "../network-model.ts";
 import type { AttemptSlot } from "../selection.ts";
-import type { OpenCall } from "./open-call.ts";
-
-/** Calls that go to one provider together, as one upstream request. */
-export interface AttemptGroup {
-  readonly slot: AttemptSlot;
-  readonly calls: OpenCall[];
-  /**
-   * Sent as one call rather than a batch: the caller's single call as written, or a batch
-   * member on its own to a provider that takes no batches.
-   */
-  readonly alone: boolean;
-}
+import type { AttemptGroup, OpenCall } from "./vocabulary.ts";
 
 /**
  * The next round: each call still open, with attempts left, takes the next slot of its

@@ -2,7 +2,7 @@ import { ALREADY_KNOWN, NONCE_TOO_LOW } from "../classify-patterns.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
 import type { Upstream } from "../ports.ts";
 import { readRawTransaction } from "../transactions.ts";
-import type { OpenCall } from "./open-call.ts";
+import type { OpenCall } from "./vocabulary.ts";
 
 /**
  * `eth_sendRawTransaction` never reports a sent transaction as failed (docs/behaviour.md

@@ -3,8 +3,7 @@ import { type Call, type InvalidMember, isCall } from "../jsonrpc.ts";
 import { blockRefOf } from "../methods/block-ref.ts";
 import type { QuorumSnapshot } from "../network-state.ts";
 import { mayBeHeldBack } from "./held-back.ts";
-import type { OpenCall } from "./open-call.ts";
-import type { PinnedTags } from "./pin-tags.ts";
+import type { OpenCall, PinnedTags, ServedHeadView } from "./vocabulary.ts";
 
 /**
  * `eth_blockNumber` from the served head (docs/behaviour.md §10): every container answers the
@@ -17,20 +16,6 @@ const BLOCK_NUMBER = "eth_blockNumber";
 /** The failure signature of a provider that answered from behind the known head. */
 const BEHIND = "behind";
 const HEX_QUANTITY = /^0x[0-9a-f]{1,16}$/i;
-
-export interface ServedHeadView {
-  /** The served head now, or null when no publication is old enough yet. */
-  readonly answer: number | null;
-  /** The newest publication or chain position, of any age: its blocks exist on some provider. */
-  readonly newest: number;
-  /**
-   * The newest publication's block, of any age, or null before any: once it is a delay old it
-   * is the served head, and nothing lower is served after it.
-   */
-  readonly published: number | null;
-  /** Published within a block time (or a publication delay, when longer): no provider is asked. */
-  readonly recent: boolean;
-}
 
 export function servedHeadView(
   head: ChainHead | null,

@@ -1,6 +1,7 @@
 import type { Call } from "../jsonrpc.ts";
 import type { AttemptSlot } from "../selection.ts";
-import { type OpenCall, openCall } from "./open-call.ts";
+import { openCall } from "./open-call.ts";
+import type { OpenCall } from "./vocabulary.ts";
 
 /**
  * A call about `latest` goes upstream pinned to the served head (docs/behaviour.md §10.4). The

@@ -1,7 +1,7 @@
-import type { Network } from "../network-model.ts";
-import type { LearnedLimit, NetworkState } from "../network-state.ts";
-import type { Telemetry } from "../ports.ts";
-import type { StateCache } from "../state-cache.ts";
+import type { Network, Provider } from "./network-model.ts";
+import type { LearnedLimit, NetworkState } from "./network-state.ts";
+import type { Telemetry } from "./ports.ts";
+import type { StateCache } from "./state-cache.ts";
 
 /**
  * Limits learned from a provider's own errors (its largest batch, its log range): each is in
@@ -16,6 +16,24 @@ export function limitInForce(
 ): number {
   const learnedValue = learned !== undefined && learned.until > now ? learned.value : Infinity;
   return Math.min(configured ?? Infinity, learnedValue);
+}
+
+/** The largest batch a provider takes now: the configured `max_batch`, or a smaller learned one. */
+export function batchLimitOf(
+  provider: Provider,
+  learned: ReadonlyMap<string, LearnedLimit>,
+  now: number,
+): number {
+  return limitInForce(provider.maxBatch, learned.get(provider.name), now);
+}
+
+/** The most blocks one log query may span on `provider` now; Infinity when unknown. */
+export function logsRangeOf(
+  provider: Provider,
+  learned: ReadonlyMap<string, LearnedLimit>,
+  now: number,
+): number {
+  return limitInForce(provider.maxLogsRange, learned.get(provider.name), now);
 }
 
 /** Which learned limits of the network state. */
