@@ -1,8 +1,8 @@
-import type { ChainHead } from "./chain-head.ts";
-import type { FilterAdvance, FilterRecord } from "./filters/filter-progress.ts";
-import type { ProviderHealth } from "./health.ts";
-import type { NetworkState } from "./network-state.ts";
-import type { TransportFailure } from "./verdict.ts";
+import type { ChainHead } from "./chain/chain-head.ts";
+import type { TransportFailure } from "./classify/verdict.ts";
+import type { ProviderHealth } from "./health/health.ts";
+import type { FilterAdvance, FilterRecord } from "./request/filters/filter-progress.ts";
+import type { NetworkState } from "./routing/network-state.ts";
 
 /**
  * What the gateway needs from the world. Adapters implement these; tests may pass real

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
-import { answerKey } from "../../functions/core/request/cache-class.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
+import { answerKey } from "../../functions/core/request/cache/cache-class.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LAMBDA_RESPONSE_LIMIT_BYTES } from "../../functions/core/payload-limit.ts";
+import { LAMBDA_RESPONSE_LIMIT_BYTES } from "../../functions/core/http/payload-limit.ts";
 import { internalErrorResult } from "../../functions/proxy/api.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";

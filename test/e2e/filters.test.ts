@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { createPublicClient, http, keccak256, type Log, parseAbi, toHex } from "viem";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";

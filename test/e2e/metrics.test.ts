@@ -1,6 +1,6 @@
 import { rm, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";

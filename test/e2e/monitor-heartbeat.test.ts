@@ -1,15 +1,23 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
-import { DynamoStateStore, networkKey, providerKey } from "../../functions/adapters/state-store.ts";
-import { DynamoStatsStore } from "../../functions/adapters/stats-store.ts";
-import { createUpstream } from "../../functions/adapters/upstream.ts";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
-import { HEALTHY } from "../../functions/core/health.ts";
-import { buildModel, type GatewayModel, parseConfig } from "../../functions/core/network-model.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
+import {
+  DynamoStateStore,
+  networkKey,
+  providerKey,
+} from "../../functions/adapters/store/state-store.ts";
+import { DynamoStatsStore } from "../../functions/adapters/store/stats-store.ts";
+import { createUpstream } from "../../functions/adapters/upstream/upstream.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
+import {
+  buildModel,
+  type GatewayModel,
+  parseConfig,
+} from "../../functions/core/config/network-model.ts";
+import { HEALTHY } from "../../functions/core/health/health.ts";
+import { createMonitor } from "../../functions/core/monitor/monitor.ts";
 import type { StateStore, Telemetry } from "../../functions/core/ports.ts";
-import { createMonitor } from "../../functions/monitor/monitor.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import {
   createLocalDynamoDbClient,

@@ -3,26 +3,29 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createConfigSource } from "../../functions/adapters/config-source.ts";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
-import { envSecretResolver } from "../../functions/adapters/secrets.ts";
-import { DynamoStateStore } from "../../functions/adapters/state-store.ts";
-import { createStatsFlusher, DynamoStatsStore } from "../../functions/adapters/stats-store.ts";
-import { createUpstream } from "../../functions/adapters/upstream.ts";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
-import type { ProviderHealth } from "../../functions/core/health.ts";
+import { createConfigSource } from "../../functions/adapters/config/config-source.ts";
+import { envSecretResolver } from "../../functions/adapters/config/secrets.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
+import { DynamoStateStore } from "../../functions/adapters/store/state-store.ts";
+import {
+  createStatsFlusher,
+  DynamoStatsStore,
+} from "../../functions/adapters/store/stats-store.ts";
+import { createUpstream } from "../../functions/adapters/upstream/upstream.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
 import {
   buildModel,
   type GatewayModel,
   parseConfig,
   urlRedactions,
-} from "../../functions/core/network-model.ts";
-import type { QuorumSnapshot } from "../../functions/core/network-state.ts";
-import { resolveUrlTemplate } from "../../functions/core/placeholders.ts";
+} from "../../functions/core/config/network-model.ts";
+import { resolveUrlTemplate } from "../../functions/core/config/placeholders.ts";
+import { makeScrubber } from "../../functions/core/config/redact.ts";
+import type { ProviderHealth } from "../../functions/core/health/health.ts";
+import { runScheduled } from "../../functions/core/monitor/loop.ts";
+import { createMonitor, type Monitor } from "../../functions/core/monitor/monitor.ts";
 import type { LogLevel, Telemetry } from "../../functions/core/ports.ts";
-import { makeScrubber } from "../../functions/core/redact.ts";
-import { runScheduled } from "../../functions/monitor/loop.ts";
-import { createMonitor, type Monitor } from "../../functions/monitor/monitor.ts";
+import type { QuorumSnapshot } from "../../functions/core/routing/network-state.ts";
 import { createMonitorRuntime } from "../../functions/monitor/runtime.ts";
 import { createProxyRuntime } from "../../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publicationDelayMs } from "../../functions/core/chain-head.ts";
+import { publicationDelayMs } from "../../functions/core/chain/chain-head.ts";
 import { type AnvilNode, JsonRpcCallError, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { startLyingFront } from "../support/lying-front.ts";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoAnswerStore } from "../../functions/adapters/answer-store.ts";
-import { createDynamoClient } from "../../functions/adapters/state-store.ts";
+import { DynamoAnswerStore } from "../../functions/adapters/store/answer-store.ts";
+import { createDynamoClient } from "../../functions/adapters/store/state-store.ts";
 import type { SharedAnswerStore } from "../../functions/core/ports.ts";
 import {
   isJavaAvailable,

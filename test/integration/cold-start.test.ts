@@ -7,10 +7,10 @@ import {
   type ConfigSource,
   createConfigSource,
   type LoadedConfig,
-} from "../../functions/adapters/config-source.ts";
-import { envSecretResolver } from "../../functions/adapters/secrets.ts";
-import { createUpstream } from "../../functions/adapters/upstream.ts";
-import type { NetworkState } from "../../functions/core/network-state.ts";
+} from "../../functions/adapters/config/config-source.ts";
+import { envSecretResolver } from "../../functions/adapters/config/secrets.ts";
+import { createUpstream } from "../../functions/adapters/upstream/upstream.ts";
+import type { NetworkState } from "../../functions/core/routing/network-state.ts";
 import { createProxyRuntime } from "../../functions/proxy/runtime.ts";
 import { rpcEvent } from "../support/api-gateway-event.ts";
 import { MemoryStateStore } from "../support/memory-state-store.ts";

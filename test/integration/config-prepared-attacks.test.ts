@@ -3,15 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { parseConfigText } from "../../functions/adapters/config-file.ts";
+import { parseConfigText } from "../../functions/adapters/config/config-file.ts";
 import {
   PREPARED_CONFIG_FILE,
   preparedConfigReader,
-} from "../../functions/adapters/config-prepared.ts";
+} from "../../functions/adapters/config/config-prepared.ts";
 import {
   type ConfigSourceEvent,
   createConfigSource,
-} from "../../functions/adapters/config-source.ts";
+} from "../../functions/adapters/config/config-source.ts";
 import { configSourceFromEnv } from "../../functions/adapters/environment.ts";
 import { writeBundledConfig } from "../../infra/constructs/bundled-config.ts";
 import {

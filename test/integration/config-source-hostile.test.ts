@@ -3,8 +3,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type ConfigSourceEvent,
   createConfigSource,
-} from "../../functions/adapters/config-source.ts";
-import { createS3ObjectReader } from "../../functions/adapters/s3-object.ts";
+} from "../../functions/adapters/config/config-source.ts";
+import { createS3ObjectReader } from "../../functions/adapters/config/s3-object.ts";
 import { type S3StandIn, startS3StandIn } from "../support/s3-stand-in.ts";
 
 /**

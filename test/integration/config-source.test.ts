@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type ConfigSourceEvent,
   createConfigSource,
-} from "../../functions/adapters/config-source.ts";
+} from "../../functions/adapters/config/config-source.ts";
 import { s3rverObjectReader } from "../support/s3-bucket.ts";
 
 const BUCKET = "gateway-config";

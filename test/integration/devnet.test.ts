@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../functions/core/network-model.ts";
+import { parseConfig } from "../../functions/core/config/network-model.ts";
 import { findFreePort } from "../../local/child-process.ts";
 import { devnetFor } from "../../local/devnet.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";

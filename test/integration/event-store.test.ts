@@ -1,15 +1,15 @@
 import { type DynamoDBClient, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EventRecorder } from "../../functions/adapters/event-recorder.ts";
+import { EventRecorder } from "../../functions/adapters/store/event-recorder.ts";
 import {
   DynamoEventStore,
   type EventStore,
   eventSortKey,
   eventsPartition,
-} from "../../functions/adapters/event-store.ts";
-import { DynamoStateStore } from "../../functions/adapters/state-store.ts";
-import type { GatewayEvent, StoredEvent } from "../../functions/core/events.ts";
-import { HEALTHY } from "../../functions/core/health.ts";
+} from "../../functions/adapters/store/event-store.ts";
+import { DynamoStateStore } from "../../functions/adapters/store/state-store.ts";
+import { HEALTHY } from "../../functions/core/health/health.ts";
+import type { GatewayEvent, StoredEvent } from "../../functions/core/status/events.ts";
 import { createLocalDynamoDbClient, type LocalDynamoDb } from "../../local/dynamodb.ts";
 import { dynamoBackends } from "../support/environment.ts";
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoFilterStore, filterPartition } from "../../functions/adapters/filter-store.ts";
-import { createDynamoClient } from "../../functions/adapters/state-store.ts";
-import { gatewayFilterId } from "../../functions/core/filters/filter-id.ts";
+import { DynamoFilterStore, filterPartition } from "../../functions/adapters/store/filter-store.ts";
+import { createDynamoClient } from "../../functions/adapters/store/state-store.ts";
 import type { FilterStore, NewFilter } from "../../functions/core/ports.ts";
+import { gatewayFilterId } from "../../functions/core/request/filters/filter-id.ts";
 import {
   isJavaAvailable,
   type LocalDynamoDb,

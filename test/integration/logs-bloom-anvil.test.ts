@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bloomTestFor, logFilterOf } from "../../functions/core/logs-bloom.ts";
-import { answerLogs, completenessOf } from "../../functions/core/request/logs-completeness.ts";
-import { type BlockHeader, headerOf } from "../../functions/core/request/logs-headers.ts";
+import { bloomTestFor, logFilterOf } from "../../functions/core/request/logs/checks/logs-bloom.ts";
+import {
+  answerLogs,
+  completenessOf,
+} from "../../functions/core/request/logs/checks/logs-completeness.ts";
+import {
+  type BlockHeader,
+  headerOf,
+} from "../../functions/core/request/logs/checks/logs-headers.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { buildLogChain, type LogChain } from "../../local/log-chain.ts";
 

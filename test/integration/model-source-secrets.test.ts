@@ -2,14 +2,17 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { createConfigSource } from "../../functions/adapters/config-source.ts";
-import { createModelSource, type ModelInForce } from "../../functions/adapters/model-source.ts";
-import { ssmSecretResolver } from "../../functions/adapters/secrets.ts";
+import { createConfigSource } from "../../functions/adapters/config/config-source.ts";
+import {
+  createModelSource,
+  type ModelInForce,
+} from "../../functions/adapters/config/model-source.ts";
+import { ssmSecretResolver } from "../../functions/adapters/config/secrets.ts";
 import {
   createSecretsExtension,
   type SecretsExtension,
-} from "../../functions/adapters/secrets-extension.ts";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
+} from "../../functions/adapters/config/secrets-extension.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
 import type { LogLevel, Telemetry } from "../../functions/core/ports.ts";
 import {
   type SecretsExtensionStandIn,

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createUpstream, type UpstreamClient } from "../../functions/adapters/upstream.ts";
-import { configSchema } from "../../functions/core/config-schema.ts";
-import { applyProbeFail, cooldownPolicy, HEALTHY } from "../../functions/core/health.ts";
-import { buildModel, type Provider } from "../../functions/core/network-model.ts";
-import { chainIdOf, latestBlock } from "../../functions/monitor/upstream-calls.ts";
+import { createUpstream, type UpstreamClient } from "../../functions/adapters/upstream/upstream.ts";
+import { configSchema } from "../../functions/core/config/config-schema.ts";
+import { buildModel, type Provider } from "../../functions/core/config/network-model.ts";
+import { applyProbeFail, cooldownPolicy, HEALTHY } from "../../functions/core/health/health.ts";
+import { chainIdOf, latestBlock } from "../../functions/core/monitor/upstream-calls.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type Fault, type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 

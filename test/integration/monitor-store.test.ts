@@ -1,13 +1,16 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
-import { DynamoStateStore } from "../../functions/adapters/state-store.ts";
-import { createStatsFlusher, DynamoStatsStore } from "../../functions/adapters/stats-store.ts";
-import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
-import type { QuorumSnapshot } from "../../functions/core/network-state.ts";
-import { type CheckMemory, initialCheckMemory } from "../../functions/core/quorum.ts";
-import { windowOf } from "../../functions/core/request-stats.ts";
-import { monitorLease, runMonitorLoop } from "../../functions/monitor/loop.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
+import { DynamoStateStore } from "../../functions/adapters/store/state-store.ts";
+import {
+  createStatsFlusher,
+  DynamoStatsStore,
+} from "../../functions/adapters/store/stats-store.ts";
+import { type CheckMemory, initialCheckMemory } from "../../functions/core/chain/quorum.ts";
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health/health.ts";
+import { windowOf } from "../../functions/core/health/request-stats.ts";
+import { monitorLease, runMonitorLoop } from "../../functions/core/monitor/loop.ts";
+import type { QuorumSnapshot } from "../../functions/core/routing/network-state.ts";
 import { createLocalDynamoDbClient, type LocalDynamoDb } from "../../local/dynamodb.ts";
 import { dynamoBackends } from "../support/environment.ts";
 

@@ -6,7 +6,7 @@ import {
   createS3ObjectReader,
   S3ObjectNotText,
   type S3ObjectReader,
-} from "../../functions/adapters/s3-object.ts";
+} from "../../functions/adapters/config/s3-object.ts";
 import { type S3StandIn, startS3StandIn } from "../support/s3-stand-in.ts";
 
 /**

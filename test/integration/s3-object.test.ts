@@ -11,7 +11,7 @@ import {
   createS3ObjectReader,
   S3ObjectError,
   s3ObjectAddress,
-} from "../../functions/adapters/s3-object.ts";
+} from "../../functions/adapters/config/s3-object.ts";
 import { type S3Bucket, s3rverObjectReader, startS3Bucket } from "../support/s3-bucket.ts";
 import { checkSigV4, type SignatureCheck } from "../support/sigv4-check.ts";
 

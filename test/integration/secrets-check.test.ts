@@ -6,8 +6,8 @@ import { promisify } from "node:util";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
-import { parseConfig } from "../../functions/core/network-model.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
+import { parseConfig } from "../../functions/core/config/network-model.ts";
 import {
   checkSecretsManagerSecrets,
   checkSsmParameters,

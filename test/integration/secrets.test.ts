@@ -7,13 +7,13 @@ import {
   envSecretResolver,
   secretsManagerSecretResolver,
   ssmSecretResolver,
-} from "../../functions/adapters/secrets.ts";
+} from "../../functions/adapters/config/secrets.ts";
 import {
   createSecretsExtension,
   type SecretsExtension,
-} from "../../functions/adapters/secrets-extension.ts";
-import { parseConfig } from "../../functions/core/network-model.ts";
-import { resolveUrlTemplate, secretNamesOf } from "../../functions/core/placeholders.ts";
+} from "../../functions/adapters/config/secrets-extension.ts";
+import { parseConfig } from "../../functions/core/config/network-model.ts";
+import { resolveUrlTemplate, secretNamesOf } from "../../functions/core/config/placeholders.ts";
 import {
   type SecretsExtensionStandIn,
   startSecretsExtension,

@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
-import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
+import {
+  createDynamoClient,
+  DynamoStateStore,
+} from "../../functions/adapters/store/state-store.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health/health.ts";
 import type { StateStore } from "../../functions/core/ports.ts";
 import {
   isJavaAvailable,

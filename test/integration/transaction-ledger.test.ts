@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDynamoClient } from "../../functions/adapters/state-store.ts";
-import { DynamoTransactionLedger } from "../../functions/adapters/transaction-ledger.ts";
+import { createDynamoClient } from "../../functions/adapters/store/state-store.ts";
+import { DynamoTransactionLedger } from "../../functions/adapters/store/transaction-ledger.ts";
 import type { TransactionLedger } from "../../functions/core/ports.ts";
 import {
   isJavaAvailable,

@@ -3,7 +3,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import Agent from "undici/lib/dispatcher/agent.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ExchangeRequest, exchange } from "../../functions/adapters/undici-exchange.ts";
+import {
+  type ExchangeRequest,
+  exchange,
+} from "../../functions/adapters/upstream/undici-exchange.ts";
 
 /**
  * The bounded exchange both undici users share (provider calls, the secrets extension's GETs),

@@ -9,7 +9,7 @@ import {
   zstdCompressSync,
 } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createUpstream, type UpstreamClient } from "../../functions/adapters/upstream.ts";
+import { createUpstream, type UpstreamClient } from "../../functions/adapters/upstream/upstream.ts";
 import type { UpstreamRequest } from "../../functions/core/ports.ts";
 
 /** The upstream adapter against a real local HTTP server doing what providers do. */

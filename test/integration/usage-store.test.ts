@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeyLimiter, DynamoUsageStore } from "../../functions/adapters/usage-store.ts";
-import { KeyUsage } from "../../functions/core/key-usage.ts";
+import { createKeyLimiter, DynamoUsageStore } from "../../functions/adapters/store/usage-store.ts";
+import { KeyUsage } from "../../functions/core/http/key-usage.ts";
 import {
   createLocalDynamoDbClient,
   type LocalDynamoDb,

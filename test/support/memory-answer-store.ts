@@ -1,5 +1,5 @@
 import { gzipSync } from "node:zlib";
-import { MAX_COMPRESSED_BYTES } from "../../functions/adapters/answer-store.ts";
+import { MAX_COMPRESSED_BYTES } from "../../functions/adapters/store/answer-store.ts";
 import type { SharedAnswerStore } from "../../functions/core/ports.ts";
 
 /**

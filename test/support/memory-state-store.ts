@@ -1,11 +1,11 @@
-import { type ChainHead, mayPublish } from "../../functions/core/chain-head.ts";
-import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
+import { type ChainHead, mayPublish } from "../../functions/core/chain/chain-head.ts";
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health/health.ts";
+import type { StateStore, WriteOutcome } from "../../functions/core/ports.ts";
 import type {
   LearnedLimit,
   NetworkState,
   QuorumSnapshot,
-} from "../../functions/core/network-state.ts";
-import type { StateStore, WriteOutcome } from "../../functions/core/ports.ts";
+} from "../../functions/core/routing/network-state.ts";
 
 /**
  * The shared state in memory, honouring the DynamoDB adapter's contract (the contract test

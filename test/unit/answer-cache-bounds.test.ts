@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
-import { GuardCounts } from "../../functions/core/guards.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
 import type { Telemetry } from "../../functions/core/ports.ts";
+import { GuardCounts } from "../../functions/core/status/guards.ts";
 import { gatewayHarness, type HarnessNetwork } from "../support/gateway-harness.ts";
 import { MemoryAnswerStore } from "../support/memory-answer-store.ts";
 import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
 import type { LogLevel, Telemetry } from "../../functions/core/ports.ts";
-import { answerKey } from "../../functions/core/request/cache-class.ts";
-import { readRawTransaction } from "../../functions/core/transactions.ts";
+import { answerKey } from "../../functions/core/request/cache/cache-class.ts";
+import { readRawTransaction } from "../../functions/core/request/send/transactions.ts";
 import { gatewayHarness, type HarnessNetwork } from "../support/gateway-harness.ts";
 import { MemoryAnswerStore } from "../support/memory-answer-store.ts";
 import { answer, ScriptedUpstream } from "../support/scripted-upstream.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { makeScrubber, makeSecretScrubber } from "../../functions/core/redact.ts";
+import { makeScrubber, makeSecretScrubber } from "../../functions/core/config/redact.ts";
 
 /**
  * Answers stay byte-faithful (docs/behaviour.md §8): a secret is masked in an answer only as a

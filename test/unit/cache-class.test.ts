@@ -1,17 +1,17 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
 import {
   AnswerMemory,
   type MemoryAnswer,
   stillTrue,
-} from "../../functions/core/request/answer-memory.ts";
+} from "../../functions/core/request/cache/answer-memory.ts";
 import {
   answerKey,
   blockNamedBy,
   classifyAnswer,
   knownFinality,
   planCall,
-} from "../../functions/core/request/cache-class.ts";
+} from "../../functions/core/request/cache/cache-class.ts";
 import type { AnswerClass } from "../../functions/core/request/vocabulary.ts";
 
 /**

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { configSchema } from "../../functions/core/config/config-schema.ts";
 import {
   callBudgetError,
   upstreamCallBudget,
   withinCallBudget,
-} from "../../functions/core/call-budget.ts";
-import { configSchema } from "../../functions/core/config-schema.ts";
+} from "../../functions/core/request/attempts/call-budget.ts";
 
 describe("upstream call budget (max_upstream_calls)", () => {
   it.each<{ limit: number; made: number; left: number }>([

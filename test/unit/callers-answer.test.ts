@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { computedFromCaller } from "../../functions/core/request/callers-answer.ts";
+import { computedFromCaller } from "../../functions/core/request/cache/callers-answer.ts";
 
 /** Which answers are the caller's own computation, never shared (docs/behaviour.md §11.3). */
 

@@ -9,9 +9,9 @@ import {
   reachableHead,
   resetSince,
   servedHeadAt,
-} from "../../functions/core/chain-head.ts";
-import { restartSeen } from "../../functions/core/chain-restart.ts";
-import { answerKey } from "../../functions/core/request/cache-class.ts";
+} from "../../functions/core/chain/chain-head.ts";
+import { restartSeen } from "../../functions/core/chain/chain-restart.ts";
+import { answerKey } from "../../functions/core/request/cache/cache-class.ts";
 
 /** The chain position after a monitor tick (docs/behaviour.md §10.1, §11.6), pure. */
 

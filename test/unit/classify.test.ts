@@ -4,14 +4,14 @@ import {
   classifyMember,
   classifyTransport,
   findInnerError,
-} from "../../functions/core/classify.ts";
+} from "../../functions/core/classify/classify.ts";
 import type {
   CallInfo,
   ClassifyContext,
   CooldownReason,
   RetryKind,
   Verdict,
-} from "../../functions/core/verdict.ts";
+} from "../../functions/core/classify/verdict.ts";
 
 /** What a row asserts: the outcome, and for a retry its kind and reason. */
 type Expected =

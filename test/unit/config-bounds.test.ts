@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
-import { parseConfig } from "../../functions/core/network-model.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
+import { parseConfig } from "../../functions/core/config/network-model.ts";
 
 /**
  * Bounds the runtime silently depends on, checked with the schema: `config:check` and the

@@ -8,7 +8,7 @@ import {
   type ConfigFileReport,
   checkConfigFile,
   loadConfigFile,
-} from "../../functions/adapters/config-file.ts";
+} from "../../functions/adapters/config/config-file.ts";
 
 let directory: string;
 

@@ -1,15 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { configSchema, DEFAULT_METHODS_DENY } from "../../functions/core/config-schema.ts";
-import { buildModel, deriveProviderName, parseConfig } from "../../functions/core/network-model.ts";
-import { resolveUrlTemplate } from "../../functions/core/placeholders.ts";
+import { configSchema, DEFAULT_METHODS_DENY } from "../../functions/core/config/config-schema.ts";
+import {
+  buildModel,
+  deriveProviderName,
+  parseConfig,
+} from "../../functions/core/config/network-model.ts";
+import { resolveUrlTemplate } from "../../functions/core/config/placeholders.ts";
 import {
   makeScrubber,
   makeSecretScrubber,
   redactUrl,
   secretPartsOf,
-} from "../../functions/core/redact.ts";
+} from "../../functions/core/config/redact.ts";
+import { cacheControlFor, getModeBody, matchRoute } from "../../functions/core/http/routes.ts";
 import type { AnswerClass } from "../../functions/core/request/vocabulary.ts";
-import { cacheControlFor, getModeBody, matchRoute } from "../../functions/core/routes.ts";
 
 describe("config: invictus configs load unchanged, defaults filled", () => {
   it("the invictus README example", () => {

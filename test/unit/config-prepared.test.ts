@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseConfigText } from "../../functions/adapters/config-file.ts";
-import { prepareConfig } from "../../functions/adapters/config-prepared.ts";
+import { parseConfigText } from "../../functions/adapters/config/config-file.ts";
+import { prepareConfig } from "../../functions/adapters/config/config-prepared.ts";
 import { bundledConfigFiles } from "../../infra/constructs/bundled-config.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");

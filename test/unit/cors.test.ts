@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { configSchema } from "../../functions/core/config-schema.ts";
+import { configSchema } from "../../functions/core/config/config-schema.ts";
 import {
   allowedOrigin,
   corsOriginProblem,
   corsResponseHeaders,
   isPreflight,
   preflightHeaders,
-} from "../../functions/core/cors.ts";
+} from "../../functions/core/http/cors.ts";
 
 const APP = "https://app.example.com";
 const OTHER = "https://evil.example.net";

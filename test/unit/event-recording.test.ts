@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
-import { EventRecorder } from "../../functions/adapters/event-recorder.ts";
-import type { EventStore } from "../../functions/adapters/event-store.ts";
-import type { GatewayEvent } from "../../functions/core/events.ts";
-import { makeScrubber } from "../../functions/core/redact.ts";
+import { EventRecorder } from "../../functions/adapters/store/event-recorder.ts";
+import type { EventStore } from "../../functions/adapters/store/event-store.ts";
+import { makeScrubber } from "../../functions/core/config/redact.ts";
+import type { GatewayEvent } from "../../functions/core/status/events.ts";
 import { gatewayHarness, type HarnessProviders } from "../support/gateway-harness.ts";
 import { answer, refused, resultFor } from "../support/scripted-upstream.ts";
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { configSchema } from "../../functions/core/config-schema.ts";
+import { configSchema } from "../../functions/core/config/config-schema.ts";
+import { buildModel } from "../../functions/core/config/network-model.ts";
+import { makeScrubber } from "../../functions/core/config/redact.ts";
 import {
   configChange,
   EVENT_DETAIL_MAX_CHARS,
@@ -15,9 +17,7 @@ import {
   type ObservedHead,
   quorumTransitions,
   type StoredEvent,
-} from "../../functions/core/events.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
-import { makeScrubber } from "../../functions/core/redact.ts";
+} from "../../functions/core/status/events.ts";
 
 /**
  * The pure part of the event log: events built with their free text scrubbed and bounded,

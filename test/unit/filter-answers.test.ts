@@ -3,8 +3,8 @@ import {
   headersOfBatch,
   logsOfAnswer,
   removedLogText,
-} from "../../functions/core/filters/filter-answers.ts";
-import type { LogCriteria } from "../../functions/core/filters/filter-criteria.ts";
+} from "../../functions/core/request/filters/filter-answers.ts";
+import type { LogCriteria } from "../../functions/core/request/filters/filter-criteria.ts";
 
 /**
  * What a filter reads from its own calls' answers (docs/behaviour.md §14): logs inside the

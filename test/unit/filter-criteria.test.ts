@@ -7,7 +7,7 @@ import {
   MAX_CRITERIA_BYTES,
   rangeQueryParams,
   readLogFilter,
-} from "../../functions/core/filters/filter-criteria.ts";
+} from "../../functions/core/request/filters/filter-criteria.ts";
 
 /**
  * What an eth_newFilter asks for (docs/behaviour.md §14): its params read as nodes read them,

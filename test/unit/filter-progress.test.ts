@@ -3,7 +3,7 @@ import {
   filterIdOf,
   gatewayFilterId,
   slotOfFilterId,
-} from "../../functions/core/filters/filter-id.ts";
+} from "../../functions/core/request/filters/filter-id.ts";
 import {
   forkPoint,
   type Header,
@@ -11,7 +11,7 @@ import {
   oneChain,
   pollRange,
   type SeenBlock,
-} from "../../functions/core/filters/filter-progress.ts";
+} from "../../functions/core/request/filters/filter-progress.ts";
 
 /**
  * A filter's progress along the chain (docs/behaviour.md §14): the blocks a poll covers, what

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { cooldownSecondsSchema } from "../../functions/core/config-schema.ts";
+import type { CooldownReason } from "../../functions/core/classify/verdict.ts";
+import { cooldownSecondsSchema } from "../../functions/core/config/config-schema.ts";
 import {
   applyIncident,
   applyProbeFail,
@@ -9,8 +10,7 @@ import {
   HEALTHY,
   healthState,
   type ProviderHealth,
-} from "../../functions/core/health.ts";
-import type { CooldownReason } from "../../functions/core/verdict.ts";
+} from "../../functions/core/health/health.ts";
 
 const policy = { cooldownSeconds: cooldownSecondsSchema.parse({}), maxBlacklistMinutes: 30 };
 const MIN = 60_000;

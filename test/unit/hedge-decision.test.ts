@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { buildModel, parseConfig } from "../../functions/core/network-model.ts";
-import { HedgeBudget } from "../../functions/core/request/hedge-budget.ts";
+import { buildModel, parseConfig } from "../../functions/core/config/network-model.ts";
+import { HedgeBudget } from "../../functions/core/request/hedge/hedge-budget.ts";
 import {
   type HedgeSettings,
   hedgeableMethod,
   hedgeDelayMs,
   whyNotHedged,
-} from "../../functions/core/request/hedge-policy.ts";
-import { LatencyWindows } from "../../functions/core/request/latency-window.ts";
+} from "../../functions/core/request/hedge/hedge-policy.ts";
+import { LatencyWindows } from "../../functions/core/request/hedge/latency-window.ts";
 
 /** The hedge decision, pure: which reads, how long to wait, and how many a minute. */
 

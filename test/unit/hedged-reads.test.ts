@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
-import { HEALTHY } from "../../functions/core/health.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
+import { HEALTHY } from "../../functions/core/health/health.ts";
 import type { HedgeTimer, Telemetry } from "../../functions/core/ports.ts";
 import { gatewayHarness } from "../support/gateway-harness.ts";
 import { answer, held, resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
 
 /**
- * Hedged reads through the whole request pipeline (core/gateway.ts and core/request/*), with a
+ * Hedged reads through the whole request pipeline (core/request/gateway.ts and core/request/*), with a
  * scripted upstream whose answers the test hands over when it chooses, and a hedge timer the
  * test fires itself: no wall-clock time is involved.
  */

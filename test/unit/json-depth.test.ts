@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { nestingDepth } from "../../functions/core/json-raw.ts";
-import { parseRequest } from "../../functions/core/jsonrpc.ts";
+import { nestingDepth } from "../../functions/core/jsonrpc/json-raw.ts";
+import { parseRequest } from "../../functions/core/jsonrpc/jsonrpc.ts";
 
 /** Absurd nesting is refused before anything goes upstream (docs/behaviour.md §8). */
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { duplicateKeys } from "../../functions/core/json-duplicate-keys.ts";
+import { duplicateKeys } from "../../functions/core/jsonrpc/json-duplicate-keys.ts";
 
 describe("keys written twice in one JSON object", () => {
   it.each<[string, string, Array<{ path: Array<string | number>; key: string }>]>([

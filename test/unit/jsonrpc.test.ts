@@ -1,11 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { arrayElementSpans, memberValueSpan, withId } from "../../functions/core/json-raw.ts";
+import {
+  arrayElementSpans,
+  memberValueSpan,
+  withId,
+} from "../../functions/core/jsonrpc/json-raw.ts";
 import {
   errorResponse,
   isCall,
   methodPermitted,
   parseRequest,
-} from "../../functions/core/jsonrpc.ts";
+} from "../../functions/core/jsonrpc/jsonrpc.ts";
 
 const limits = { maxBodyBytes: 1024, maxBatch: 3 };
 

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { type KeyDecision, KeyUsage, type Reservation } from "../../functions/core/key-usage.ts";
+import {
+  type KeyDecision,
+  KeyUsage,
+  type Reservation,
+} from "../../functions/core/http/key-usage.ts";
 
 /**
  * requests_per_minute across containers (docs/behaviour.md §8.5): a container admits from

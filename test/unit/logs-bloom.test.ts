@@ -1,16 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { configSchema } from "../../functions/core/config-schema.ts";
+import { configSchema } from "../../functions/core/config/config-schema.ts";
+import { parseConfig } from "../../functions/core/config/network-model.ts";
+import { bloomsRead } from "../../functions/core/request/logs/checks/logs-answer-check.ts";
 import {
   bloomBits,
   bloomTestFor,
   type LogFilter,
   logFilterOf,
   logMatches,
-} from "../../functions/core/logs-bloom.ts";
-import { parseConfig } from "../../functions/core/network-model.ts";
-import { bloomsRead } from "../../functions/core/request/logs-answer-check.ts";
-import { completenessOf } from "../../functions/core/request/logs-completeness.ts";
-import type { BlockHeader } from "../../functions/core/request/logs-headers.ts";
+} from "../../functions/core/request/logs/checks/logs-bloom.ts";
+import { completenessOf } from "../../functions/core/request/logs/checks/logs-completeness.ts";
+import type { BlockHeader } from "../../functions/core/request/logs/checks/logs-headers.ts";
 
 /**
  * The bloom math and the completeness rule (docs/behaviour.md §12.12), pure. The bloom below is

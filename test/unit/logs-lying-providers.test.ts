@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { BlockRange } from "../../functions/core/request/logs-range.ts";
-import { type SplitDeps, serveInPieces } from "../../functions/core/request/logs-split.ts";
+import type { BlockRange } from "../../functions/core/request/logs/logs-range.ts";
+import { type SplitDeps, serveInPieces } from "../../functions/core/request/logs/logs-split.ts";
 
 /**
  * One log query's pieces (docs/behaviour.md §12) against a provider that lies in its range

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
-import type { GatewayEvent } from "../../functions/core/events.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
+import type { GatewayEvent } from "../../functions/core/status/events.ts";
 import { everyoneInQuorum, gatewayHarness } from "../support/gateway-harness.ts";
 import {
   CONTRACT,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LogLevel, Telemetry, Upstream, UpstreamRequest } from "../../functions/core/ports.ts";
-import { networkStatus } from "../../functions/core/status.ts";
+import { networkStatus } from "../../functions/core/status/status.ts";
 import {
   gatewayHarness,
   type HarnessNetwork,

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { mergedAnswer, pieceLogsOf } from "../../functions/core/request/logs-merge.ts";
+import { mergedAnswer, pieceLogsOf } from "../../functions/core/request/logs/logs-merge.ts";
 import {
   alignedPieces,
   type BlockRange,
   halves,
   logQueryOf,
   pieceCall,
-} from "../../functions/core/request/logs-range.ts";
-import { type LogsRefusal, logsRefusalOf } from "../../functions/core/request/logs-refusal.ts";
-import { type SplitDeps, serveInPieces } from "../../functions/core/request/logs-split.ts";
+} from "../../functions/core/request/logs/logs-range.ts";
+import { type LogsRefusal, logsRefusalOf } from "../../functions/core/request/logs/logs-refusal.ts";
+import { type SplitDeps, serveInPieces } from "../../functions/core/request/logs/logs-split.ts";
 
 /** The pure parts of eth_getLogs over any range (docs/behaviour.md §12). */
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_METHODS_DENY } from "../../functions/core/config-schema.ts";
-import { methodRefusal } from "../../functions/core/jsonrpc.ts";
+import { DEFAULT_METHODS_DENY } from "../../functions/core/config/config-schema.ts";
+import { methodRefusal } from "../../functions/core/jsonrpc/jsonrpc.ts";
 import { KNOWN_METHODS } from "../../functions/core/methods/catalogue.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { configSchema, settingsSchema } from "../../functions/core/config-schema.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
+import { configSchema, settingsSchema } from "../../functions/core/config/config-schema.ts";
+import { buildModel } from "../../functions/core/config/network-model.ts";
 
 /**
  * A network's settings are merged without the schema (a config prepared at build time never

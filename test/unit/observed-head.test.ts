@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { configSchema } from "../../functions/core/config-schema.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
-import { EMPTY_NETWORK_STATE } from "../../functions/core/network-state.ts";
-import { headStatedBy, ObservedHeads } from "../../functions/core/request/observed-head.ts";
-import { reachableBlocks } from "../../functions/core/request/served-head.ts";
-import type { SelectionContext } from "../../functions/core/selection.ts";
+import { configSchema } from "../../functions/core/config/config-schema.ts";
+import { buildModel } from "../../functions/core/config/network-model.ts";
+import { headStatedBy, ObservedHeads } from "../../functions/core/request/head/observed-head.ts";
+import { reachableBlocks } from "../../functions/core/request/head/served-head.ts";
+import { EMPTY_NETWORK_STATE } from "../../functions/core/routing/network-state.ts";
+import type { SelectionContext } from "../../functions/core/routing/selection.ts";
 
 /** Heads seen in answers (docs/behaviour.md §5.4): which answers state one, and how long it counts. */
 

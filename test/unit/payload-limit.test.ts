@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { parseRequest } from "../../functions/core/jsonrpc.ts";
 import {
   answerTooLargeBody,
   fitsSerialized,
   LAMBDA_RESPONSE_LIMIT_BYTES,
   serializedBytes,
-} from "../../functions/core/payload-limit.ts";
+} from "../../functions/core/http/payload-limit.ts";
+import { parseRequest } from "../../functions/core/jsonrpc/jsonrpc.ts";
 
 const NO_LIMITS = { maxBodyBytes: Number.POSITIVE_INFINITY, maxBatch: Number.POSITIVE_INFINITY };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type Call, parseRequest } from "../../functions/core/jsonrpc.ts";
-import { pinBlockTags } from "../../functions/core/request/pin-tags.ts";
+import { type Call, parseRequest } from "../../functions/core/jsonrpc/jsonrpc.ts";
+import { pinBlockTags } from "../../functions/core/request/head/pin-tags.ts";
 
 /** Block tags pinned to the served numbers (docs/behaviour.md §10), text-faithfully. */
 

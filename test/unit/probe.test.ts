@@ -6,7 +6,7 @@ import {
   probePlan,
   probeVerdict,
   providersToProbe,
-} from "../../functions/core/probe.ts";
+} from "../../functions/core/health/probe.ts";
 
 const NOW = 1_800_000_000_000;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { configSchema, type ProviderConfig } from "../../functions/core/config-schema.ts";
-import { buildModel, nameProviders } from "../../functions/core/network-model.ts";
+import { configSchema, type ProviderConfig } from "../../functions/core/config/config-schema.ts";
+import { buildModel, nameProviders } from "../../functions/core/config/network-model.ts";
 
 /**
  * A provider's name keys its strikes, blacklists and stats in DynamoDB, so it must not depend

@@ -4,7 +4,7 @@ import {
   type HeadCheck,
   type QuorumReason,
   type QuorumSettings,
-} from "../../functions/core/quorum.ts";
+} from "../../functions/core/chain/quorum.ts";
 
 /**
  * One provider claiming a head far ahead of the others must not capture the quorum: not with

@@ -9,7 +9,7 @@ import {
   type QuorumResult,
   type QuorumSettings,
   type RequestWindow,
-} from "../../functions/core/quorum.ts";
+} from "../../functions/core/chain/quorum.ts";
 
 const NOW = 1_800_000_000_000;
 const TICK_MS = 15_000;

@@ -1,7 +1,7 @@
 import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { HEALTHY } from "../../functions/core/health.ts";
+import { HEALTHY } from "../../functions/core/health/health.ts";
 import type { LogLevel, Telemetry, UpstreamResult } from "../../functions/core/ports.ts";
 import {
   gatewayHarness,
@@ -12,7 +12,7 @@ import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
 import { answer, refused, resultFor, type ScriptedUpstream } from "../support/scripted-upstream.ts";
 
 /**
- * The request pipeline (core/gateway.ts and core/request/*) with no server, no DynamoDB and no
+ * The request pipeline (core/request/gateway.ts and core/request/*) with no server, no DynamoDB and no
  * node: a scripted upstream, the in-memory state store and a test clock that moves by each
  * attempt's elapsed time. Everything here runs in milliseconds.
  */

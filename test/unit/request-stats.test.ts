@@ -5,7 +5,7 @@ import {
   recordOutcome,
   windowOf,
   windowsOf,
-} from "../../functions/core/request-stats.ts";
+} from "../../functions/core/health/request-stats.ts";
 
 const NOW = 1_800_000_000_000;
 const BUCKET_SECONDS = 10;

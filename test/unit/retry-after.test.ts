@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { applyIncident, cooldownPolicy, HEALTHY } from "../../functions/core/health.ts";
-import { retryAfterMs } from "../../functions/core/retry-after.ts";
+import { retryAfterMs } from "../../functions/core/classify/retry-after.ts";
+import { applyIncident, cooldownPolicy, HEALTHY } from "../../functions/core/health/health.ts";
 
 /** `Retry-After` sets the cooldown a provider asked for (docs/behaviour.md §6.1). */
 

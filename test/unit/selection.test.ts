@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
-import { buildModel, type Network } from "../../functions/core/network-model.ts";
-import { EMPTY_NETWORK_STATE, type NetworkState } from "../../functions/core/network-state.ts";
+import { type ConfigInput, configSchema } from "../../functions/core/config/config-schema.ts";
+import { buildModel, type Network } from "../../functions/core/config/network-model.ts";
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health/health.ts";
+import {
+  EMPTY_NETWORK_STATE,
+  type NetworkState,
+} from "../../functions/core/routing/network-state.ts";
 import {
   activeProvider,
   attemptOrder,
@@ -10,7 +13,7 @@ import {
   explainRouting,
   rankProviders,
   type SelectionContext,
-} from "../../functions/core/selection.ts";
+} from "../../functions/core/routing/selection.ts";
 
 const NOW = 1_700_000_000_000;
 

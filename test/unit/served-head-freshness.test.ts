@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
 import type { Telemetry } from "../../functions/core/ports.ts";
-import { HEAD_POLL_BODY } from "../../functions/core/request/head-publication.ts";
+import { HEAD_POLL_BODY } from "../../functions/core/request/head/head-publication.ts";
 import {
   everyoneInQuorum,
   gatewayHarness,

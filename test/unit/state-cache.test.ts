@@ -1,9 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
-import { EMPTY_NETWORK_STATE, type NetworkState } from "../../functions/core/network-state.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health/health.ts";
 import type { StateStore, Telemetry } from "../../functions/core/ports.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
+import {
+  EMPTY_NETWORK_STATE,
+  type NetworkState,
+} from "../../functions/core/routing/network-state.ts";
+import { StateCache } from "../../functions/core/routing/state-cache.ts";
 
 /** The per-container cache of shared state, with a store whose reads the test releases. */
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type RequestStats, recordOutcome } from "../../functions/core/request-stats.ts";
-import { historyOf } from "../../functions/core/stats-history.ts";
+import { type RequestStats, recordOutcome } from "../../functions/core/health/request-stats.ts";
+import { historyOf } from "../../functions/core/health/stats-history.ts";
 
 /**
  * The status page's hour of history: 10 s buckets (as every container adds them up) summed

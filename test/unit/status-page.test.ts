@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { EventStatus } from "../../functions/core/events.ts";
-import { NO_LOG_CHECKS } from "../../functions/core/request/logs-check-state.ts";
-import type { HistoryPoint } from "../../functions/core/stats-history.ts";
-import type { NetworkStatus, ProviderStatus } from "../../functions/core/status.ts";
+import type { HistoryPoint } from "../../functions/core/health/stats-history.ts";
+import { NO_LOG_CHECKS } from "../../functions/core/request/logs/checks/logs-check-state.ts";
+import type { EventStatus } from "../../functions/core/status/events.ts";
+import type { NetworkStatus, ProviderStatus } from "../../functions/core/status/status.ts";
 import { chart, niceCeiling } from "../../functions/proxy/status-charts.ts";
 import { STATUS_PAGE_HEADERS, statusPage } from "../../functions/proxy/status-page.ts";
 

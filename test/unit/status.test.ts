@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { configSchema } from "../../functions/core/config-schema.ts";
-import type { GatewayEvent } from "../../functions/core/events.ts";
-import { HEALTHY } from "../../functions/core/health.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
-import { EMPTY_NETWORK_STATE } from "../../functions/core/network-state.ts";
-import { NO_LOG_CHECKS } from "../../functions/core/request/logs-check-state.ts";
+import { configSchema } from "../../functions/core/config/config-schema.ts";
+import { buildModel } from "../../functions/core/config/network-model.ts";
+import { HEALTHY } from "../../functions/core/health/health.ts";
+import { NO_LOG_CHECKS } from "../../functions/core/request/logs/checks/logs-check-state.ts";
+import { EMPTY_NETWORK_STATE } from "../../functions/core/routing/network-state.ts";
+import type { GatewayEvent } from "../../functions/core/status/events.ts";
 import {
   type NetworkStatus,
   networkStatus,
   type StatusInput,
-} from "../../functions/core/status.ts";
+} from "../../functions/core/status/status.ts";
 
 /**
  * The status JSON is a stable interface (docs/behaviour.md §2): monitoring and scripts read it,

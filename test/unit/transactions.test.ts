@@ -1,7 +1,7 @@
 import { keccak256, parseGwei, type TransactionSerializable } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { readRawTransaction } from "../../functions/core/transactions.ts";
+import { readRawTransaction } from "../../functions/core/request/send/transactions.ts";
 
 /** Hash and chain id of signed raw transactions (docs/behaviour.md §4.12), signed by viem. */
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { transportFailure } from "../../functions/adapters/transport-failure.ts";
+import { transportFailure } from "../../functions/adapters/upstream/transport-failure.ts";
 
 /** Network errors as the classifier's kinds, with a message that names the code once. */
 

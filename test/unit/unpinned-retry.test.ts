@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { Call } from "../../functions/core/jsonrpc.ts";
-import { openCall } from "../../functions/core/request/open-call.ts";
+import type { Call } from "../../functions/core/jsonrpc/jsonrpc.ts";
 import {
   settleUnpinnedRetries,
   unpinnedRetries,
-} from "../../functions/core/request/unpinned-retry.ts";
+} from "../../functions/core/request/head/unpinned-retry.ts";
+import { openCall } from "../../functions/core/request/open-call.ts";
 import type { OpenCall } from "../../functions/core/request/vocabulary.ts";
 
 /**

@@ -1,4 +1,4 @@
-import type { GuardCounts } from "../guards.ts";
+import type { Network, Provider } from "../config/network-model.ts";
 import {
   type AcceptedRequest,
   type Call,
@@ -7,15 +7,15 @@ import {
   errorResponse,
   isCall,
   methodRefusal,
-} from "../jsonrpc.ts";
+} from "../jsonrpc/jsonrpc.ts";
 import { blockRefOf } from "../methods/block-ref.ts";
-import type { Network, Provider } from "../network-model.ts";
-import { type AttemptSlot, attemptOrder, type SelectionContext } from "../selection.ts";
-import { logQueryOf, spanOf } from "./logs-range.ts";
-import { pinnedLogRange } from "./logs-tags.ts";
+import { type AttemptSlot, attemptOrder, type SelectionContext } from "../routing/selection.ts";
+import type { GuardCounts } from "../status/guards.ts";
+import { pinBlockTags } from "./head/pin-tags.ts";
+import { logQueryOf, spanOf } from "./logs/logs-range.ts";
+import { pinnedLogRange } from "./logs/logs-tags.ts";
 import { openCall } from "./open-call.ts";
-import { pinBlockTags } from "./pin-tags.ts";
-import { wrongChainAnswer } from "./sent-transactions.ts";
+import { wrongChainAnswer } from "./send/sent-transactions.ts";
 import type { OpenCall, RequestScope } from "./vocabulary.ts";
 
 export interface Admission {

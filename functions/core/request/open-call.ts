@@ -1,5 +1,5 @@
-import type { Call } from "../jsonrpc.ts";
-import type { AttemptSlot } from "../selection.ts";
+import type { Call } from "../jsonrpc/jsonrpc.ts";
+import type { AttemptSlot } from "../routing/selection.ts";
 import type { OpenCall } from "./vocabulary.ts";
 
 export function openCall(

@@ -1,6 +1,12 @@
-import { withId } from "../json-raw.ts";
-import { type AcceptedRequest, callsOf, ErrorCode, errorResponse, isCall } from "../jsonrpc.ts";
-import type { Network } from "../network-model.ts";
+import type { Network } from "../config/network-model.ts";
+import { withId } from "../jsonrpc/json-raw.ts";
+import {
+  type AcceptedRequest,
+  callsOf,
+  ErrorCode,
+  errorResponse,
+  isCall,
+} from "../jsonrpc/jsonrpc.ts";
 import type { Telemetry } from "../ports.ts";
 import type { GatewayResponse, OpenCall } from "./vocabulary.ts";
 

@@ -1,12 +1,17 @@
-import { publicationDelayMs } from "../chain-head.ts";
-import { type AcceptedRequest, callsOf, isCall } from "../jsonrpc.ts";
+import { publicationDelayMs } from "../chain/chain-head.ts";
+import type { GatewayModel, Network } from "../config/network-model.ts";
+import { type AcceptedRequest, callsOf, isCall } from "../jsonrpc/jsonrpc.ts";
 import { FILTER_METHODS } from "../methods/filters.ts";
-import type { GatewayModel, Network } from "../network-model.ts";
-import type { NetworkState } from "../network-state.ts";
 import { QUORUM_STALE_INTERVALS } from "../policies.ts";
-import { PLAIN_READ, rankProviders, type SelectionContext, whyNotCandidate } from "../selection.ts";
-import { highestSighting, type ObservedHeads } from "./observed-head.ts";
-import { reachableBlocks, servedHeadView, tagsToPin } from "./served-head.ts";
+import type { NetworkState } from "../routing/network-state.ts";
+import {
+  PLAIN_READ,
+  rankProviders,
+  type SelectionContext,
+  whyNotCandidate,
+} from "../routing/selection.ts";
+import { highestSighting, type ObservedHeads } from "./head/observed-head.ts";
+import { reachableBlocks, servedHeadView, tagsToPin } from "./head/served-head.ts";
 import type { RequestScope } from "./vocabulary.ts";
 
 /**

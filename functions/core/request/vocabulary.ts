@@ -1,8 +1,8 @@
-import type { AcceptedRequest, Call } from "../jsonrpc.ts";
-import type { GatewayModel, Network, Provider } from "../network-model.ts";
-import type { LearnedLimit } from "../network-state.ts";
-import type { AttemptSlot, SelectionContext } from "../selection.ts";
-import type { CallInfo, Verdict } from "../verdict.ts";
+import type { CallInfo, Verdict } from "../classify/verdict.ts";
+import type { GatewayModel, Network, Provider } from "../config/network-model.ts";
+import type { AcceptedRequest, Call } from "../jsonrpc/jsonrpc.ts";
+import type { LearnedLimit } from "../routing/network-state.ts";
+import type { AttemptSlot, SelectionContext } from "../routing/selection.ts";
 
 /**
  * The request pipeline's shared words (docs/architecture.md "The request pipeline"): the
