@@ -15,7 +15,7 @@ import type {
 /**
  * The filter store in memory, for the pipeline's unit tests: the DynamoDB adapter's semantics
  * (slots per owner, conditional moves on the version, expired filters not read), held to the
- * same contract (test/integration/filter-store-contract.test.ts).
+ * same contract (test/integration/adapters/store/filter-store-contract.test.ts).
  */
 export class MemoryFilterStore implements FilterStore {
   readonly #slots = new Map<string, Map<number, FilterRecord>>();

@@ -9,7 +9,7 @@ import type {
 
 /**
  * The shared state in memory, honouring the DynamoDB adapter's contract (the contract test
- * in test/integration/state-store-contract.test.ts runs against both): health writes succeed
+ * in test/integration/adapters/store/state-store-contract.test.ts runs against both): health writes succeed
  * only at the expected version and otherwise return the stored item; capability blacklists
  * only move later; expired capability blacklists are not read. For unit tests of the request
  * pipeline that must run in milliseconds.
