@@ -63,7 +63,7 @@ function harness(
   const ledger = new MemoryTransactionLedger();
   /** What request stats (failing often) were told, attempt by attempt. */
   const outcomes: Array<{ provider: string; ok: boolean }> = [];
-  const { gateway, store, upstream, advance, clock, network } = gatewayHarness({
+  const { gateway, container, store, upstream, advance, clock, network } = gatewayHarness({
     providers,
     network: overrides,
     config: { inner_errors: ["we can't execute this request"] },
@@ -77,7 +77,19 @@ function harness(
   });
   const rpc = (body: string, remainingMs?: number) =>
     gateway.handleRpc("net", body, remainingMs === undefined ? {} : { remainingMs });
-  return { gateway, store, upstream, telemetry, advance, rpc, clock, network, ledger, outcomes };
+  return {
+    gateway,
+    container,
+    store,
+    upstream,
+    telemetry,
+    advance,
+    rpc,
+    clock,
+    network,
+    ledger,
+    outcomes,
+  };
 }
 
 const call = (id: number, method = "eth_blockNumber", params: unknown[] = []) =>
@@ -177,7 +189,7 @@ describe("force-rotate: unclassified errors in a row rotate traffic away", () =>
         const response = await h.rpc(call(id));
         expect(response.body).toBe(UNCLASSIFIED(id));
       }
-      expect(h.gateway.demoted(h.network).has("p1")).toBe(demoted);
+      expect(h.container.demoted(h.network).has("p1")).toBe(demoted);
       expect(h.store.healthWrites.map((w) => w.next.reason)).toEqual(incident ? [incident] : []);
       const next = await h.rpc(call(99));
       expect(next.headers["x-gateway-provider"]).toBe(demoted || incident ? "p2" : "p1");
@@ -196,7 +208,7 @@ describe("force-rotate: unclassified errors in a row rotate traffic away", () =>
       );
     });
     for (let id = 0; id < 5; id++) await h.rpc(call(id));
-    expect(h.gateway.demoted(h.network).size).toBe(0);
+    expect(h.container.demoted(h.network).size).toBe(0);
   });
 });
 

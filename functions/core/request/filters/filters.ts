@@ -11,6 +11,7 @@ import { logsRangeOf } from "../../routing/learned-limits.ts";
 import { type SelectionContext, whyNotCandidate } from "../../routing/selection.ts";
 import type { InternalCall } from "../logs/logs-queries.ts";
 import { GET_LOGS, quantity } from "../logs/logs-range.ts";
+import { answer } from "../open-call.ts";
 import type { OpenCall } from "../vocabulary.ts";
 import {
   type ChainPositions,
@@ -66,7 +67,7 @@ const failure = (error: { readonly code: number; readonly message: string }) =>
   errorResponse("null", error.code, error.message);
 
 /** The calls of a request this step answers: installs, and calls naming a gateway id. */
-function servedHere(entry: OpenCall): boolean {
+export function servedHere(entry: OpenCall): boolean {
   if (entry.answer !== null) return false;
   switch (entry.info.method) {
     case "eth_newFilter":
@@ -108,7 +109,7 @@ export async function serveFilterCalls(
   const served = new FilterCalls(request, store, reads);
   for (const entry of ours) {
     try {
-      entry.answer = await served.answer(entry);
+      answer(entry, await served.answer(entry));
     } catch (error) {
       const why = request.deps.scrub(error instanceof Error ? error.message : String(error));
       request.deps.telemetry.log("warn", "filter store failed", {
@@ -116,10 +117,13 @@ export async function serveFilterCalls(
         method: entry.info.method,
         error: why,
       });
-      entry.answer = failure({
-        code: ErrorCode.internal,
-        message: `the gateway's filter store did not answer (${why.slice(0, 200)}): nothing was reported and no filter moved; try again`,
-      });
+      answer(
+        entry,
+        failure({
+          code: ErrorCode.internal,
+          message: `the gateway's filter store did not answer (${why.slice(0, 200)}): nothing was reported and no filter moved; try again`,
+        }),
+      );
     }
   }
   return reads.upstreamCalls;

@@ -4,6 +4,7 @@ import type { Provider } from "../../config/network-model.ts";
 import { parseJsonOrUndefined, withId } from "../../jsonrpc/json-raw.ts";
 import { BROADCAST_DELAY_MS, BROADCAST_WAIT_MS } from "../../policies.ts";
 import type { LedgerEntry, Telemetry, TransactionLedger, Upstream, Wait } from "../../ports.ts";
+import { answer } from "../open-call.ts";
 import type { OpenCall } from "../vocabulary.ts";
 import { SEND_RAW_TRANSACTION } from "./sent-transactions.ts";
 import { readRawTransaction } from "./transactions.ts";
@@ -51,7 +52,7 @@ async function claimSends(
     if (tx === null) continue;
     const existing = ledger ? await claimOrSkip(ledger, network, tx.hash, now, telemetry) : null;
     const resend = existing !== "unavailable" && existing?.status === "accepted";
-    if (resend) entry.answer = hashAnswer(tx.hash);
+    if (resend) answer(entry, hashAnswer(tx.hash));
     sends.push({
       entry,
       hash: tx.hash,
@@ -181,7 +182,7 @@ async function settleSends(
 ): Promise<void> {
   for (const { entry, hash } of sends) {
     if (accepted.has(hash) && resultOf(entry.answer ?? entry.fallback?.text ?? "") !== hash) {
-      entry.answer = hashAnswer(hash);
+      answer(entry, hashAnswer(hash));
     }
   }
   if (ledger === undefined) return;

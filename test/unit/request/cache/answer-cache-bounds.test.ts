@@ -199,7 +199,7 @@ describe("the item cap and the memory a request may fill", () => {
     await h.settle();
     expect(h.shared.writes).toEqual([]);
     expect(h.guards.counts("net").cache_shared_item_bytes).toBe(5);
-    expect(h.gateway.answerCache("net").memory.entries).toBe(5);
+    expect(h.container.answerCache("net").memory.entries).toBe(5);
   });
 
   it("cache_memory_request_bytes: answers past the request's budget are not kept in memory", async () => {
@@ -210,11 +210,11 @@ describe("the item cap and the memory a request may fill", () => {
         Array.from({ length: 3 }, (_, i) => call(i, "eth_getBlockByNumber", [hex(i + 1), true])),
       ),
     );
-    expect(h.gateway.answerCache("net").memory.entries).toBe(2);
+    expect(h.container.answerCache("net").memory.entries).toBe(2);
     expect(h.guards.counts("net").cache_memory_request_bytes).toBe(1);
     // The next request has a budget of its own.
     await h.rpc(call(9, "eth_getBlockByNumber", [hex(3), true]));
-    expect(h.gateway.answerCache("net").memory.entries).toBe(3);
+    expect(h.container.answerCache("net").memory.entries).toBe(3);
   });
 
   it("shared hits put in memory count against the budget too", async () => {
@@ -230,7 +230,7 @@ describe("the item cap and the memory a request may fill", () => {
     expect(response.headers["x-gateway-cache"]?.split(",")).toEqual(
       Array.from({ length: 16 }, () => "hit-shared"),
     );
-    expect(fresh.gateway.answerCache("net").memory.bytes).toBeLessThanOrEqual(2_000);
+    expect(fresh.container.answerCache("net").memory.bytes).toBeLessThanOrEqual(2_000);
     expect(fresh.guards.counts("net").cache_memory_request_bytes).toBeGreaterThan(0);
   });
 });

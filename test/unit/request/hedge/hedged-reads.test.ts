@@ -79,7 +79,7 @@ function harness(
     measure: () => undefined,
   };
   const timer = manualTimer();
-  const { gateway, store, upstream, network, advance, rpc } = gatewayHarness({
+  const { gateway, container, store, upstream, network, advance, rpc } = gatewayHarness({
     providers,
     network: overrides,
     // The answer cache would answer a repeated read itself, and these reads must go upstream.
@@ -99,6 +99,7 @@ function harness(
     counts.filter((c) => c.name === "hedges" && c.dimensions.outcome === outcome).length;
   return {
     gateway,
+    container,
     store,
     upstream,
     counts,
@@ -147,7 +148,7 @@ describe("a read whose first attempt is slow goes to the next provider too", () 
     slow.release(
       answer(`{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"leveldb: closed"}}`),
     );
-    expect(h.gateway.demoted(h.network).size).toBe(0);
+    expect(h.container.demoted(h.network).size).toBe(0);
     expect(h.store.healthWrites).toEqual([]);
     expect(h.outcomes.map((o) => o.provider)).toEqual(["p2"]);
     expect(h.counts.filter((c) => c.name === "retried_errors")).toEqual([]);
