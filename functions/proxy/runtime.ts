@@ -24,6 +24,7 @@ import type {
 } from "../core/ports.ts";
 import { ContainerState } from "../core/request/container-state.ts";
 import { Gateway, type GatewayDeps } from "../core/request/gateway.ts";
+import type { StageObserver } from "../core/request/gateway-deps.ts";
 import { StateCache } from "../core/routing/state-cache.ts";
 import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/status/events.ts";
 import { GuardCounts } from "../core/status/guards.ts";
@@ -62,6 +63,8 @@ export interface ProxyRuntimeOptions {
   /** Where EMF metric lines go (stdout by default). */
   readonly writeMetrics?: (line: string) => void;
   readonly serviceName?: string;
+  /** Told what each stage of each request took (the bench's `stages` part); absent: none. */
+  readonly stageObserver?: StageObserver;
 }
 
 export interface ProxyRuntime {
@@ -156,6 +159,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     ...(events ? { events } : {}),
     ...(options.sharedAnswers ? { sharedAnswers: options.sharedAnswers } : {}),
     ...(options.filterStore ? { filters: options.filterStore } : {}),
+    ...(options.stageObserver ? { stageObserver: options.stageObserver } : {}),
     guards,
   };
   /** What this container knows across requests: the gateway feeds it, the status reads it. */

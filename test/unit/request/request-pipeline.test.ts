@@ -17,7 +17,7 @@ import {
 } from "../../support/scripted-upstream.ts";
 
 /**
- * The request pipeline (core/request/gateway.ts and core/request/*) with no server, no DynamoDB and no
+ * The request pipeline (core/request/gateway.ts and the stages of core/request/) with no server, no DynamoDB and no
  * node: a scripted upstream, the in-memory state store and a test clock that moves by each
  * attempt's elapsed time. Everything here runs in milliseconds.
  */

@@ -6,7 +6,7 @@ import { gatewayHarness } from "../../../support/gateway-harness.ts";
 import { answer, held, resultFor, ScriptedUpstream } from "../../../support/scripted-upstream.ts";
 
 /**
- * Hedged reads through the whole request pipeline (core/request/gateway.ts and core/request/*), with a
+ * Hedged reads through the whole request pipeline (core/request/gateway.ts and the stages of core/request/), with a
  * scripted upstream whose answers the test hands over when it chooses, and a hedge timer the
  * test fires itself: no wall-clock time is involved.
  */
