@@ -2,13 +2,14 @@ import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { HEALTHY } from "../../../functions/core/health/health.ts";
-import type { LogLevel, Telemetry, UpstreamResult } from "../../../functions/core/ports.ts";
+import type { UpstreamResult } from "../../../functions/core/ports.ts";
 import {
   gatewayHarness,
   type HarnessNetwork,
   type HarnessProviders,
 } from "../../support/gateway-harness.ts";
 import { MemoryTransactionLedger } from "../../support/memory-ledger.ts";
+import { recordingTelemetry } from "../../support/recording-telemetry.ts";
 import {
   answer,
   refused,
@@ -36,23 +37,6 @@ const three: Providers = [
   { name: "p2", url: P2, priority: 2 },
   { name: "p3", url: P3, priority: 1 },
 ];
-
-interface Recorded {
-  readonly logs: Array<{ level: LogLevel; message: string; fields: Record<string, unknown> }>;
-  readonly counts: Array<{ name: string; dimensions: Record<string, string> }>;
-}
-
-function recordingTelemetry(): Telemetry & Recorded {
-  const logs: Recorded["logs"] = [];
-  const counts: Recorded["counts"] = [];
-  return {
-    logs,
-    counts,
-    log: (level, message, fields = {}) => logs.push({ level, message, fields }),
-    count: (name, dimensions) => counts.push({ name, dimensions }),
-    measure: () => undefined,
-  };
-}
 
 function harness(
   providers: Providers,

@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
 import type { ConfigInput } from "../../../../functions/core/config/config-schema.ts";
-import type { Telemetry } from "../../../../functions/core/ports.ts";
 import { GuardCounts } from "../../../../functions/core/status/guards.ts";
 import { gatewayHarness, type HarnessNetwork } from "../../../support/gateway-harness.ts";
 import { MemoryAnswerStore } from "../../../support/memory-answer-store.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 import { answer, ScriptedUpstream } from "../../../support/scripted-upstream.ts";
 
 /**
@@ -65,12 +65,8 @@ function harness(
   network: HarnessNetwork = {},
   provider: { max_logs_range?: number } = {},
 ) {
-  const counts: Array<{ name: string; dimensions: Record<string, string>; value: number }> = [];
-  const telemetry: Telemetry = {
-    log: () => undefined,
-    count: (name, dimensions, value = 1) => counts.push({ name, dimensions, value }),
-    measure: () => undefined,
-  };
+  const telemetry = recordingTelemetry();
+  const counts = telemetry.metrics;
   const guards = new GuardCounts(telemetry);
   let shared!: MemoryAnswerStore;
   const h = gatewayHarness({

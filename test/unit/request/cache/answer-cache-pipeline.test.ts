@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
-import type { LogLevel, Telemetry } from "../../../../functions/core/ports.ts";
 import { answerKey } from "../../../../functions/core/request/cache/cache-class.ts";
 import { readRawTransaction } from "../../../../functions/core/request/send/transactions.ts";
 import { gatewayHarness, type HarnessNetwork } from "../../../support/gateway-harness.ts";
 import { MemoryAnswerStore } from "../../../support/memory-answer-store.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 import { answer, ScriptedUpstream } from "../../../support/scripted-upstream.ts";
 
 /**
@@ -30,23 +30,6 @@ const HEAD: ChainHead = {
   updatedAt: NOW - 1000,
   reorgSeenAt: 0,
 };
-
-interface Counted {
-  readonly counts: Array<{ name: string; dimensions: Record<string, string> }>;
-  readonly logs: Array<{ level: LogLevel; message: string }>;
-}
-
-function recordingTelemetry(): Telemetry & Counted {
-  const counts: Counted["counts"] = [];
-  const logs: Counted["logs"] = [];
-  return {
-    counts,
-    logs,
-    log: (level, message) => logs.push({ level, message }),
-    count: (name, dimensions) => counts.push({ name, dimensions }),
-    measure: () => undefined,
-  };
-}
 
 /**
  * A node that answers each call of a request from `results` (by method), keeping the id the

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../../../functions/core/config/config-schema.ts";
 import { HEALTHY } from "../../../../functions/core/health/health.ts";
-import type { HedgeTimer, Telemetry } from "../../../../functions/core/ports.ts";
+import type { HedgeTimer } from "../../../../functions/core/ports.ts";
 import { gatewayHarness } from "../../../support/gateway-harness.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 import { answer, held, resultFor, ScriptedUpstream } from "../../../support/scripted-upstream.ts";
 
 /**
@@ -71,13 +72,9 @@ function harness(
   overrides: Partial<Network> = {},
   options: { advanceClock?: boolean } = {},
 ) {
-  const counts: Array<{ name: string; dimensions: Record<string, string> }> = [];
   const outcomes: Array<{ provider: string; ok: boolean; latencyMs: number }> = [];
-  const telemetry: Telemetry = {
-    log: () => undefined,
-    count: (name, dimensions) => counts.push({ name, dimensions }),
-    measure: () => undefined,
-  };
+  const telemetry = recordingTelemetry();
+  const { counts } = telemetry;
   const timer = manualTimer();
   const { gateway, container, store, upstream, network, advance, rpc } = gatewayHarness({
     providers,

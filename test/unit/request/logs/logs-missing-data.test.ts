@@ -10,6 +10,7 @@ import {
   type MethodCounts,
   type Misbehaviour,
 } from "../../../support/log-chain-script.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 import { answer } from "../../../support/scripted-upstream.ts";
 
 /**
@@ -36,7 +37,8 @@ function setup(
   } = {},
 ) {
   const events: GatewayEvent[] = [];
-  const metrics: Array<{ name: string; dimensions: Record<string, string> }> = [];
+  const telemetry = recordingTelemetry();
+  const metrics = telemetry.counts;
   const cap = options.maxLogsRange === undefined ? {} : { max_logs_range: options.maxLogsRange };
   const providers = [
     { name: "p1", url: P1, priority: 2, ...cap },
@@ -48,11 +50,7 @@ function setup(
     now: NOW,
     deps: {
       events: { record: (event) => events.push(event) },
-      telemetry: {
-        log: () => undefined,
-        count: (name, dimensions) => metrics.push({ name, dimensions }),
-        measure: () => undefined,
-      },
+      telemetry,
     },
   });
   const chain = options.chain ?? new FakeChain(HEAD);
