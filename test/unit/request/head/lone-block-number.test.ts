@@ -1,18 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
-import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config/config-schema.ts";
-import { buildModel } from "../../functions/core/config/network-model.ts";
-import { HEALTHY } from "../../functions/core/health/health.ts";
-import type { Telemetry } from "../../functions/core/ports.ts";
-import { Gateway } from "../../functions/core/request/gateway.ts";
-import { whyNotCandidate } from "../../functions/core/routing/selection.ts";
-import { StateCache } from "../../functions/core/routing/state-cache.ts";
-import { GuardCounts } from "../../functions/core/status/guards.ts";
-import { gatewayHarness, type HarnessNetwork } from "../support/gateway-harness.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
-import { recordingTelemetry } from "../support/recording-telemetry.ts";
-import { resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
+import { hedgeTimer, wait } from "../../../../functions/adapters/wait.ts";
+import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
+import { type ConfigInput, configSchema } from "../../../../functions/core/config/config-schema.ts";
+import { buildModel } from "../../../../functions/core/config/network-model.ts";
+import { HEALTHY } from "../../../../functions/core/health/health.ts";
+import type { Telemetry } from "../../../../functions/core/ports.ts";
+import { Gateway } from "../../../../functions/core/request/gateway.ts";
+import { whyNotCandidate } from "../../../../functions/core/routing/selection.ts";
+import { StateCache } from "../../../../functions/core/routing/state-cache.ts";
+import { GuardCounts } from "../../../../functions/core/status/guards.ts";
+import { gatewayHarness, type HarnessNetwork } from "../../../support/gateway-harness.ts";
+import { MemoryStateStore } from "../../../support/memory-state-store.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
+import { resultFor, ScriptedUpstream } from "../../../support/scripted-upstream.ts";
 
 /**
  * Hostile callers against the short path of a lone `eth_blockNumber` the served head answers:
