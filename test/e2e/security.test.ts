@@ -39,6 +39,8 @@ const DEFAULT_DENIED = [
   "eth_signTransaction",
   "eth_signTypedData_v4",
   "eth_accounts",
+  // regression: anvil's alias of eth_accounts handed out its unlocked accounts
+  "eth_requestAccounts",
   "anvil_setBalance",
   "anvil_impersonateAccount",
   "anvil_dumpState",
