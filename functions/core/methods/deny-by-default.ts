@@ -1,3 +1,5 @@
+import { methodMatches } from "../jsonrpc.ts";
+
 /**
  * Methods refused unless a config lists its own `methods_deny` (docs/behaviour.md §8.2): those
  * that sign with a node's keys or change a node's state or configuration, and those that hand
@@ -72,3 +74,12 @@ export const DEFAULT_METHODS_DENY = [
   "txpool_besuPendingTransactions",
   "parity_pendingTransactions",
 ] as const;
+
+/**
+ * The default patterns a configured `methods_deny` no longer refuses: the list replaces the
+ * default whole, so one written to refuse one more method serves all of these. A pattern
+ * counts as kept when the list names it or holds one matching it (`eth_*` keeps `eth_sign*`).
+ */
+export function reopenedByDefault(deny: readonly string[]): string[] {
+  return DEFAULT_METHODS_DENY.filter((pattern) => !methodMatches(pattern, deny));
+}
