@@ -21,17 +21,29 @@ import type { FilterStore, NewFilter } from "../core/ports.ts";
 /**
  * The filters the gateway serves, in the state table (docs/architecture.md): one item per
  * filter, `FILTER#<network>#<owner>` / `<slot>`, the owner being the API key's name. An owner
- * has at most `max` slots in use, so its partition never holds more than that many items,
+ * has at most `max` slots in use, so its partition never holds more than that many filters,
  * whatever filters come and go: an install takes a slot whose filter expired (or a new one)
  * with a conditional write, and the id names the slot (`filter-id.ts`). Reads are consistent,
  * and every move is conditional on the version read. The DynamoDB TTL tidies expired items;
  * an expired one is never read as a filter meanwhile. Only GetItem, Query and UpdateItem.
+ *
+ * A log filter's criteria (up to 64 KiB of addresses and topics) are a second item of the slot,
+ * `logs#<slot>`, written once by the install that took the slot and naming its filter's id:
+ * DynamoDB bills a write by the whole item, so with the criteria in the filter's item every
+ * poll, extension and uninstall (even a refused one, with a wrong id) cost up to 64 write
+ * units, and every install's Query read each of the owner's filters whole (100 polls in one
+ * request: 6,200 units). The Query reads the slots' range only, so never the criteria. A
+ * slot's criteria item is overwritten when the slot is taken again, so an owner's partition
+ * holds at most `max` of them too.
  */
 
 type Item = Record<string, AttributeValue>;
 
 export const filterPartition = (network: string, owner: string) => `FILTER#${network}#${owner}`;
 const slotKey = (slot: number) => slot.toString(16).padStart(4, "0");
+/** Sorts after every slot's key (hex digits), so the slots' Query never reads one. */
+const criteriaKey = (slot: number) => `logs#${slotKey(slot)}`;
+const SLOT_KEYS = { ":first": { S: slotKey(0) }, ":last": { S: slotKey(FILTER_SLOTS - 1) } };
 
 /** Install rounds: each reads the slots in use and tries a free one (another install may take it). */
 const INSTALL_ROUNDS = 3;
@@ -87,7 +99,9 @@ export class DynamoFilterStore implements FilterStore {
         free[(this.#random(4).reduce((sum, byte) => sum * 256 + byte, 0) >>> 0) % free.length];
       if (slot === undefined) return null;
       const id = filterIdOf(slot, this.#random(FILTER_ID_RANDOM_BYTES));
-      if (await this.#take(pk, slot, id, filter, now)) return id;
+      if (!(await this.#take(pk, slot, id, filter, now))) continue;
+      if (filter.logs !== null) await this.#writeCriteria(pk, slot, id, filter.logs);
+      return id;
     }
     return null;
   }
@@ -100,15 +114,24 @@ export class DynamoFilterStore implements FilterStore {
   ): Promise<FilterRecord | null> {
     const ours = gatewayFilterId(id);
     if (ours === null) return null;
+    const pk = filterPartition(network, owner);
+    const slot = slotOfFilterId(ours);
+    // Both at once: a block filter's criteria read finds nothing, for a read unit.
+    const [item, criteria] = await Promise.all([
+      this.#get({ pk: { S: pk }, sk: { S: slotKey(slot) } }),
+      this.#get({ pk: { S: pk }, sk: { S: criteriaKey(slot) } }),
+    ]);
+    if (item === undefined || item.id?.S !== ours || num(item, "expires_at") <= now) return null;
+    // A filter written before its criteria moved out holds them itself.
+    const logs = item.logs ?? (criteria?.id?.S === ours ? criteria.logs : undefined);
+    return recordOf(item, logs);
+  }
+
+  async #get(key: Item): Promise<Item | undefined> {
     const { Item } = await this.#client.send(
-      new GetItemCommand({
-        TableName: this.#table,
-        Key: this.#key(network, owner, ours),
-        ConsistentRead: true,
-      }),
+      new GetItemCommand({ TableName: this.#table, Key: key, ConsistentRead: true }),
     );
-    if (Item === undefined || Item.id?.S !== ours || num(Item, "expires_at") <= now) return null;
-    return recordOf(Item);
+    return Item;
   }
 
   async advance(
@@ -177,10 +200,10 @@ export class DynamoFilterStore implements FilterStore {
       const page = await this.#client.send(
         new QueryCommand({
           TableName: this.#table,
-          KeyConditionExpression: "pk = :pk",
+          KeyConditionExpression: "pk = :pk AND sk BETWEEN :first AND :last",
           ProjectionExpression: "sk, #expires",
           ExpressionAttributeNames: pick("#expires"),
-          ExpressionAttributeValues: { ":pk": { S: pk } },
+          ExpressionAttributeValues: { ":pk": { S: pk }, ...SLOT_KEYS },
           ConsistentRead: true,
           ...(start ? { ExclusiveStartKey: start } : {}),
         }),
@@ -204,7 +227,8 @@ export class DynamoFilterStore implements FilterStore {
   ): Promise<boolean> {
     return this.#conditional({
       Key: { pk: { S: pk }, sk: { S: slotKey(slot) } },
-      UpdateExpression: `SET #id = :id, #kind = :kind, #first = :first, #cursor = :cursor, #seen = :seen, #version = :zero, #expires = :expires, #ttl = :ttl${filter.logs === null ? " REMOVE #logs, #span" : ", #logs = :logs REMOVE #span"}`,
+      UpdateExpression:
+        "SET #id = :id, #kind = :kind, #first = :first, #cursor = :cursor, #seen = :seen, #version = :zero, #expires = :expires, #ttl = :ttl REMOVE #logs, #span",
       ConditionExpression: "attribute_not_exists(#id) OR #expires <= :now",
       ExpressionAttributeNames: NAMES,
       ExpressionAttributeValues: {
@@ -217,9 +241,26 @@ export class DynamoFilterStore implements FilterStore {
         ":expires": { N: String(filter.expiresAt) },
         ":ttl": { N: ttlOf(filter.expiresAt) },
         ":now": { N: String(now) },
-        ...(filter.logs === null ? {} : { ":logs": { S: JSON.stringify(filter.logs) } }),
       },
     });
+  }
+
+  /** The criteria of the filter `id` that just took `slot`: only that install writes them. */
+  async #writeCriteria(
+    pk: string,
+    slot: number,
+    id: string,
+    logs: NonNullable<NewFilter["logs"]>,
+  ): Promise<void> {
+    await this.#client.send(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: pk }, sk: { S: criteriaKey(slot) } },
+        UpdateExpression: "SET #id = :id, #logs = :logs",
+        ExpressionAttributeNames: pick("#id", "#logs"),
+        ExpressionAttributeValues: { ":id": { S: id }, ":logs": { S: JSON.stringify(logs) } },
+      }),
+    );
   }
 
   /** A conditional UpdateItem: false when its condition failed. */
@@ -262,14 +303,14 @@ function seenOf(text: string | undefined): SeenBlock[] {
   });
 }
 
-function recordOf(item: Item): FilterRecord | null {
+function recordOf(item: Item, criteria: AttributeValue | undefined): FilterRecord | null {
   const kind = item.kind?.S;
   const id = item.id?.S;
   if ((kind !== "logs" && kind !== "blocks") || id === undefined) return null;
   try {
     const logs =
       kind === "logs"
-        ? (JSON.parse(item.logs?.S ?? "null") as { criteria: LogCriteria; to: FilterEnd } | null)
+        ? (JSON.parse(criteria?.S ?? "null") as { criteria: LogCriteria; to: FilterEnd } | null)
         : null;
     if (kind === "logs" && logs === null) return null;
     return {

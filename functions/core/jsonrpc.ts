@@ -73,11 +73,38 @@ const METHOD_NAME = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${METHOD_NAME_M
 /** A `\uD800`–`\uDFFF` escape: the cheap sign that a lone surrogate may be present. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
-function duplicateMember(text: string): string | null {
+const FOLDED_LETTERS: Readonly<Record<string, string>> = {
+  "\u017f": "s",
+  "\u212a": "k",
+  "\u0131": "i",
+  "\u0130": "i",
+};
+
+/**
+ * A member name as Go's encoding/json matches it to a field, as geth and erigon decode a
+ * request: in any case, with `ſ` (U+017F) for `s`, `K` (U+212A) for `k`, and `ı`, `İ` for `i`.
+ */
+function foldedName(name: string): string {
+  return name
+    .replace(/[\u017f\u212a\u0131\u0130]/g, (char) => FOLDED_LETTERS[char] ?? char)
+    .toLowerCase();
+}
+
+/**
+ * Why the member names would let an upstream read another call than the gateway checked: a
+ * significant member written twice (servers disagree on which wins), or written in another
+ * case (`"Method"`, `"PARAMS"`), which geth reads as the member itself, the last one winning,
+ * and anvil refuses.
+ */
+function ambiguousMember(text: string): string | null {
   const seen = new Set<string>();
   for (const name of memberNames(text)) {
-    if (!SIGNIFICANT_MEMBERS.has(name)) continue;
-    if (seen.has(name)) return name;
+    const folded = foldedName(name);
+    if (!SIGNIFICANT_MEMBERS.has(folded)) continue;
+    if (name !== folded) {
+      return `${JSON.stringify(name)} is another spelling of "${folded}" (geth reads member names in any case): write it "${folded}"`;
+    }
+    if (seen.has(name)) return `"${name}" appears twice`;
     seen.add(name);
   }
   return null;
@@ -110,10 +137,11 @@ function parseMember(
     return { position, rawId: "null", message: "invalid request: expected a JSON-RPC object" };
   }
   // Upstreams disagree on which duplicate wins, so one of them could run a method this
-  // gateway never checked (a denied one, say): such requests are refused.
-  const duplicate = duplicateMember(text);
-  if (duplicate !== null) {
-    return { position, rawId: "null", message: `invalid request: "${duplicate}" appears twice` };
+  // gateway never checked (a denied one, say), or answer other params than the cache's key
+  // names: such requests are refused.
+  const ambiguous = ambiguousMember(text);
+  if (ambiguous !== null) {
+    return { position, rawId: "null", message: `invalid request: ${ambiguous}` };
   }
   // Lone surrogates are not Unicode: upstreams refuse the whole body, a batch's other calls too.
   if (SURROGATE_ESCAPE.test(text) && hasLoneSurrogate(value)) {

@@ -39,6 +39,8 @@ const DEFAULT_DENIED = [
   "eth_signTransaction",
   "eth_signTypedData_v4",
   "eth_accounts",
+  // regression: anvil's alias of eth_accounts handed out its unlocked accounts
+  "eth_requestAccounts",
   "anvil_setBalance",
   "anvil_impersonateAccount",
   "anvil_dumpState",
@@ -446,6 +448,28 @@ describe("methods, limits and upstream choice", () => {
       const prefixed = await send(`${stack.url}/devnet`, { body: call("admin_", []) });
       expect(rpc(prefixed).error?.code).toBe(-32601);
       expect(prefixed.headers["x-gateway-attempts"]).toBe("0");
+    });
+
+    // geth and erigon decode a request with Go's encoding/json: a member name matches in any
+    // case and the last one wins, so geth ran "Method" (and answered "PARAMS") where the gateway
+    // had checked "method" (and cached under "params"). anvil refuses such a member.
+    it('regression: a member "Method" after "method" went to the provider, which geth would read as the method; now -32600 in place, nothing sent, the batch\'s others served', async () => {
+      const sneaky = `{"jsonrpc":"2.0","id":1,"method":"eth_chainId","Method":"eth_sendTransaction","params":[{"from":"${DEPLOYER}","to":"0x00000000000000000000000000000000000000aa","value":"0x1"}]}`;
+      const plain = { jsonrpc: "2.0", id: 2, method: "eth_getBalance", params: [DEPLOYER, "0x1"] };
+      const answer = await send(`${stack.url}/devnet`, {
+        body: `[${sneaky},${JSON.stringify(plain)}]`,
+      });
+      const members = rpcBatch(answer);
+      expect(members[0]).toMatchObject({ id: null, error: { code: -32600 } });
+      expect(members[0]?.error?.message).toContain('"Method" is another spelling of "method"');
+      expect(JSON.stringify(members[1])).toBe(await direct(nodeB, plain));
+      expect(answer.headers["x-gateway-attempts"]).toBe("1");
+      const single = await send(`${stack.url}/devnet`, {
+        body: `{"jsonrpc":"2.0","id":"p","method":"eth_getCode","params":["${DEPLOYER}","0x1"],"PARAMS":["0x00000000000000000000000000000000000000aa","0x1"]}`,
+      });
+      expect(single.status).toBe(400);
+      expect(rpc(single)).toMatchObject({ id: null, error: { code: -32600 } });
+      expect(single.headers["x-gateway-attempts"]).toBeUndefined();
     });
 
     it("a network's methods_allow serves only the listed methods; the deny list still wins", async () => {

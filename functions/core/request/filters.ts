@@ -7,11 +7,13 @@ import {
 } from "../filters/filter-criteria.ts";
 import { gatewayFilterId } from "../filters/filter-id.ts";
 import type { FilterRecord } from "../filters/filter-progress.ts";
+import type { GuardCounts } from "../guards.ts";
 import { ErrorCode, errorResponse } from "../jsonrpc.ts";
 import type { Network } from "../network-model.ts";
 import { LAMBDA_RESPONSE_LIMIT_BYTES, serializedBytes } from "../payload-limit.ts";
 import {
   FILTER_BLOCKS_PER_POLL,
+  FILTER_CALLS_PER_REQUEST,
   FILTER_EXTEND_AFTER_FRACTION,
   FILTER_POLL_MAX_BLOCKS,
 } from "../policies.ts";
@@ -49,6 +51,8 @@ export interface FilterRequest {
     readonly clock: () => number;
     readonly telemetry: Telemetry;
     readonly scrub: (text: string) => string;
+    /** Where the calls over `FILTER_CALLS_PER_REQUEST` are counted. */
+    readonly guards: GuardCounts;
   };
   /** Serves one request text through the pipeline as an internal call. */
   readonly handle: (text: string, internal: InternalCall) => Promise<{ readonly body: string }>;
@@ -58,6 +62,10 @@ export interface FilterRequest {
 export const ANY_CALLER = "*";
 
 const FILTER_NOT_FOUND = { code: NODE_ERROR, message: "filter not found" };
+const OVER_FILTER_CALLS = {
+  code: ErrorCode.limitExceeded,
+  message: `over the ${FILTER_CALLS_PER_REQUEST} filter calls one request may make (installs, polls, uninstalls): nothing was done for this one; send it in another request`,
+};
 /** Room in Lambda's response for the envelope and headers around a filter's changes. */
 const RESPONSE_ENVELOPE_BYTES = 16_384;
 
@@ -106,7 +114,12 @@ export async function serveFilterCalls(
     used: request.used,
   });
   const served = new FilterCalls(request, store, reads);
-  for (const entry of ours) {
+  for (const [index, entry] of ours.entries()) {
+    if (index >= FILTER_CALLS_PER_REQUEST) {
+      request.deps.guards.refused(request.network.name, "filter_calls_per_request");
+      entry.answer = failure(OVER_FILTER_CALLS);
+      continue;
+    }
     try {
       entry.answer = await served.answer(entry);
     } catch (error) {
