@@ -5,7 +5,7 @@
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { checkConfigFile, describeProblems } from "../functions/adapters/config-file.ts";
+import { checkConfigFile, describeProblems } from "../functions/adapters/config/config-file.ts";
 
 const args = process.argv.slice(2);
 const envSecrets = args.includes("--env-secrets");

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { answerKey } from "../../functions/core/request/cache-class.ts";
+import { answerKey } from "../../functions/core/request/cache/cache-class.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { GatewayClient, rpcCall } from "../support/gateway-client.ts";

@@ -3,7 +3,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "
 import fc from "fast-check";
 import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_METHODS_DENY } from "../../functions/core/config-schema.ts";
+import { DEFAULT_METHODS_DENY } from "../../functions/core/config/config-schema.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import {

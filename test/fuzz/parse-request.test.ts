@@ -8,7 +8,7 @@ import {
   type ParsedRequest,
   parseRequest,
   type RequestLimits,
-} from "../../functions/core/jsonrpc.ts";
+} from "../../functions/core/jsonrpc/jsonrpc.ts";
 import {
   assertNotPolluted,
   bytesAsString,
@@ -23,7 +23,7 @@ import {
 } from "./arbitraries.ts";
 
 /**
- * parseRequest (functions/core/jsonrpc.ts) against anything a caller can send: it never
+ * parseRequest (functions/core/jsonrpc/jsonrpc.ts) against anything a caller can send: it never
  * throws, always answers one of the documented kinds, renders every error as valid JSON and
  * leaves the built-in prototypes alone.
  */

@@ -7,8 +7,14 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client
 import type { CfnElement } from "aws-cdk-lib";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PREPARED_CONFIG_FILE, prepareConfig } from "../../functions/adapters/config-prepared.ts";
-import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
+import {
+  PREPARED_CONFIG_FILE,
+  prepareConfig,
+} from "../../functions/adapters/config/config-prepared.ts";
+import {
+  createDynamoClient,
+  DynamoStateStore,
+} from "../../functions/adapters/store/state-store.ts";
 import { PROJECT_ROOT } from "../../infra/gateway-config.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";

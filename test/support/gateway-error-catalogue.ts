@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { privateKeyToAccount } from "viem/accounts";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
-import { parseRequest } from "../../functions/core/jsonrpc.ts";
-import { answerTooLargeBody } from "../../functions/core/payload-limit.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
+import { answerTooLargeBody } from "../../functions/core/http/payload-limit.ts";
+import { parseRequest } from "../../functions/core/jsonrpc/jsonrpc.ts";
 import { internalErrorResult } from "../../functions/proxy/api.ts";
 import { startAnvil } from "../../local/anvil.ts";
 import { startApiGateway } from "../../local/apigw-emulator.ts";

@@ -1,4 +1,4 @@
-import { bloomBits } from "../../functions/core/logs-bloom.ts";
+import { bloomBits } from "../../functions/core/request/logs/checks/logs-bloom.ts";
 import { answer, type Script, type SentCall } from "./scripted-upstream.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { methodMatches } from "../jsonrpc.ts";
+import { methodMatches } from "../jsonrpc/jsonrpc.ts";
 
 /**
  * Methods refused unless a config lists its own `methods_deny` (docs/behaviour.md §8.2): those

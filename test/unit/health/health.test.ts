@@ -1,0 +1,133 @@
+import { describe, expect, it } from "vitest";
+import type { CooldownReason } from "../../../functions/core/classify/verdict.ts";
+import { cooldownSecondsSchema } from "../../../functions/core/config/config-schema.ts";
+import {
+  applyIncident,
+  applyProbeFail,
+  applyProbePass,
+  applySuccess,
+  cooldownMs,
+  HEALTHY,
+  healthState,
+  type ProviderHealth,
+} from "../../../functions/core/health/health.ts";
+
+const policy = { cooldownSeconds: cooldownSecondsSchema.parse({}), maxBlacklistMinutes: 30 };
+const MIN = 60_000;
+const T0 = 1_000_000_000_000;
+
+describe("cooldown = base × 2^(strikes − 1), capped (docs/behaviour.md §6)", () => {
+  it.each<[CooldownReason, number, number]>([
+    ["rate_limit", 1, 5 * MIN],
+    ["rate_limit", 2, 10 * MIN],
+    ["rate_limit", 3, 20 * MIN],
+    ["rate_limit", 4, 30 * MIN],
+    ["rate_limit", 9, 30 * MIN],
+    ["quota", 1, 5 * MIN],
+    ["timeout", 1, 3 * MIN],
+    ["timeout", 2, 6 * MIN],
+    ["connection", 1, 2 * MIN],
+    ["connection", 5, 30 * MIN],
+    ["tls", 1, 2 * MIN],
+    ["batch_limit", 1, 1 * MIN],
+    ["slow", 1, 2 * MIN],
+    ["force_rotate", 1, 1 * MIN],
+    ["transient", 1, 1 * MIN],
+    ["forbidden", 1, 24 * 60 * MIN],
+    ["forbidden", 3, 24 * 60 * MIN],
+    ["chain_unavailable", 2, 24 * 60 * MIN],
+    ["capability", 1, 24 * 60 * MIN],
+  ])("%s at strike %i → %i ms", (reason, strikes, expected) => {
+    expect(cooldownMs(reason, strikes, policy)).toBe(expected);
+  });
+});
+
+describe("incidents", () => {
+  it("a first incident blacklists with strike 1 and a probe gate", () => {
+    const next = applyIncident(HEALTHY, "rate_limit", T0, policy);
+    expect(next).toMatchObject({
+      strikes: 1,
+      reason: "rate_limit",
+      blacklistedUntil: T0 + 5 * MIN,
+      probeGated: true,
+      version: 1,
+    });
+  });
+
+  it("failures during an active blacklist add no strike (one strike per incident)", () => {
+    const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
+    expect(applyIncident(first, "connection", T0 + 1000, policy)?.strikes ?? first.strikes).toBe(1);
+  });
+
+  it("a later-expiring failure extends the expiry (e.g. a 403), an earlier one does not", () => {
+    const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
+    expect(applyIncident(first, "batch_limit", T0 + 1000, policy)).toBeNull();
+    const extended = applyIncident(first, "forbidden", T0 + 1000, policy);
+    expect(extended).toMatchObject({
+      strikes: 1,
+      reason: "forbidden",
+      blacklistedUntil: T0 + 1000 + 24 * 60 * MIN,
+    });
+  });
+
+  it("an incident after expiry and probe pass is the next strike, doubling", () => {
+    const first = applyIncident(HEALTHY, "timeout", T0, policy) as ProviderHealth;
+    const passed = applyProbePass(first, { at: T0 + 3 * MIN, result: "pass", detail: "" });
+    const second = applyIncident(passed, "timeout", T0 + 4 * MIN, policy);
+    expect(second).toMatchObject({ strikes: 2, blacklistedUntil: T0 + 4 * MIN + 6 * MIN });
+  });
+
+  it("an incident while awaiting a probe changes nothing", () => {
+    const first = applyIncident(HEALTHY, "timeout", T0, policy) as ProviderHealth;
+    expect(healthState(first, T0 + 4 * MIN)).toBe("awaiting_probe");
+    expect(applyIncident(first, "timeout", T0 + 4 * MIN, policy)).toBeNull();
+  });
+
+  it.each<[CooldownReason, "healthy" | "awaiting_probe"]>([
+    ["rate_limit", "awaiting_probe"],
+    ["connection", "awaiting_probe"],
+    ["timeout", "awaiting_probe"],
+    ["forbidden", "healthy"],
+    ["chain_unavailable", "healthy"],
+    ["force_rotate", "healthy"],
+    ["slow", "healthy"],
+  ])("after a %s blacklist expires the provider is %s", (reason, after) => {
+    const health = applyIncident(HEALTHY, reason, T0, policy) as ProviderHealth;
+    expect(healthState(health, health.blacklistedUntil - 1)).toBe("blacklisted");
+    expect(healthState(health, health.blacklistedUntil)).toBe(after);
+  });
+});
+
+describe("success and probes", () => {
+  it("a success resets strikes", () => {
+    const health: ProviderHealth = { ...HEALTHY, strikes: 3, version: 4 };
+    expect(applySuccess(health, T0)).toMatchObject({ strikes: 0, version: 5 });
+  });
+
+  it("a success with no strikes writes nothing", () => {
+    expect(applySuccess(HEALTHY, T0)).toBeNull();
+  });
+
+  it("a probe pass un-blacklists but keeps strikes until traffic succeeds", () => {
+    const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
+    const passed = applyProbePass(first, { at: T0 + 2 * MIN, result: "pass", detail: "ok" });
+    expect(healthState(passed, T0 + 2 * MIN)).toBe("healthy");
+    expect(passed.strikes).toBe(1);
+  });
+
+  it("a probe fail is the next strike with a doubled cooldown", () => {
+    const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
+    const failed = applyProbeFail(
+      first,
+      { at: T0 + 2 * MIN, result: "fail", detail: "stuck" },
+      T0 + 2 * MIN,
+      policy,
+    );
+    expect(failed).toMatchObject({
+      strikes: 2,
+      blacklistedUntil: T0 + 2 * MIN + 4 * MIN,
+      probeGated: true,
+    });
+    expect(failed.lastProbe?.result).toBe("fail");
+  });
+});
