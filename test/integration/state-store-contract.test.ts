@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
 import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
+import type { ChainHead } from "../../functions/core/chain-head.ts";
 import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
 import type { StateStore } from "../../functions/core/ports.ts";
 import {
@@ -14,34 +16,44 @@ import { MemoryStateStore } from "../support/memory-state-store.ts";
  * The state store's contract, run against the DynamoDB adapter on the real DynamoDB API
  * (dynalite; DynamoDB Local where Java is present) and against the in-memory store the
  * pipeline's unit tests use, so the two cannot drift apart: conditional health writes on
- * `version`, capability blacklists that only move later, expired blacklists not read.
+ * `version`, capability blacklists that only move later, expired blacklists not read, a served
+ * head that never goes back.
  */
 
 const NOW = Date.now();
 
 interface Backend {
   readonly store: StateStore;
+  /** Writes the chain position as the monitor does, beside which the served head is kept. */
+  writeHead(network: string, head: ChainHead): Promise<void>;
   close(): Promise<void>;
 }
 
 async function dynamoBackend(start: () => Promise<LocalDynamoDb>): Promise<Backend> {
   const dynamo = await start();
+  const tables = {
+    client: createDynamoClient({ endpoint: dynamo.endpoint }),
+    tableName: dynamo.tableName,
+  };
+  const monitor = new DynamoMonitorStore(tables);
   return {
-    store: new DynamoStateStore({
-      client: createDynamoClient({ endpoint: dynamo.endpoint }),
-      tableName: dynamo.tableName,
-      clock: () => NOW,
-    }),
+    store: new DynamoStateStore({ ...tables, clock: () => NOW }),
+    writeHead: (network, head) => monitor.writeHead(network, head),
     close: () => dynamo.close(),
   };
 }
 
+function memoryBackend(): Backend {
+  const store = new MemoryStateStore(() => NOW);
+  return {
+    store,
+    writeHead: async (network, head) => store.setHead(network, head),
+    close: async () => {},
+  };
+}
+
 const backends: Array<[string, () => Promise<Backend>, boolean]> = [
-  [
-    "memory",
-    async () => ({ store: new MemoryStateStore(() => NOW), close: async () => {} }),
-    false,
-  ],
+  ["memory", async () => memoryBackend(), false],
   ["dynalite", () => dynamoBackend(() => startDynalite({ tableName: "contract" })), false],
   [
     "DynamoDB Local",
@@ -49,6 +61,18 @@ const backends: Array<[string, () => Promise<Backend>, boolean]> = [
     !isJavaAvailable(),
   ],
 ];
+
+/** The chain position as a monitor tick writes it, with no served head yet. */
+const monitorHead = (latest: number): ChainHead => ({
+  latest: { number: latest, hash: null },
+  safe: null,
+  finalized: null,
+  served: null,
+  previousServed: null,
+  updatedAt: NOW - 60_000,
+  reorgSeenAt: 0,
+  finalityBrokenAt: 0,
+});
 
 const blacklisted = (version: number, strikes = 1): ProviderHealth => ({
   ...HEALTHY,
@@ -117,6 +141,27 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
       const net = fresh();
       expect(await store.publishServed(net, 1_000_000, NOW, 0)).toBe(false);
       expect((await store.readNetwork(net)).head).toBeNull();
+    },
+  );
+
+  it.skipIf(skip)(
+    "the served head never goes back: 100 published, then 90 later is refused and 100 kept (docs/behaviour.md §10)",
+    async () => {
+      const net = fresh();
+      await backend.writeHead(net, monitorHead(100));
+      expect(await store.publishServed(net, 100, NOW - 10_000, 0)).toBe(true);
+      expect(await store.publishServed(net, 90, NOW, 2_500)).toBe(false);
+      expect(await store.publishServed(net, 100, NOW, 2_500)).toBe(false);
+      expect((await store.readNetwork(net)).head).toMatchObject({
+        served: { block: 100, at: NOW - 10_000 },
+        previousServed: null,
+      });
+      // Higher and old enough: published, the one before kept beside it.
+      expect(await store.publishServed(net, 101, NOW, 2_500)).toBe(true);
+      expect((await store.readNetwork(net)).head).toMatchObject({
+        served: { block: 101, at: NOW },
+        previousServed: { block: 100, at: NOW - 10_000 },
+      });
     },
   );
 
