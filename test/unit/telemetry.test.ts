@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createTelemetry } from "../../functions/adapters/telemetry.ts";
+import { makeScrubber } from "../../functions/core/redact.ts";
+import { captureOutput } from "../support/capture-output.ts";
 import { parseEmf } from "../support/emf.ts";
 
 function telemetryWithClock() {
@@ -78,5 +80,43 @@ describe("telemetry series", () => {
     telemetry.flush();
     expect(lines.join("\n")).not.toContain("secret");
     expect(parseEmf(lines)[0]?.dimensions).toMatchObject({ network: "***-net" });
+  });
+});
+
+describe("telemetry log lines", () => {
+  // A key from the secret store, with characters a URL carries percent-encoded.
+  const SECRET = "s3cr3t/Key+With=Chars";
+  const ENCODED = encodeURIComponent(SECRET);
+  const RESOLVED = `https://rpc.test/v2/${ENCODED}`;
+
+  it("scrubs a secret out of every log field, raw and percent-encoded, nested too (docs/behaviour.md §7.3)", () => {
+    const telemetry = createTelemetry({
+      serviceName: "test",
+      namespace: "Test",
+      scrub: makeScrubber([{ resolved: RESOLVED, redacted: "https://rpc.test/v2/***" }], [SECRET]),
+      write: () => {},
+    });
+    const output = captureOutput({ passThrough: false });
+    try {
+      telemetry.log("error", "upstream failed", {
+        error: `401: key ${SECRET} refused`,
+        url: `https://other.test/rpc?key=${ENCODED}&chain=1`,
+        attempts: [{ provider: "p1", last_error: `bad key ${ENCODED}` }],
+        endpoint: RESOLVED,
+      });
+    } finally {
+      output.restore();
+    }
+    const lines = output.lines().filter((line) => line.includes("upstream failed"));
+    expect(lines).toHaveLength(1);
+    const text = lines.join("\n");
+    expect(text).not.toContain(SECRET);
+    expect(text).not.toContain(ENCODED);
+    expect(JSON.parse(lines[0] ?? "")).toMatchObject({
+      error: "401: key *** refused",
+      url: "https://other.test/rpc?key=***&chain=1",
+      attempts: [{ provider: "p1", last_error: "bad key ***" }],
+      endpoint: "https://rpc.test/v2/***",
+    });
   });
 });
