@@ -54,10 +54,24 @@ describe("incidents", () => {
     });
   });
 
-  it("failures during an active blacklist add no strike (one strike per incident)", () => {
-    const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
-    expect(applyIncident(first, "connection", T0 + 1000, policy)?.strikes ?? first.strikes).toBe(1);
-  });
+  // Connection at T0: blacklisted for 2 min at strike 1. A rate limit here asks for 10 min.
+  it.each<[string, CooldownReason, number, number | null]>([
+    ["the same failure again: the same incident, nothing written", "connection", T0 + 1000, null],
+    ["a timeout ending later (3 min): expiry moved, no strike", "timeout", T0 + MIN, T0 + 4 * MIN],
+    ["a 403 (24 h): expiry moved, no strike", "forbidden", T0 + MIN, T0 + MIN + 24 * 60 * MIN],
+    ["a rate limit asking 10 min: expiry moved, no strike", "rate_limit", T0 + MIN, T0 + 11 * MIN],
+  ])(
+    "failures during an active blacklist add no strike (one strike per incident): %s",
+    (_name, reason, at, until) => {
+      const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
+      const requested = reason === "rate_limit" ? 10 * MIN : undefined;
+      expect(applyIncident(first, reason, at, policy, requested)).toEqual(
+        until === null
+          ? null
+          : expect.objectContaining({ strikes: 1, blacklistedUntil: until, reason, version: 2 }),
+      );
+    },
+  );
 
   it("a later-expiring failure extends the expiry (e.g. a 403), an earlier one does not", () => {
     const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
