@@ -78,6 +78,44 @@ describe("priority and priority_match (docs/behaviour.md §3.3)", () => {
   });
 });
 
+describe("rankProviders: primaries before backups, then priority (docs/behaviour.md §3)", () => {
+  // Every backup outranks every primary by priority, and some draws favour the backups.
+  const net = network([
+    { name: "low", url: "http://low.test", priority: 1 },
+    { name: "backup-high", url: "http://bh.test", backup: true, priority: 9 },
+    { name: "high", url: "http://high.test", priority: 2 },
+    { name: "backup-low", url: "http://bl.test", backup: true, priority: 5 },
+  ]);
+  it.each([[[0.5]], [[0.1, 0.9, 0.2, 0.8]], [[0.01, 0.99, 0.01, 0.99]]])(
+    "whatever the weighted draw (%j)",
+    (draws) => {
+      expect(rankProviders(net.providers, "", sequence(...draws)).map((p) => p.name)).toEqual([
+        "high",
+        "low",
+        "backup-high",
+        "backup-low",
+      ]);
+    },
+  );
+
+  it("a priority_match raising a backup above every primary still leaves it after them", () => {
+    const matched = network([
+      { name: "primary", url: "http://p.test", priority: 1 },
+      {
+        name: "logs-backup",
+        url: "http://lb.test",
+        backup: true,
+        priority_match: { eth_getLogs: 99 },
+      },
+    ]);
+    const body = '{"method":"eth_getLogs"}';
+    expect(rankProviders(matched.providers, body, sequence(0.5)).map((p) => p.name)).toEqual([
+      "primary",
+      "logs-backup",
+    ]);
+  });
+});
+
 describe("tiebreak_weight: weighted random within a tier", () => {
   it("a weight-2 provider serves about twice the traffic of a weight-1 one", () => {
     const net = network([
