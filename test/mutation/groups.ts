@@ -21,6 +21,9 @@ export const GROUPS: readonly MutationGroup[] = [
     mutate: [core("health"), core("failing-often"), core("request/health-recorder")],
     tests: [
       unit("health"),
+      unit("health-recording"),
+      unit("capability-blacklists"),
+      unit("force-rotate"),
       unit("quorum"),
       unit("retry-after"),
       unit("request-pipeline"),
