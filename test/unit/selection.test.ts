@@ -71,6 +71,8 @@ describe("priority and priority_match (docs/behaviour.md §3.3)", () => {
     ['{"method":"eth_chainId"}', "a", 2, "logs", 1],
     ['{"method":"eth_getLogs"}', "logs", 99, "a", 2],
     ['[{"method":"eth_call"},{"method":"eth_getLogs"}]', "logs", 99, "a", 2],
+    // Every matching key counts, the highest wins, whichever is written first.
+    ['[{"method":"eth_getLogs"},{"method":"eth_call"}]', "logs", 99, "a", 2],
   ])("body %s → %s first", (body, first, firstPriority, second, secondPriority) => {
     const ranked = rankProviders(net.providers, body, sequence(0.5));
     expect(ranked.map((p) => p.name)).toEqual([first, second]);
@@ -97,6 +99,19 @@ describe("rankProviders: primaries before backups, then priority (docs/behaviour
       ]);
     },
   );
+
+  it("within one priority and one draw, the configured order", () => {
+    const tied = network([
+      { name: "x", url: "http://x.test" },
+      { name: "y", url: "http://y.test" },
+      { name: "z", url: "http://z.test" },
+    ]);
+    expect(rankProviders(tied.providers, "", sequence(0.5)).map((p) => p.name)).toEqual([
+      "x",
+      "y",
+      "z",
+    ]);
+  });
 
   it("a priority_match raising a backup above every primary still leaves it after them", () => {
     const matched = network([
