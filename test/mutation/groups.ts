@@ -68,6 +68,7 @@ export const GROUPS: readonly MutationGroup[] = [
     promise: "no secret in a log line, a metric, the status route or an error",
     mutate: [core("redact"), "functions/adapters/telemetry.ts"],
     tests: [
+      unit("redaction"),
       unit("config-model"),
       unit("answer-masking"),
       unit("telemetry"),
