@@ -57,6 +57,8 @@ export const GROUPS: readonly MutationGroup[] = [
     ],
     tests: [
       unit("classify"),
+      unit("classify-phrases"),
+      unit("classify-proxy-errors"),
       unit("retry-after"),
       unit("attacks-13a"),
       unit("attacks-14"),
@@ -81,13 +83,23 @@ export const GROUPS: readonly MutationGroup[] = [
     name: "send-ledger",
     promise: "a transaction sent once per provider, its outcome kept, never sent twice",
     mutate: [core("transactions"), core("request/sent-transactions"), core("request/broadcast")],
-    tests: [unit("transactions"), unit("request-pipeline"), unit("answer-cache-pipeline")],
+    tests: [
+      unit("transactions"),
+      unit("sent-transactions"),
+      unit("request-pipeline"),
+      unit("answer-cache-pipeline"),
+    ],
   },
   {
     name: "logs-range",
     promise: "eth_getLogs over any range: cut to each provider's range, merged in order",
     mutate: [core("request/logs-range"), core("request/logs-merge")],
-    tests: [unit("logs-range"), unit("logs-lying-providers"), unit("logs-pipeline")],
+    tests: [
+      unit("logs-range"),
+      unit("logs-cutting"),
+      unit("logs-lying-providers"),
+      unit("logs-pipeline"),
+    ],
   },
   {
     name: "served-head",
