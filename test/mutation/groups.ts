@@ -59,6 +59,8 @@ export const GROUPS: readonly MutationGroup[] = [
       unit("classify"),
       unit("classify-phrases"),
       unit("classify-proxy-errors"),
+      unit("classify-results"),
+      unit("classify-http"),
       unit("retry-after"),
       unit("attacks-13a"),
       unit("attacks-14"),

@@ -70,6 +70,17 @@ describe("capability blacklists (per method, bounded)", () => {
     ]);
   });
 
+  it("a blacklist that has just ended counts neither against the bound nor as still recorded", async () => {
+    const r = recorder({ net: { providers: three, max_capability_blacklists: 3 } });
+    await r.store.blacklistCapability("net", "p1", "ended", NOW + MIN);
+    // This container's copy still holds it when it ends.
+    const attempt = await r.attempt("p1");
+    r.advance(MIN);
+    r.health.penalise(attempt, capability, ["ended", "a", "b", "c"]);
+    await settled(attempt);
+    expect(r.events.map((event) => event.detail.split(" ")[0])).toEqual(["ended", "a", "b"]);
+  });
+
   it("under the bound nothing is warned about", async () => {
     const r = recorder({ net: { providers: three, max_capability_blacklists: 2 } });
     const attempt = await r.attempt("p1");

@@ -278,14 +278,10 @@ describe("explainRouting: each provider's slot and reason", () => {
       { name: "second", url: "http://s.test", priority: 1 },
       { name: "top", url: "http://t.test", priority: 5 },
     ]);
-    expect(configuredOrder(configured).map((provider) => provider.name)).toEqual([
-      "top",
-      "heavy",
-      "light",
-      "first",
-      "second",
-      "bk",
-    ]);
+    const expected = ["top", "heavy", "light", "first", "second", "bk"];
+    expect(configuredOrder(configured).map((provider) => provider.name)).toEqual(expected);
+    const reversed = { ...configured, providers: [...configured.providers].reverse() };
+    expect(configuredOrder(reversed).map((provider) => provider.name)).toEqual(expected);
   });
 
   it("the active provider: a demoted one while it is the only candidate; never one not serving eth_blockNumber", () => {

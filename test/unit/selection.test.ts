@@ -111,6 +111,9 @@ describe("rankProviders: primaries before backups, then priority (docs/behaviour
       "y",
       "z",
     ]);
+    // Whatever order they are handed in.
+    const reversed = [...tied.providers].reverse();
+    expect(rankProviders(reversed, "", sequence(0.5)).map((p) => p.name)).toEqual(["x", "y", "z"]);
   });
 
   it("a priority_match raising a backup above every primary still leaves it after them", () => {

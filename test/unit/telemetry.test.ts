@@ -130,7 +130,7 @@ describe("telemetry series: one per name, unit and dimensions, sampled past 99 v
   });
 
   it("writes EMF lines to stdout by default, when the interval passed or on flush", () => {
-    let now = 0;
+    let now = 50_000;
     const telemetry = createTelemetry({
       serviceName: "test",
       namespace: "Test",
@@ -143,10 +143,10 @@ describe("telemetry series: one per name, unit and dimensions, sampled past 99 v
       telemetry.count("requests", { network: "a" });
       telemetry.flushIfDue();
       const early = output.lines().length;
-      now = 999;
+      now = 50_999;
       telemetry.flushIfDue();
       const stillEarly = output.lines().length;
-      now = 1_000;
+      now = 51_000;
       telemetry.flushIfDue();
       expect([early, stillEarly]).toEqual([0, 0]);
     } finally {
