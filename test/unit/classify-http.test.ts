@@ -218,6 +218,14 @@ describe("member rules after the error's own verdict", () => {
     expect(verdictOf(member(error, logs))).toBe(expected);
   });
 
+  it("a trace's pre-check failure stays one even beside pruned-state words", () => {
+    const verdict = member(
+      { code: -32000, message: "insufficient funds for gas * price + value: missing trie node" },
+      call("debug_traceBlockByNumber", ["latest", {}]),
+    );
+    expect(verdictOf(verdict)).toBe("retry:transient/transient");
+  });
+
   it("a rate limit that mentions syncing stays a rate limit", () => {
     const verdict = member(
       { code: -32000, message: "rate limit exceeded: node is syncing" },

@@ -51,6 +51,24 @@ describe("a proxy's summary of its attempts, phrase by phrase", () => {
     expect(outcome(judgeRpcError(error, "eth_call"))).toBe(expected);
   });
 
+  it.each<[string, Outcome]>([
+    // Each beside a rate limit: the phrase's own judgement, not the message's words, decides.
+    ["upstream not synced", TRANSIENT],
+    ["upstream billing issues", "unclassified"],
+  ])("1 %s beside a rate limit: %s", (phrase, expected) => {
+    const error = summary(`1 ${phrase}`, "1 upstream rate limited");
+    expect(outcome(judgeRpcError(error, "eth_call"))).toBe(expected);
+  });
+
+  it("a permanent cause in the summary beats a transient one in the chain", () => {
+    const error = {
+      code: -32603,
+      message: "all upstream attempts failed (1 upstream unsupported method)",
+      data: { code: "ErrEndpointRequestTimeout" },
+    };
+    expect(outcome(judgeRpcError(error, "eth_call"))).toBe("capability");
+  });
+
   it("a rate limit among transient causes is a transient: they disagree", () => {
     const error = summary("1 upstream rate limited", "2 upstream timeout");
     expect(outcome(judgeRpcError(error, "eth_call"))).toBe(TRANSIENT);
@@ -108,6 +126,16 @@ describe("eRPC cause chains, code by code", () => {
       { code: "ErrEndpointRequestTimeout" },
     );
     expect(outcome(judgeRpcError(error, "eth_call"))).toBe(TRANSIENT);
+  });
+
+  it("a billing leaf is the provider's account, whatever the message around it says", () => {
+    const error = { ...chain({ code: "ErrEndpointBillingIssue" }), message: "rate limit exceeded" };
+    expect(outcome(judgeRpcError(error, "eth_call"))).toBe("unclassified");
+  });
+
+  it("a leaf nothing decides keeps the whole from being transient", () => {
+    const error = chain({ code: "ErrSomethingNew" }, { code: "ErrEndpointRequestTimeout" });
+    expect(outcome(judgeRpcError(error, "eth_call"))).toBe("unclassified");
   });
 
   it("a leaf's message decides when its code does not, with the node's original code", () => {
@@ -207,6 +235,9 @@ describe("the words of the error", () => {
     [-32600, "ok"],
     ["x-32600", "unclassified"],
     ["-32600x", "unclassified"],
+    ["429", RATE_LIMITED],
+    [" 429", "unclassified"],
+    ["429 ", "unclassified"],
     ["32600", "unclassified"],
     [-32600.5, "unclassified"],
   ])("code %j", (code, expected) => {

@@ -97,9 +97,26 @@ describe("eth_feeHistory that ends before the newest block asked for", () => {
     ["a count that is no number tells nothing", "4 blocks", "0x60", history("0x5b", 4), "ok"],
     ["a count in hex with text after tells nothing", "0x4zz", "0x60", history("0x5b", 4), "ok"],
     ["a count in hex with text before tells nothing", "n0x4", "0x60", history("0x5b", 4), "ok"],
+    [
+      "a count in hex with two characters before tells nothing",
+      "zz0x4",
+      "0x60",
+      history("0x5b", 4),
+      "ok",
+    ],
+    ["a count of two hex digits", "0x0c", "0x60", history("0x50", 12), "behind"],
+    ["a count with a space before tells nothing", " 4", "0x60", history("0x5b", 4), "ok"],
+    ["a count with a space after tells nothing", "4 ", "0x60", history("0x5b", 4), "ok"],
     ["a newest block above the head tells nothing", 4, "0x70", history("0x5b", 4), "ok"],
     ["an oldest block with text after tells nothing", 4, "0x60", history("0x5bzz", 4), "ok"],
     ["an oldest block with text before tells nothing", 4, "0x60", history("b0x5b", 4), "ok"],
+    [
+      "an oldest block with two characters before tells nothing",
+      4,
+      "0x60",
+      history("zz0x5b", 4),
+      "ok",
+    ],
   ])("%s", (_name, count, newest, result, expected) => {
     const verdict = judgeResult(result, call("eth_feeHistory", [count, newest, []]), AT_HEAD);
     expect(describeVerdict(verdict)).toBe(expected);

@@ -226,7 +226,8 @@ describe("a send claimed in the ledger and copied to other providers", () => {
       clock: () => 1_000,
       telemetry: {
         ...silent,
-        log: (_level, message) => options.logs?.push(message),
+        log: (_level, message, fields) =>
+          options.logs?.push(`${message} ${JSON.stringify(fields)}`),
       },
       scrubAnswer: (text) => text.replaceAll("s3cr3t", "***"),
     });
@@ -340,7 +341,9 @@ describe("a send claimed in the ledger and copied to other providers", () => {
     };
     const { up } = await sendOnce(send(), { ledger, attempt: result(HASH), logs });
     expect(up.requests).toHaveLength(2);
-    expect(logs).toEqual(["transaction ledger unreadable: sending without it"]);
+    expect(logs).toEqual([
+      'transaction ledger unreadable: sending without it {"network":"net","error":"throttled"}',
+    ]);
     expect(settled).toEqual([]);
   });
 
@@ -354,7 +357,7 @@ describe("a send claimed in the ledger and copied to other providers", () => {
     };
     const entry = send();
     await sendOnce(entry, { ledger, attempt: result(HASH), logs });
-    expect(logs).toEqual(["transaction ledger not updated"]);
+    expect(logs).toEqual(['transaction ledger not updated {"network":"net","error":"throttled"}']);
     expect(JSON.parse(entry.answer ?? "")).toMatchObject({ result: HASH });
   });
 
@@ -408,6 +411,65 @@ describe("a send claimed in the ledger and copied to other providers", () => {
     },
   );
 
+  it("a send answered before the copies (signed for another chain) gets none", async () => {
+    const entry = send();
+    entry.answer = error("invalid params: the transaction is signed for chain 1");
+    const { up, copies } = await sendOnce(entry);
+    expect([copies, up.requests.length]).toEqual([0, 0]);
+  });
+
+  it("the attempts' own answer with the hash is kept as it is", async () => {
+    const entry = send();
+    const own = JSON.stringify({ jsonrpc: "2.0", id: 1, result: HASH });
+    await sendOnce(entry, { attempt: own });
+    expect(entry.answer).toBe(own);
+  });
+
+  it("settled before the copies' delay ran out: none is sent, and no wait outlives the request", async () => {
+    const waits: Array<{ ms: number; signal: AbortSignal | undefined }> = [];
+    const up = upstream();
+    const entry = send();
+    const inFlight = await startSends([entry], "net", {
+      upstream: up,
+      // The deadline has come (a wait of 0 ends at once); the copies' delay ends on abort only.
+      wait: (ms, signal) =>
+        new Promise<void>((resolve) => {
+          waits.push({ ms, signal });
+          if (ms === 0) resolve();
+          else signal?.addEventListener("abort", () => resolve(), { once: true });
+        }),
+      settings,
+      clock: () => 1_000,
+      telemetry: silent,
+      scrubAnswer: (text) => text,
+    });
+    entry.answer = result(HASH);
+    await inFlight.settle(1_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(up.requests).toEqual([]);
+    expect(waits.map((wait) => [wait.ms, wait.signal?.aborted])).toEqual([
+      [50, true],
+      [0, true],
+    ]);
+  });
+
+  it("with broadcast_to 0 nothing is copied and nothing waited for but the copies' bound", async () => {
+    const waits: number[] = [];
+    const entry = send();
+    const inFlight = await startSends([entry], "net", {
+      upstream: upstream(),
+      wait: async (ms) => {
+        waits.push(ms);
+      },
+      settings: { ...settings, broadcast_to: 0 },
+      clock: () => 1_000,
+      telemetry: silent,
+      scrubAnswer: (text) => text,
+    });
+    await inFlight.settle(60_000);
+    expect(waits).toEqual([1000]);
+  });
+
   it("no send in the request: no copies, nothing claimed", async () => {
     const ledger = new MemoryTransactionLedger();
     const inFlight = await startSends([openCall(call("eth_call", [raw]), [])], "net", {
@@ -421,5 +483,18 @@ describe("a send claimed in the ledger and copied to other providers", () => {
     });
     expect(inFlight.copies).toBe(0);
     expect(ledger.entries.size).toBe(0);
+    const waits: number[] = [];
+    const none = await startSends([openCall(call("eth_call", [raw]), [])], "net", {
+      upstream: upstream(),
+      wait: async (ms) => {
+        waits.push(ms);
+      },
+      settings,
+      clock: () => 1_000,
+      telemetry: silent,
+      scrubAnswer: (text) => text,
+    });
+    await none.settle(60_000);
+    expect(waits).toEqual([]);
   });
 });
