@@ -117,7 +117,13 @@ export async function runHeadCheck(
       const confirmers = [...candidates, ...readable.flat()].filter(
         (provider, at, all) => provider !== member && all.indexOf(provider) === at,
       );
-      return record(deps, options, network, stored, { member, observed, confirmers, timestamp });
+      const settled = await withFinalityConfirmed(options, observed, confirmers);
+      return record(deps, options, network, stored, {
+        member,
+        observed: settled,
+        confirmers,
+        timestamp,
+      });
     }
   }
   return null;
@@ -234,17 +240,77 @@ async function observe(
   const again = recheck ? blocks[3] : undefined;
   const finalAgain = recheckFinal ? blocks[recheck ? 4 : 3] : undefined;
   if (latest === undefined || "error" in latest) return null;
-  const position = (block: LatestBlock | undefined): BlockPosition | null =>
-    block === undefined || "error" in block
-      ? null
-      : { number: block.number, hash: block.hash ?? null };
   return {
     latest: { number: latest.number, hash: latest.hash ?? null },
-    safe: position(safe),
-    finalized: position(finalized),
+    safe: positionOf(safe),
+    finalized: positionOf(finalized),
     reorged: recheck && replaced(again, previous),
     finalityBroken: recheckFinal && replaced(finalAgain, previousFinal),
   };
+}
+
+/**
+ * The member's `safe` and `finalized`, each taken only as far as a second provider confirms
+ * (docs/behaviour.md §10.1): the lower of two claims that do not name different blocks at one
+ * height. The first other provider that answers is asked; when it and the member disagree at
+ * one height (one of them on another fork), a third settles it; when no two agree, none is
+ * taken this tick (the recorded ones stay). One provider calling its own head finalized would
+ * otherwise make fresh blocks immutable in every cache, and an ordinary reorg of them a
+ * confirmed finality break. With no other provider to ask, the member's claim stands.
+ */
+async function withFinalityConfirmed(
+  options: CallOptions,
+  observed: Observed,
+  others: readonly Provider[],
+): Promise<Observed> {
+  if (others.length === 0) return observed;
+  const claims: Array<{ safe: BlockPosition | null; finalized: BlockPosition | null }> = [
+    { safe: observed.safe, finalized: observed.finalized },
+  ];
+  let settled = { safe: null as BlockPosition | null, finalized: null as BlockPosition | null };
+  for (const other of others.slice(0, FINALITY_CONFIRMERS)) {
+    const [safe, finalized] = (await blocksAt(options, other, ["safe", "finalized"])).map(
+      positionOf,
+    );
+    if (safe === null && finalized === null) continue;
+    claims.push({ safe: safe ?? null, finalized: finalized ?? null });
+    settled = {
+      safe: agreed(claims.map((claim) => claim.safe)),
+      finalized: agreed(claims.map((claim) => claim.finalized)),
+    };
+    const open = (mine: BlockPosition | null, confirmed: BlockPosition | null) =>
+      mine !== null && confirmed === null;
+    if (!open(observed.safe, settled.safe) && !open(observed.finalized, settled.finalized)) break;
+  }
+  return { ...observed, ...settled };
+}
+
+/** Other providers asked, at most, to confirm the member's finality. */
+const FINALITY_CONFIRMERS = 2;
+
+function positionOf(block: LatestBlock | undefined): BlockPosition | null {
+  return block === undefined || "error" in block
+    ? null
+    : { number: block.number, hash: block.hash ?? null };
+}
+
+/** The highest position two of the claims agree on (the lower of the two); null for none. */
+function agreed(claims: ReadonlyArray<BlockPosition | null>): BlockPosition | null {
+  let best: BlockPosition | null = null;
+  for (const [index, mine] of claims.entries()) {
+    for (const theirs of claims.slice(index + 1)) {
+      const both = lowerOf(mine, theirs);
+      if (both !== null && (best === null || both.number > best.number)) best = both;
+    }
+  }
+  return best;
+}
+
+/** The lower of two claims; none when either is missing, or when they differ at one height. */
+function lowerOf(mine: BlockPosition | null, theirs: BlockPosition | null): BlockPosition | null {
+  if (mine === null || theirs === null) return null;
+  if (mine.number !== theirs.number) return mine.number < theirs.number ? mine : theirs;
+  return mine.hash === theirs.hash ? mine : null;
 }
 
 /**

@@ -634,10 +634,11 @@ describe("probe-gated recovery", () => {
       const before = Object.values(s.shims).map((shim) => shim.requests);
       s.clock.advance(INTERVAL_MS);
       await s.tick();
-      // Exactly the quorum check, one request per provider (the fork check is off here), and
-      // the head check's one batch to the first member at the head (a): no probe.
+      // Exactly the quorum check, one request per provider (the fork check is off here), the
+      // head check's one batch to the first member at the head (a), and b's confirmation of
+      // its finality (docs/behaviour.md §10.1): no probe.
       expect(Object.values(s.shims).map((shim) => shim.requests)).toEqual(
-        before.map((count, index) => count + (index === 0 ? 2 : 1)),
+        before.map((count) => count + 2),
       );
     }
     expect(s.metricValues("probe_results")).toEqual([]);

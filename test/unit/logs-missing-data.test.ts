@@ -189,6 +189,39 @@ describe("a provider whose log index leaves out the newest blocks (an empty list
   });
 });
 
+describe("fresh blocks the chain position calls final (a chain of instant finality, or one provider claiming its head as finalized)", () => {
+  const finalAtHead = (h: ReturnType<typeof setup>) =>
+    h.store.setHead("net", {
+      latest: { number: HEAD, hash: hashOf(HEAD) },
+      safe: { number: HEAD, hash: hashOf(HEAD) },
+      finalized: { number: HEAD, hash: hashOf(HEAD) },
+      served: null,
+      previousServed: null,
+      updatedAt: NOW,
+      reorgSeenAt: 0,
+    });
+
+  it("regression: a log index that leaves out the newest blocks answered [] for them and, the blocks being final, nothing was checked (the indexer scene's lost log); now a block within logs_check_window_blocks of the head is checked as near the head is", async () => {
+    const h = setup({ logsMissingFrom: () => 99 });
+    finalAtHead(h);
+    const response = await h.rpc(getLogs(1, 99, HEAD));
+    expect(blocksOf(response.body)).toEqual(range(99, HEAD));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.gateway.logAttempts.checks.counts("net").get("p1")?.missing_data).toBe(1);
+  });
+
+  it("regression: a backend behind, clamping, was believed for a final toBlock (its provider had once been seen there); now it must show toBlock in the same batch", async () => {
+    let backend = HEAD;
+    const h = setup({ head: () => backend });
+    finalAtHead(h);
+    backend = HEAD - 2;
+    const response = await h.rpc(getLogs(1, 97, HEAD));
+    expect(blocksOf(response.body)).toEqual(range(97, HEAD));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.gateway.logAttempts.checks.counts("net").get("p1")?.reach_failures).toBe(1);
+  });
+});
+
 describe("a bloom that says a filter may be in a block that has none of its logs (a false positive)", () => {
   const quiet = new FakeChain(HEAD, (block) => (block === 99 ? 0 : 1), new Set([99]));
 
