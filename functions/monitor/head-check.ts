@@ -145,20 +145,26 @@ async function record(
   },
 ): Promise<ChainHead> {
   const { member, observed, confirmers, timestamp } = read;
+  // A reset is the one step back, and empties every cache: never on one provider's word while
+  // the network has others (down, behind or out for now), or a liar left alone would take the
+  // chain position to its own chain; a lone provider of a one-provider network is the chain.
+  const alone = confirmers.length === 0 && network.providers.length > 1;
   // One member alone cannot break finality: a liar would empty every cache each tick.
   const seen =
     observed.finalityBroken &&
-    !(await breakConfirmed(options, confirmers, stored?.finalized ?? null))
+    (alone || !(await breakConfirmed(options, confirmers, stored?.finalized ?? null)))
       ? { ...observed, finalityBroken: false }
       : observed;
   const now = deps.clock();
-  const restart = restartSeen(
-    stored,
-    observed.latest.number,
-    timestamp,
-    now,
-    network.settings.quorum.max_lag_seconds,
-  );
+  const restart =
+    !alone &&
+    restartSeen(
+      stored,
+      observed.latest.number,
+      timestamp,
+      now,
+      network.settings.quorum.max_lag_seconds,
+    );
   const head = advanceHead(stored, { ...seen, restartSeen: restart, at: now });
   const reset = resetSince(stored, head);
   await deps.monitorStore.writeHead(network.name, head, reset);
@@ -316,7 +322,7 @@ function lowerOf(mine: BlockPosition | null, theirs: BlockPosition | null): Bloc
 /**
  * Whether the first other provider that may be read (at the height read, else at the quorum head
  * or the member head below it) also has another block than the one recorded as finalized; true
- * when there is no other to ask, false when it does not answer.
+ * when there is no other to ask (a one-provider network), false when it does not answer.
  */
 async function breakConfirmed(
   options: CallOptions,
