@@ -47,6 +47,7 @@ const NAMES = {
   "#version": "version",
   "#expires": "expires_at",
   "#ttl": "ttl",
+  "#chain": "chain_reset_at",
 };
 /** Who made a filter's last move (advance's token). */
 const MOVER = { "#mover": "moved_by" };
@@ -237,7 +238,7 @@ export class DynamoFilterStore implements FilterStore {
   ): Promise<boolean> {
     return this.#conditional({
       Key: { pk: { S: pk }, sk: { S: slotKey(slot) } },
-      UpdateExpression: `SET #id = :id, #kind = :kind, #first = :first, #cursor = :cursor, #seen = :seen, #version = :zero, #expires = :expires, #ttl = :ttl${filter.logs === null ? " REMOVE #logs, #span" : ", #logs = :logs REMOVE #span"}`,
+      UpdateExpression: `SET #id = :id, #kind = :kind, #first = :first, #cursor = :cursor, #seen = :seen, #version = :zero, #expires = :expires, #ttl = :ttl, #chain = :chain${filter.logs === null ? " REMOVE #logs, #span" : ", #logs = :logs REMOVE #span"}`,
       ConditionExpression: "attribute_not_exists(#id) OR #expires <= :now",
       ExpressionAttributeNames: NAMES,
       ExpressionAttributeValues: {
@@ -250,6 +251,7 @@ export class DynamoFilterStore implements FilterStore {
         ":expires": { N: String(filter.expiresAt) },
         ":ttl": { N: ttlOf(filter.expiresAt) },
         ":now": { N: String(now) },
+        ":chain": { N: String(filter.chainResetAt) },
         ...(filter.logs === null ? {} : { ":logs": { S: JSON.stringify(filter.logs) } }),
       },
     });
@@ -315,6 +317,7 @@ function recordOf(item: Item): FilterRecord | null {
       span: item.span?.N === undefined ? null : Number(item.span.N),
       version: num(item, "version"),
       expiresAt: num(item, "expires_at"),
+      chainResetAt: num(item, "chain_reset_at"),
     };
   } catch {
     // Not an item this store wrote: no filter.

@@ -71,6 +71,7 @@ const LOG_FILTER: NewFilter = {
   seen: [],
   span: null,
   expiresAt: LATER,
+  chainResetAt: 0,
 };
 
 const BLOCK_FILTER: NewFilter = {
@@ -81,6 +82,7 @@ const BLOCK_FILTER: NewFilter = {
   seen: [],
   span: null,
   expiresAt: LATER,
+  chainResetAt: 0,
 };
 
 const SEEN = [

@@ -177,19 +177,30 @@ export function tagsToPin(
 /**
  * Whether a request needs a fresh copy of the chain position (docs/behaviour.md §10.2): an
  * `eth_blockNumber`, a call whose block is `latest`, `safe` or `finalized` (named or left
- * out), pinned to the served head, or a lookup whose answer is held back above it (a block, a
- * receipt, a transaction): each must agree with every head any container showed, so it waits
- * for a copy no older than `head_cache_ms`. Any other call (state at a number or hash, logs,
- * fees, traces, sends) needs the served head only to attest its answer: it takes the copy in
- * hand.
+ * out), pinned to the served head, a lookup whose answer is held back above it (a block, a
+ * receipt, a transaction), or a filter install or poll (it reports up to the served head, and
+ * a filter of a chain restarted since is gone, §14): each must agree with every head any
+ * container showed, so it waits for a copy no older than `head_cache_ms`. Any other call
+ * (state at a number or hash, logs, fees, traces, sends) needs the served head only to attest
+ * its answer: it takes the copy in hand.
  */
 export function needsFreshHead(calls: ReadonlyArray<Call | InvalidMember>): boolean {
   return calls.some(
     (call) =>
       isCall(call) &&
-      (call.method === "eth_blockNumber" || mayBeHeldBack(call.method) || namesPinnedTag(call)),
+      (call.method === "eth_blockNumber" ||
+        mayBeHeldBack(call.method) ||
+        FILTER_CALLS.has(call.method) ||
+        namesPinnedTag(call)),
   );
 }
+
+const FILTER_CALLS: ReadonlySet<string> = new Set([
+  "eth_newFilter",
+  "eth_newBlockFilter",
+  "eth_getFilterChanges",
+  "eth_getFilterLogs",
+]);
 
 const PINNED_TAGS: ReadonlySet<string> = new Set(["latest", "safe", "finalized"]);
 
