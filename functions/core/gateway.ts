@@ -234,7 +234,7 @@ export class Gateway {
     );
     if (sending) await sends.settle(deadline);
     this.#answers.store(model, cached);
-    const held = holdBackAboveServedHead(open, network, servedHead.answer, this.#deps.telemetry);
+    const held = holdBackAboveServedHead(open, network, scope.pin, this.#deps.telemetry);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),

@@ -299,6 +299,16 @@ describe("answers above the served head are held back (read-your-writes)", () =>
     });
   });
 
+  it("regression: with the chain position stale (DynamoDB unreadable, the monitor stalled), latest went upstream unpinned, yet receipts stayed held below the served head of the last copy, for as long as it lasted; now nothing is held while latest is not pinned to it", async () => {
+    // The monitor's last write is over three check intervals old: tags are no longer pinned.
+    const h = harness({ head: { updatedAt: NOW - 10 * 60_000 } });
+    h.upstream.script(P1, chainNode({ head: 104, txBlock: 103 }));
+    expect((await h.rpc("eth_getTransactionReceipt", [TX])).result).toMatchObject({
+      blockNumber: hex(103),
+    });
+    expect(h.count("answers_held_back")).toBe(0);
+  });
+
   it("with pin_block_tags off nothing is held: the gateway presents no head of its own", async () => {
     const h = harness({ network: { pin_block_tags: false } });
     h.upstream.script(P1, chainNode({ head: 104, txBlock: 103 }));
