@@ -18,7 +18,7 @@ import { judgeAttempt } from "./request/judge.ts";
 import { type InternalCall, logQueriesOf, serveLogQueries } from "./request/logs-queries.ts";
 import { logAttemptDeps, type ReachDeps, runLogAttempts } from "./request/logs-reach.ts";
 import { answerLoneCall, loneServedHeadCall } from "./request/lone-block-number.ts";
-import { headStatedBy, mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
+import { mayRaiseHead, ObservedHeads } from "./request/observed-head.ts";
 import { failureSignature, settlePenalties } from "./request/penalties.ts";
 import type { AttemptGroup } from "./request/plan.ts";
 import { reportRequest } from "./request/report.ts";
@@ -137,7 +137,7 @@ export class Gateway {
     const state = await this.#deps.cache.get(network.name, { freshHead });
     const alone = options.internal ? null : loneServedHeadCall(request, network, state, started);
     if (alone !== null) {
-      this.#heads.afterRequest(network, state, model.checkIntervalSeconds, null);
+      this.#heads.afterRequest(network, state, model.checkIntervalSeconds);
       return answerLoneCall({ network, alone, state, started }, this.#deps);
     }
     const scope = requestScope(model, network, request, body, state, started, {
@@ -309,11 +309,9 @@ export class Gateway {
     });
     for (const { info } of judgement.okAnswers) this.#servable.answered(network, info.method);
     if (mayRaiseHead(provider, slot.emergency, scope.context)) {
-      for (const { info, member } of judgement.okAnswers) {
-        const block = headStatedBy(info, member);
-        if (block !== null)
-          this.#observed.observe(network.name, provider, block, scope.context.now);
-        this.logAttempts.checks.keepAnswered(network.name, info, member);
+      for (const answered of judgement.okAnswers) {
+        this.#observed.observeAnswer(network.name, provider, answered, scope.context.now);
+        this.logAttempts.checks.keepAnswered(network.name, answered.info, answered.member);
       }
     }
     const attempt: AttemptRecord = {

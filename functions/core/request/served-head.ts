@@ -81,7 +81,7 @@ export function answerFromServedHead(
  * provider's higher number handed out now would be followed by that lower one. With no
  * publication at all, a provider's number beyond the reachable head (`reachableHead`: no chain
  * can be there yet) is not handed out either: the caller gets the newest block known to exist.
- * Returns the highest block a provider answered, to publish, or null.
+ * Returns the highest block a provider answered, or null.
  */
 export function settleBlockNumbers(
   open: readonly OpenCall[],
