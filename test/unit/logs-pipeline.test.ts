@@ -309,6 +309,16 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     expect(h.upstream.blockChecks).toHaveLength(2);
   });
 
+  it("regression: a toBlock the chain can have made since the monitor's snapshot (another container's newer copy served it), no provider showing it yet, was the caller's invalid params (-32602, fatal to viem); now the providers' failure (502, retried)", async () => {
+    const h = harness(P1_THEN_P2, FAST_BLOCKS);
+    // The snapshot is 5 s old at 7,990: blocks up to 7,995 can exist by now.
+    h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"], 5_000));
+    h.upstream.node(P1, { head: 7_992 }).node(P2, { head: 7_992 });
+    const response = await h.rpc(getLogs(1, 7_990, 7_994));
+    expect(response.status).toBe(502);
+    expect(resultOf(response.body).error?.code).toBe(-32603);
+  });
+
   it("a dropped answer is never cached: asked again once the provider has the block, the caller gets the whole range", async () => {
     const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
     h.store.setQuorum("net", quorumAt(8_005, ["p1"], 20_000, { p1: 7_960 }));

@@ -178,7 +178,10 @@ async function serveInternally(
  * a cut query up to it is not refused, and the check of its last piece (logs-reach.ts)
  * decides whether the block exists.
  */
-function blocksSinceSnapshot(scope: LogQueryScope): number {
+export function blocksSinceSnapshot(scope: {
+  readonly network: Network;
+  readonly context: SelectionContext;
+}): number {
   const quorum = scope.context.state.quorum;
   if (quorum === null) return 0;
   const blockTimeMs = scope.network.settings.block_time_seconds * 1000;
