@@ -181,13 +181,17 @@ async function record(
     // The quorum's head is a publication of the served head too (when its turn has come).
     const delay = publicationDelayMs(network.settings.head_cache_ms);
     if (mayPublish(stored, head.latest.number, now, delay)) {
-      await deps.store.publishServed(
-        network.name,
-        head.latest.number,
-        now,
-        delay,
-        head.resetAt ?? 0,
-      );
+      // A publication is one source of the served head among others (the containers'): one
+      // given up (DynamoDB slow past the write margin) must not fail the tick, its probes and
+      // its heartbeat with it.
+      await deps.store
+        .publishServed(network.name, head.latest.number, now, delay, head.resetAt ?? 0)
+        .catch((error: unknown) =>
+          deps.telemetry.log("warn", "served head not published", {
+            network: network.name,
+            error: deps.scrub(error instanceof Error ? error.message : String(error)),
+          }),
+        );
     }
   }
   if (timestamp !== null) {
