@@ -26,6 +26,7 @@ export const HEAD_POLL_BODY =
 const HEX_QUANTITY = /^0x[0-9a-f]{1,13}$/i;
 const HASH = /^0x[0-9a-f]{64}$/i;
 const NONE: ReadonlySet<string> = new Set();
+const NO_NUMBERS = { answered: null, handedOut: null } as const;
 /** A block without its transactions is a few KB (its logs bloom alone is 512 bytes). */
 const POLL_MAX_RESPONSE_BYTES = 65_536;
 
@@ -68,21 +69,22 @@ export class HeadPublisher {
   ): void {
     const blockTimeMs = network.settings.block_time_seconds * 1000;
     const reachable = reachableHead(state.head, this.#deps.clock(), blockTimeMs);
-    const answered = settleBlockNumbers(calls.open, calls.view, fromHead, reachable);
-    this.afterRequest(network, state, checkIntervalSeconds, answered);
+    const numbers = settleBlockNumbers(calls.open, calls.view, fromHead, reachable);
+    this.afterRequest(network, state, checkIntervalSeconds, numbers);
   }
 
   /**
    * Publishes the highest head this container saw a quorum member show as a block, and polls
-   * when the head stood still for half a block time. `answered`, a provider's bare
-   * `eth_blockNumber` in this request, is published only while the monitor's quorum is not in
-   * force: no member's block can then be told from another's, and it is the one source left.
+   * when the head stood still for half a block time. Of the bare `eth_blockNumber` answers of
+   * this request, one handed to a caller as it is (before any publication) is published, since
+   * a caller was told it exists; any other only while the monitor's quorum is not in force
+   * (then no member's block can be told from another's, and it is the one source left).
    */
   afterRequest(
     network: Network,
     state: NetworkState,
     checkIntervalSeconds: number,
-    answered: number | null = null,
+    numbers: { readonly answered: number | null; readonly handedOut: number | null } = NO_NUMBERS,
   ): void {
     const head = state.head;
     // Before the monitor's first chain position there is no reachable head to bound a number.
@@ -91,7 +93,9 @@ export class HeadPublisher {
     // Sightings need no demotions; a poll's choice of member does (computed only then).
     const context: SelectionContext = { network, state, now, checkIntervalSeconds, demoted: NONE };
     const sighted = this.#deps.observed.highestBlock(network, context);
-    const numbered = quorumInForce(state, now, checkIntervalSeconds) ? null : answered;
+    const numbered = quorumInForce(state, now, checkIntervalSeconds)
+      ? numbers.handedOut
+      : numbers.answered;
     const seen = Math.max(numbered ?? -1, sighted ?? -1);
     if (seen >= 0) this.#publish(network, head, seen, now);
     this.#pollWhenStill(network, head, context);

@@ -73,23 +73,24 @@ export function answerFromServedHead(
 
 /**
  * The request's `eth_blockNumber` calls that went to providers: answered with the served head
- * when there is one (a provider's number is for publishing, not for this caller), else with the
- * provider's own. A call every provider failed, one of them by answering a number behind the
+ * when there is one (a provider's number is not this caller's), else with the provider's own. A call every provider failed, one of them by answering a number behind the
  * served head, gets the served head too: that provider is alive, and the served head is what
  * the caller would have got from any answer. With no served head yet but a publication too
  * young to serve, the caller gets that publication: it is the served head a delay later, and a
  * provider's higher number handed out now would be followed by that lower one. With no
  * publication at all, a provider's number beyond the reachable head (`reachableHead`: no chain
  * can be there yet) is not handed out either: the caller gets the newest block known to exist.
- * Returns the highest block a provider answered, or null.
+ * Returns the highest block a provider answered (`answered`), and the highest of those a
+ * caller was handed as it is (`handedOut`: a caller was told it exists), or null.
  */
 export function settleBlockNumbers(
   open: readonly OpenCall[],
   view: ServedHeadView,
   fromHead: ReadonlySet<OpenCall>,
   reachable: number | null,
-): number | null {
+): { readonly answered: number | null; readonly handedOut: number | null } {
   let highest: number | null = null;
+  let handedOut: number | null = null;
   for (const entry of open) {
     if (entry.info.method !== BLOCK_NUMBER || fromHead.has(entry)) continue;
     if (entry.answer === null) {
@@ -105,9 +106,9 @@ export function settleBlockNumbers(
     else if (view.published !== null) entry.answer = blockNumberAnswer(view.published);
     else if (reachable !== null && answered > reachable) {
       entry.answer = blockNumberAnswer(view.newest);
-    }
+    } else handedOut = Math.max(handedOut ?? 0, answered);
   }
-  return highest;
+  return { answered: highest, handedOut };
 }
 
 function resultNumber(text: string): number | null {
