@@ -1,5 +1,5 @@
 /**
- * What `npm run mutation` mutates: the modules that carry the README's guarantees, in groups,
+ * What `npm run mutation` mutates: the modules that carry the guarantees of docs/behaviour.md, in groups,
  * each with the unit tests that protect it (a mutant runs only the tests that cover it, and
  * no e2e test, so a group runs in minutes on two shared cores). Results: test/mutation/RESULTS.md.
  */
@@ -30,7 +30,11 @@ export const GROUPS: readonly MutationGroup[] = [
       "test/unit/request/request-pipeline.test.ts",
       "test/unit/routing/routing.test.ts",
       "test/unit/request/hedge/hedged-reads.test.ts",
-      "test/unit/attacks-14.test.ts",
+      "test/unit/request/attempts/callers-words.test.ts",
+      "test/unit/request/attempts/call-ids.test.ts",
+      "test/unit/request/head/blocks-not-reached.test.ts",
+      "test/unit/request/filters/provider-filters.test.ts",
+      "test/unit/request/logs/log-query-errors.test.ts",
     ],
   },
   {
@@ -41,7 +45,7 @@ export const GROUPS: readonly MutationGroup[] = [
       "test/unit/routing/selection.test.ts",
       "test/unit/routing/routing.test.ts",
       "test/unit/request/request-pipeline.test.ts",
-      "test/unit/reachable-attacks.test.ts",
+      "test/unit/request/head/reachable-blocks.test.ts",
     ],
   },
   {
@@ -63,8 +67,11 @@ export const GROUPS: readonly MutationGroup[] = [
       "test/unit/classify/classify-results.test.ts",
       "test/unit/classify/classify-http.test.ts",
       "test/unit/classify/retry-after.test.ts",
-      "test/unit/attacks-13a.test.ts",
-      "test/unit/attacks-14.test.ts",
+      "test/unit/request/attempts/callers-words.test.ts",
+      "test/unit/request/attempts/call-ids.test.ts",
+      "test/unit/request/head/blocks-not-reached.test.ts",
+      "test/unit/request/filters/provider-filters.test.ts",
+      "test/unit/request/logs/log-query-errors.test.ts",
       "test/unit/request/request-pipeline.test.ts",
     ],
   },
@@ -124,8 +131,8 @@ export const GROUPS: readonly MutationGroup[] = [
       "test/unit/chain/chain-head.test.ts",
       "test/unit/request/head/observed-head.test.ts",
       "test/unit/request/head/pin-tags.test.ts",
-      "test/unit/lone-block-number-attacks.test.ts",
-      "test/unit/reachable-attacks.test.ts",
+      "test/unit/request/head/lone-block-number.test.ts",
+      "test/unit/request/head/reachable-blocks.test.ts",
       "test/unit/request/request-pipeline.test.ts",
     ],
   },
