@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
-import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
-import { buildLogChain, type LogChain } from "../../local/log-chain.ts";
-import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { type FrontAnswer, type LyingFront, startLyingFront } from "../support/lying-front.ts";
+import { DynamoMonitorStore } from "../../../functions/adapters/store/monitor-store.ts";
+import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
+import { buildLogChain, type LogChain } from "../../../local/log-chain.ts";
+import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
+import { type FrontAnswer, type LyingFront, startLyingFront } from "../../support/lying-front.ts";
 
 /**
- * Attacks on the near-head eth_getLogs check while the monitor is stalled: its last snapshot
+ * The near-head eth_getLogs check while the monitor is stalled (docs/behaviour.md §12.9,
+ * §12.10; its attacks' fixes are "regression: …"): the monitor's last snapshot
  * (written by hand, clock fixed) is ten minutes old and saw the chain STALE_BY blocks back.
  * `lone` is the network's only provider (anvil behind a front that counts each method and
  * answers the check as each test makes it); four proxy containers.
