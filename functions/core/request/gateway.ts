@@ -239,9 +239,12 @@ export class Gateway {
     if (scope.writes.length > 0) await settleWrites(scope.writes, this.#deps.wait);
 
     const parts = { network, request, open, immediate, used: scope.used, attempts };
+    // The served head is attested when `latest` was pinned to it or it answered itself: a
+    // provider's own `latest` may show a block above it (docs/behaviour.md §2.4).
+    const attested = scope.pin?.latest ?? (fromHead.size > 0 ? servedHead.answer : null);
     const response = uncachedWhenHeld(
       withCacheOutcome(
-        assembleResponse({ ...parts, servedHead: servedHead.answer }, this.#deps),
+        assembleResponse({ ...parts, servedHead: attested }, this.#deps),
         cached,
         request,
       ),
