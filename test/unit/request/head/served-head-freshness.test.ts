@@ -385,6 +385,15 @@ describe("x-gateway-head", () => {
     expect(hit.response.headers["x-gateway-head"]).toBe(hex(100));
   });
 
+  it("regression: absent when latest went to a provider unpinned (no candidate seen at the served head yet): the provider's block 104 came with x-gateway-head 103, a head below the very block it answered", async () => {
+    const h = harness({ served: { block: 103, at: NOW - 1_000 } });
+    h.upstream.script(P1, chainNode({ head: 104 }));
+    h.upstream.script(P2, chainNode({ head: 104 }));
+    const { response, result } = await h.rpc("eth_getBlockByNumber", ["latest", false]);
+    expect(result).toMatchObject({ number: hex(104) });
+    expect(response.headers["x-gateway-head"]).toBeUndefined();
+  });
+
   it("absent while there is no served head, and under diagnostic_headers false", async () => {
     const none = harness({ served: { block: 100, at: NOW } });
     none.store.setHead("net", { ...position({ block: 0, at: 0 }), served: null });
