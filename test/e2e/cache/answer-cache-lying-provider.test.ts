@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../../functions/adapters/store/monitor-store.ts";
 import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
+import { shareChainPosition } from "../../support/chain-position.ts";
 import { GatewayClient, rpcCall } from "../../support/gateway-client.ts";
 import {
   type CallScript,
@@ -44,21 +44,7 @@ beforeAll(async () => {
     },
   });
   // The chain position the monitor shares: block 5 finalized, so blocks 0-5 are immutable.
-  const position = async (number: number) =>
-    node.rpc<{ hash: string }>("eth_getBlockByNumber", [hex(number), false]);
-  const [finalized, latest] = await Promise.all([position(5), position(10)]);
-  await new DynamoMonitorStore({
-    client: stack.store.client,
-    tableName: stack.store.tableName,
-  }).writeHead("net", {
-    latest: { number: 10, hash: latest.hash },
-    safe: { number: 5, hash: finalized.hash },
-    finalized: { number: 5, hash: finalized.hash },
-    served: null,
-    previousServed: null,
-    updatedAt: Date.now(),
-    reorgSeenAt: 0,
-  });
+  await shareChainPosition(stack, node, ["net"], { latest: 10, finalized: 5 });
 }, 60_000);
 
 afterAll(async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../../functions/adapters/store/monitor-store.ts";
 import type { ConfigInput } from "../../../functions/core/config/config-schema.ts";
 import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
+import { shareChainPosition } from "../../support/chain-position.ts";
 import { GatewayClient, rpcCall } from "../../support/gateway-client.ts";
 import { type Liar, startLiar } from "../../support/liar-upstream.ts";
 
@@ -55,24 +55,10 @@ beforeAll(async () => {
   };
   stack = await startLocalStack({ containers: 4, config: { networks } });
   // The chain position the monitor would share: blocks up to FINALIZED are immutable.
-  const position = async (number: number) =>
-    node.rpc<{ hash: string }>("eth_getBlockByNumber", [hex(number), false]);
-  const [finalized, latest] = await Promise.all([position(FINALIZED), position(BLOCKS)]);
-  const monitorStore = new DynamoMonitorStore({
-    client: stack.store.client,
-    tableName: stack.store.tableName,
+  await shareChainPosition(stack, node, Object.keys(networks), {
+    latest: BLOCKS,
+    finalized: FINALIZED,
   });
-  for (const network of Object.keys(networks)) {
-    await monitorStore.writeHead(network, {
-      latest: { number: BLOCKS, hash: latest.hash },
-      safe: { number: FINALIZED, hash: finalized.hash },
-      finalized: { number: FINALIZED, hash: finalized.hash },
-      served: null,
-      previousServed: null,
-      updatedAt: Date.now(),
-      reorgSeenAt: 0,
-    });
-  }
 }, 120_000);
 
 afterAll(async () => {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../../functions/adapters/store/monitor-store.ts";
 import type { ConfigInput } from "../../../functions/core/config/config-schema.ts";
 import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
 import { buildLogChain, type LogChain } from "../../../local/log-chain.ts";
 import { type LogsRangeCap, startLogsRangeCap } from "../../../local/logs-range-cap.ts";
 import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
+import { shareChainPosition } from "../../support/chain-position.ts";
 import { GatewayClient, rpcCall } from "../../support/gateway-client.ts";
 import { type Call, type Liar, startLiar } from "../../support/liar-upstream.ts";
 
@@ -53,24 +53,10 @@ beforeAll(async () => {
   networks.pieces = { chain_id: CHAIN_ID, providers: [{ name: "capped", url: capped.url }] };
   stack = await startLocalStack({ containers: 4, config: { networks } });
   // The chain position the monitor would share: blocks up to FINALIZED are immutable.
-  const position = async (number: number) =>
-    node.rpc<{ hash: string }>("eth_getBlockByNumber", [hex(number), false]);
-  const [finalized, latest] = await Promise.all([position(FINALIZED), position(chain.head)]);
-  const monitorStore = new DynamoMonitorStore({
-    client: stack.store.client,
-    tableName: stack.store.tableName,
+  await shareChainPosition(stack, node, Object.keys(networks), {
+    latest: chain.head,
+    finalized: FINALIZED,
   });
-  for (const network of Object.keys(networks)) {
-    await monitorStore.writeHead(network, {
-      latest: { number: chain.head, hash: latest.hash },
-      safe: { number: FINALIZED, hash: finalized.hash },
-      finalized: { number: FINALIZED, hash: finalized.hash },
-      served: null,
-      previousServed: null,
-      updatedAt: Date.now(),
-      reorgSeenAt: 0,
-    });
-  }
 }, 120_000);
 
 afterAll(async () => {

@@ -1,10 +1,10 @@
 import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../../functions/adapters/store/monitor-store.ts";
 import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
 import { type LocalDynamoDb, startDynalite } from "../../../local/dynamodb.ts";
 import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
+import { shareChainPosition } from "../../support/chain-position.ts";
 import { type DynamoFront, startDynamoFront } from "../../support/dynamo-front.ts";
 import { GatewayClient, rpcCall } from "../../support/gateway-client.ts";
 import {
@@ -21,7 +21,6 @@ import {
  */
 
 const CHAIN_ID = 31337;
-const hex = (n: number) => `0x${n.toString(16)}`;
 // anvil's second default account: a well-known test key, never a real one.
 const account = privateKeyToAccount(
   "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
@@ -60,21 +59,7 @@ beforeAll(async () => {
     },
   });
   // The chain position the monitor shares: block 5 finalized, so blocks 0-5 are immutable.
-  const position = async (number: number) =>
-    node.rpc<{ hash: string }>("eth_getBlockByNumber", [hex(number), false]);
-  const [finalized, latest] = await Promise.all([position(5), position(10)]);
-  await new DynamoMonitorStore({
-    client: stack.store.client,
-    tableName: stack.store.tableName,
-  }).writeHead("net", {
-    latest: { number: 10, hash: latest.hash },
-    safe: { number: 5, hash: finalized.hash },
-    finalized: { number: 5, hash: finalized.hash },
-    served: null,
-    previousServed: null,
-    updatedAt: Date.now(),
-    reorgSeenAt: 0,
-  });
+  await shareChainPosition(stack, node, ["net"], { latest: 10, finalized: 5 });
 }, 60_000);
 
 afterAll(async () => {
