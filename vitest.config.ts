@@ -2,8 +2,8 @@ import { configDefaults, defineConfig } from "vitest/config";
 
 /**
  * Files whose assertions are about time (a head's lag, a deadline, a minute's burst, answers
- * within a block time, two nodes' blocks stamped the same second, thousands of calls within the
- * timeout, a synth within it): they run after the rest, one at a time, so no other file's load
+ * within a block time, two nodes' blocks stamped the same second, a transaction mined at once,
+ * thousands of calls or a few seconds of sleeps within the timeout, a synth within it): they run after the rest, one at a time, so no other file's load
  * stretches what they measure.
  */
 const ALONE = [
@@ -12,8 +12,10 @@ const ALONE = [
   "test/e2e/head/served-head.test.ts",
   "test/e2e/head/reorgs.test.ts",
   "test/e2e/head/providers-behind.test.ts",
+  "test/e2e/head/lying-quorum-member.test.ts",
   "test/e2e/http/cost-guards.test.ts",
   "test/e2e/http/deadlines.test.ts",
+  "test/e2e/send/send-transaction.test.ts",
   "test/e2e/monitor/fork-check.test.ts",
   "test/e2e/monitor/quorum-capture.test.ts",
   "test/e2e/status/metrics.test.ts",
@@ -35,9 +37,9 @@ export default defineConfig({
           name: "suite",
           include: ["test/**/*.test.ts"],
           exclude: [...configDefaults.exclude, ...ALONE],
-          // Most files wait on blocks, timers and child processes more than they compute: three
-          // at a time keep two cores busy (one at a time, vitest's default here, left them idle).
-          maxWorkers: 3,
+          // Most files wait on blocks, timers and child processes more than they compute: two at
+          // a time keep two cores busy (one at a time, vitest's default here, left one idle).
+          maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
       },
