@@ -1,4 +1,6 @@
 import type { Network, Provider } from "../config/network-model.ts";
+import { historyNeedOf } from "../history/resources.ts";
+import { unavailableEverywhere } from "../history/unavailable.ts";
 import {
   type AcceptedRequest,
   type Call,
@@ -76,7 +78,24 @@ export function admitCalls(
       continue;
     }
     const { call } = range;
-    const order = attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
+    const need = historyNeedOf(call.method, call.params, context.numberOfHash);
+    const order = attemptOrder(
+      ranked,
+      call.method,
+      context,
+      blockAbout(call),
+      logSpanOf(call),
+      need,
+    );
+    // No provider keeps the block the call needs: one clear error, no upstream asked (§15.5).
+    const unavailable =
+      order.length === 0 && need !== null
+        ? unavailableEverywhere(member.rawId ?? "null", network, call.method, need, context)
+        : null;
+    if (unavailable !== null) {
+      immediate.set(member.position, unavailable);
+      continue;
+    }
     if (order.length === 0) {
       immediate.set(
         member.position,
@@ -105,7 +124,8 @@ export function unpinnedOrder(
   ranked: readonly Provider[],
   context: SelectionContext,
 ): readonly AttemptSlot[] {
-  return attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
+  const need = historyNeedOf(call.method, call.params, context.numberOfHash);
+  return attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call), need);
 }
 
 /** The blocks a log query spans, for routing it to a provider that takes them; else null. */

@@ -10,6 +10,7 @@ import { type AttemptLoop, runAttempts } from "./attempts/attempts.ts";
 import { learnBatchLimit, refusedAsTooLarge } from "./attempts/batch-limits.ts";
 import { upstreamCallBudget } from "./attempts/call-budget.ts";
 import { HealthRecorder, settleWrites } from "./attempts/health-recorder.ts";
+import { HistoryLearning } from "./attempts/history-learning.ts";
 import { judgeAttempt } from "./attempts/judge.ts";
 import { failureSignature, settlePenalties } from "./attempts/penalties.ts";
 import { ServableMethods } from "./attempts/servable.ts";
@@ -54,6 +55,7 @@ export class Gateway {
   readonly #heads: HeadPublisher;
   readonly #answers: AnswerCache;
   readonly #hedging: Hedging;
+  readonly #history: HistoryLearning;
   /** The log-attempt path's parts; the status route reads their counts (docs/behaviour.md §12.12). */
   readonly logAttempts: ReachDeps;
 
@@ -67,6 +69,7 @@ export class Gateway {
       demoted: (network, now) => this.#health.demoted(network, now),
     });
     this.#answers = new AnswerCache(deps);
+    this.#history = new HistoryLearning(deps);
     this.#hedging = new Hedging({
       clock: deps.clock,
       telemetry: deps.telemetry,
@@ -140,6 +143,7 @@ export class Gateway {
       random: this.#deps.random,
       demoted: (target, now) => this.#health.demoted(target, now),
       observed: this.#observed,
+      numberOfHash: (target, known) => this.#history.numberOfHash(target, known),
     });
     const { open, immediate } = admitCalls(request, network, scope, this.#deps.guards);
     const fromHead = answerFromServedHead(open, scope.servedHead);
@@ -303,6 +307,7 @@ export class Gateway {
         entry.failures.push({ provider, signature: failureSignature(outcome.verdict) });
       }
     });
+    this.#history.record(scope, group, judgement);
     for (const { info } of judgement.okAnswers) this.#servable.answered(network, info.method);
     if (mayRaiseHead(provider, slot.emergency, scope.context)) {
       for (const { info, member } of judgement.okAnswers) {
