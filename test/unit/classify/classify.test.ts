@@ -15,7 +15,7 @@ import type {
 
 /** What a row asserts: the outcome, and for a retry its kind and reason. */
 type Expected =
-  | { readonly outcome: "ok" | "unclassified" | "capability" | "behind" }
+  | { readonly outcome: "ok" | "unclassified" | "capability" | "behind" | "pruned" }
   | { readonly outcome: "retry"; readonly kind: RetryKind; readonly reason: CooldownReason };
 
 const OK: Expected = { outcome: "ok" };

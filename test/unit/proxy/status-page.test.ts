@@ -34,6 +34,16 @@ const provider = (name: string, fields: Partial<ProviderStatus> = {}): ProviderS
   routing: { slot: "candidate", reason: "priority 1" },
   limits: { max_batch: null, max_logs_range: null },
   log_checks: NO_LOG_CHECKS,
+  history: {
+    bounds: {
+      state: { from: 936, source: "learned", why: "refused state at block 935" },
+      proofs: { from: null, source: null, why: null },
+      bodies: { from: null, source: null, why: null },
+      receipts: { from: null, source: null, why: null },
+      logs: { from: 0, source: "config", why: "configured (archive)" },
+    },
+    probe: null,
+  },
   ...fields,
 });
 

@@ -14,11 +14,10 @@ import type { AttemptJudgement } from "./judge.ts";
 /**
  * What attempts teach about providers' history (docs/behaviour.md §15.3): a pruned-history
  * answer about block B sets that provider's bound for the resource above B (or at the oldest
- * block the answer names), in this container at once and in the shared state for every other;
- * a success at a block its learned bound leaves out proves the bound wrong and forgets it. The
- * call moves on with its attempt given back: a refusal of history is no failed attempt. Block
- * hashes seen in quorum members' answers are remembered with their numbers, so a call naming
- * its block by hash (EIP-1898) is routed by the block's number.
+ * block the answer names), in this container at once and in the shared state for every other.
+ * The call moves on with its attempt given back: a refusal of history is no failed attempt.
+ * Block hashes seen in quorum members' answers are remembered with their numbers, so a call
+ * naming its block by hash (EIP-1898) is routed by the block's number.
  */
 
 export interface HistoryLearningDeps {
@@ -96,7 +95,7 @@ export class HistoryLearning {
         provider,
       );
     }
-    this.#proveAndRemember(scope, group, judgement);
+    this.#rememberHashes(scope, group, judgement);
   }
 
   /**
@@ -165,33 +164,11 @@ export class HistoryLearning {
     );
   }
 
-  /** Successes prove blocks; block answers of quorum members give hashes their numbers. */
-  #proveAndRemember(scope: RequestScope, group: AttemptGroup, judgement: AttemptJudgement) {
+  /** Block answers of quorum members give block hashes their numbers. */
+  #rememberHashes(scope: RequestScope, group: AttemptGroup, judgement: AttemptJudgement) {
     if (judgement.okAnswers.length === 0) return;
-    const { network, context } = scope;
-    const provider = group.slot.provider.name;
-    const learned = context.state.history.get(provider)?.learned;
-    if (learned !== undefined && learned.size > 0) {
-      const numberOfHash = context.numberOfHash ?? (() => null);
-      for (const { info, member } of judgement.okAnswers) {
-        // Only a result proves the block: an error judged the caller's may be a refusal in
-        // words the caller wrote (a JS tracer's), and would let any caller erase bounds.
-        if (typeof member !== "object" || member === null || !("result" in member)) continue;
-        const need = historyNeedOf(info.method, info.params, numberOfHash);
-        const bound = need === null ? undefined : learned.get(need.resource);
-        if (need === null || bound === undefined || bound.from <= need.block) continue;
-        this.#deps.cache.update(network.name, (state) =>
-          withoutLearned(state, provider, need.resource),
-        );
-        scope.writes.push(
-          this.#shared(network, () =>
-            this.#deps.store.forgetHistoryBound(network.name, provider, need.resource, need.block),
-          ),
-        );
-      }
-    }
-    if (!mayRaiseHead(provider, group.slot.emergency, context)) return;
-    for (const { member } of judgement.okAnswers) this.#remember(network, member);
+    if (!mayRaiseHead(group.slot.provider.name, group.slot.emergency, scope.context)) return;
+    for (const { member } of judgement.okAnswers) this.#remember(scope.network, member);
   }
 
   #remember(network: Network, member: unknown): void {
