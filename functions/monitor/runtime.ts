@@ -7,7 +7,7 @@ import type { FlushableTelemetry } from "../adapters/telemetry.ts";
 import type { GatewayModel } from "../core/config/network-model.ts";
 import { createMonitor, type Monitor, type MonitorStateStore } from "../core/monitor/monitor.ts";
 import type { MonitorStore, StatsReader } from "../core/monitor/monitor-ports.ts";
-import type { StateStore, Upstream } from "../core/ports.ts";
+import type { Upstream } from "../core/ports.ts";
 import { eventRetentionSeconds } from "../core/status/events.ts";
 
 export interface MonitorRuntimeOptions {

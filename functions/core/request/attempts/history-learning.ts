@@ -241,17 +241,3 @@ function withLearned(
   history.set(provider, { ...current, learned });
   return { ...state, history };
 }
-
-function withoutLearned(
-  state: NetworkState,
-  provider: string,
-  resource: HistoryResource,
-): NetworkState {
-  const current = state.history.get(provider);
-  if (current === undefined) return state;
-  const learned = new Map(current.learned);
-  learned.delete(resource);
-  const history = new Map(state.history);
-  history.set(provider, { ...current, learned });
-  return { ...state, history };
-}
