@@ -63,7 +63,13 @@ const NAMES = {
   "#version": "version",
   "#expires": "expires_at",
   "#ttl": "ttl",
+  "#chain": "chain_reset_at",
 };
+/** Who made a filter's last move (advance's token). */
+const MOVER = { "#mover": "moved_by" };
+
+/** Bytes of the token a move writes, to know it for its own when its answer was lost. */
+const MOVE_TOKEN_BYTES = 12;
 
 export interface DynamoFilterStoreOptions {
   readonly client: DynamoDBClient;
@@ -103,7 +109,11 @@ export class DynamoFilterStore implements FilterStore {
         free[(this.#random(4).reduce((sum, byte) => sum * 256 + byte, 0) >>> 0) % free.length];
       if (slot === undefined) return null;
       const id = filterIdOf(slot, this.#random(FILTER_ID_RANDOM_BYTES));
-      if (!(await this.#take(pk, slot, id, filter, now))) continue;
+      // The id is random: a slot holding it is this install's own write, landed on a try whose
+      // answer was lost (the SDK sent it again), not another install's.
+      const taken =
+        (await this.#take(pk, slot, id, filter, now)) || (await this.#idIn(pk, slot)) === id;
+      if (!taken) continue;
       if (filter.logs !== null) await this.#writeCriteria(pk, slot, id, filter.logs);
       return id;
     }
@@ -148,30 +158,42 @@ export class DynamoFilterStore implements FilterStore {
     const ours = gatewayFilterId(id);
     if (ours === null) return false;
     const span = next.span === null ? "" : ", #span = :span";
-    return this.#conditional({
-      Key: this.#key(network, owner, ours),
-      UpdateExpression: `SET #cursor = :cursor, #seen = :seen, #version = :next, #expires = :expires, #ttl = :ttl${span}${next.span === null ? " REMOVE #span" : ""}`,
+    const key = this.#key(network, owner, ours);
+    // A token of this move: the SDK sends a write again when its answer is lost, and the
+    // second try fails the condition on the version the first one bumped. Without knowing the
+    // move for its own, the poll would report nothing and its blocks would never be reported.
+    const token = Buffer.from(this.#random(MOVE_TOKEN_BYTES)).toString("hex");
+    const moved = await this.#conditional({
+      Key: key,
+      UpdateExpression: `SET #cursor = :cursor, #seen = :seen, #version = :next, #expires = :expires, #ttl = :ttl, #mover = :mover${span}${next.span === null ? " REMOVE #span" : ""}`,
       ConditionExpression: "#id = :id AND #version = :version",
-      ExpressionAttributeNames: pick(
-        "#cursor",
-        "#seen",
-        "#version",
-        "#expires",
-        "#ttl",
-        "#span",
-        "#id",
-      ),
+      ExpressionAttributeNames: {
+        ...pick("#cursor", "#seen", "#version", "#expires", "#ttl", "#span", "#id"),
+        ...MOVER,
+      },
       ExpressionAttributeValues: {
         ":cursor": { N: String(next.cursor) },
         ":seen": { S: seenText(next.seen) },
         ":next": { N: String(version + 1) },
         ":expires": { N: String(next.expiresAt) },
         ":ttl": { N: ttlOf(next.expiresAt) },
+        ":mover": { S: token },
         ":id": { S: ours },
         ":version": { N: String(version) },
         ...(next.span === null ? {} : { ":span": { N: String(next.span) } }),
       },
     });
+    if (moved) return true;
+    const { Item } = await this.#client.send(
+      new GetItemCommand({
+        TableName: this.#table,
+        Key: key,
+        ConsistentRead: true,
+        ProjectionExpression: "#version, #mover",
+        ExpressionAttributeNames: { ...pick("#version"), ...MOVER },
+      }),
+    );
+    return Item?.moved_by?.S === token && num(Item, "version") === version + 1;
   }
 
   async uninstall(network: string, owner: string, id: string, now: number): Promise<boolean> {
@@ -194,6 +216,19 @@ export class DynamoFilterStore implements FilterStore {
 
   #key(network: string, owner: string, id: string): Item {
     return { pk: { S: filterPartition(network, owner) }, sk: { S: slotKey(slotOfFilterId(id)) } };
+  }
+
+  async #idIn(pk: string, slot: number): Promise<string | undefined> {
+    const { Item } = await this.#client.send(
+      new GetItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: pk }, sk: { S: slotKey(slot) } },
+        ConsistentRead: true,
+        ProjectionExpression: "#id",
+        ExpressionAttributeNames: pick("#id"),
+      }),
+    );
+    return Item?.id?.S;
   }
 
   /** The owner's slots holding a filter that has not expired (a Query, page by page). */
@@ -232,7 +267,7 @@ export class DynamoFilterStore implements FilterStore {
     return this.#conditional({
       Key: { pk: { S: pk }, sk: { S: slotKey(slot) } },
       UpdateExpression:
-        "SET #id = :id, #kind = :kind, #first = :first, #cursor = :cursor, #seen = :seen, #version = :zero, #expires = :expires, #ttl = :ttl REMOVE #logs, #span",
+        "SET #id = :id, #kind = :kind, #first = :first, #cursor = :cursor, #seen = :seen, #version = :zero, #expires = :expires, #ttl = :ttl, #chain = :chain REMOVE #logs, #span",
       ConditionExpression: "attribute_not_exists(#id) OR #expires <= :now",
       ExpressionAttributeNames: NAMES,
       ExpressionAttributeValues: {
@@ -245,6 +280,7 @@ export class DynamoFilterStore implements FilterStore {
         ":expires": { N: String(filter.expiresAt) },
         ":ttl": { N: ttlOf(filter.expiresAt) },
         ":now": { N: String(now) },
+        ":chain": { N: String(filter.chainResetAt) },
       },
     });
   }
@@ -327,6 +363,7 @@ function recordOf(item: Item, criteria: AttributeValue | undefined): FilterRecor
       span: item.span?.N === undefined ? null : Number(item.span.N),
       version: num(item, "version"),
       expiresAt: num(item, "expires_at"),
+      chainResetAt: num(item, "chain_reset_at"),
     };
   } catch {
     // Not an item this store wrote: no filter.

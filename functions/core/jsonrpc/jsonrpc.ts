@@ -9,6 +9,8 @@ export const ErrorCode = {
   internal: -32603,
   /** EIP-1474 "limit exceeded". */
   limitExceeded: -32005,
+  /** geth's "response too large": an answer over what the server may send; ask for less. */
+  responseTooLarge: -32003,
   unauthorized: -32001,
 } as const;
 
@@ -222,7 +224,8 @@ export function parseRequest(body: string, limits: RequestLimits): ParsedRequest
       code: ErrorCode.invalidRequest,
       message: `request body of ${bytes} bytes is over the limit of ${limits.maxBodyBytes} bytes (max_body_bytes)`,
       rawId: "null",
-      status: 413,
+      // 400, not 413: clients retry a 413 (viem does), and the same body never fits.
+      status: 400,
     };
   }
   let value: unknown;
@@ -251,9 +254,10 @@ export function parseRequest(body: string, limits: RequestLimits): ParsedRequest
       return {
         kind: "error",
         code: ErrorCode.invalidRequest,
-        message: `batch of ${value.length} calls is over the limit of ${limits.maxBatch} (max_batch)`,
+        // "batch too large" as geth words it: a gateway in front of this one halves the batch.
+        message: `batch too large: ${value.length} calls, over the limit of ${limits.maxBatch} (max_batch)`,
         rawId: "null",
-        status: 413,
+        status: 400,
       };
     }
     const spans = arrayElementSpans(body);

@@ -87,6 +87,15 @@ export function admitCalls(
       logSpanOf(call),
       need,
     );
+    if (order.length === 0 && network.providers.length === 0) {
+      // Every provider failed, none being in service: the gateway's "all providers failed"
+      // (502, which every client retries), as when they are all down; a secret may resolve at
+      // the next config load.
+      const entry = openCall(call, order, call === member ? null : member);
+      entry.lastError = `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`;
+      open.push(entry);
+      continue;
+    }
     // No provider keeps the block the call needs: one clear error, no upstream asked (§15.5).
     const unavailable =
       order.length === 0 && need !== null
@@ -99,17 +108,11 @@ export function admitCalls(
     if (order.length === 0) {
       immediate.set(
         member.position,
-        network.providers.length === 0
-          ? errorResponse(
-              member.rawId ?? "null",
-              ErrorCode.internal,
-              `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`,
-            )
-          : errorResponse(
-              member.rawId ?? "null",
-              ErrorCode.methodNotFound,
-              `method ${member.method} is not served by any provider of ${network.name}`,
-            ),
+        errorResponse(
+          member.rawId ?? "null",
+          ErrorCode.methodNotFound,
+          `method ${member.method} is not served by any provider of ${network.name}`,
+        ),
       );
       continue;
     }

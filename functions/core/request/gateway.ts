@@ -19,7 +19,7 @@ import { serveFilterCalls } from "./filters/filters.ts";
 import { HeadPublisher } from "./head/head-publication.ts";
 import { holdBackAboveServedHead, uncachedWhenHeld } from "./head/held-back.ts";
 import { answerLoneCall, loneServedHeadCall } from "./head/lone-block-number.ts";
-import { headStatedBy, mayRaiseHead, ObservedHeads } from "./head/observed-head.ts";
+import { mayRaiseHead, ObservedHeads } from "./head/observed-head.ts";
 import { answerFromServedHead, needsFreshHead, reachableBlocks } from "./head/served-head.ts";
 import { settleUnpinnedRetries, unpinnedRetries } from "./head/unpinned-retry.ts";
 import { Hedging } from "./hedge/hedging.ts";
@@ -136,7 +136,7 @@ export class Gateway {
     const state = await this.#deps.cache.get(network.name, { freshHead });
     const alone = options.internal ? null : loneServedHeadCall(request, network, state, started);
     if (alone !== null) {
-      this.#heads.afterRequest(network, state, model.checkIntervalSeconds, null);
+      this.#heads.afterRequest(network, state, model.checkIntervalSeconds);
       return answerLoneCall({ network, alone, state, started }, this.#deps);
     }
     const scope = requestScope(model, network, request, body, state, started, {
@@ -234,7 +234,7 @@ export class Gateway {
     );
     if (sending) await sends.settle(deadline);
     this.#answers.store(model, cached);
-    const held = holdBackAboveServedHead(open, network, servedHead.answer, this.#deps.telemetry);
+    const held = holdBackAboveServedHead(open, network, scope.pin, this.#deps.telemetry);
     settlePenalties(scope.held, scope.context, {
       telemetry: this.#deps.telemetry,
       lastSuccessAt: (provider) => this.#health.lastSuccessAt(network, provider),
@@ -310,11 +310,9 @@ export class Gateway {
     this.#history.record(scope, group, judgement);
     for (const { info } of judgement.okAnswers) this.#servable.answered(network, info.method);
     if (mayRaiseHead(provider, slot.emergency, scope.context)) {
-      for (const { info, member } of judgement.okAnswers) {
-        const block = headStatedBy(info, member);
-        if (block !== null)
-          this.#observed.observe(network.name, provider, block, scope.context.now);
-        this.logAttempts.checks.keepAnswered(network.name, info, member);
+      for (const answered of judgement.okAnswers) {
+        this.#observed.observeAnswer(network.name, provider, answered, scope.context.now);
+        this.logAttempts.checks.keepAnswered(network.name, answered.info, answered.member);
       }
     }
     const attempt: AttemptRecord = {

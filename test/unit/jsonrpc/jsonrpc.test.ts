@@ -49,13 +49,13 @@ describe("parseRequest: gateway errors of docs/behaviour.md §2", () => {
       "batch over max_batch",
       JSON.stringify(Array(4).fill({ jsonrpc: "2.0", id: 1, method: "m" })),
       -32600,
-      413,
+      400,
     ],
     [
       "body over max_body_bytes",
       `{"jsonrpc":"2.0","id":1,"method":"m","params":["${"x".repeat(2000)}"]}`,
       -32600,
-      413,
+      400,
     ],
   ])("%s", (_name, body, code, status) => {
     const parsed = parseRequest(body, limits);

@@ -84,7 +84,14 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     });
     for (const group of refused) {
       for (const entry of group.calls) {
-        entry.answer = errorResponse(entry.call.rawId ?? "null", over.code, over.message);
+        if (entry.failures.length === 0) {
+          entry.answer = errorResponse(entry.call.rawId ?? "null", over.code, over.message);
+          continue;
+        }
+        // Its providers failed it, and the budget ran out on its retries: a failure of the
+        // providers (502 when every call failed, which clients retry), not the caller's to fix.
+        entry.lastError = `${entry.lastError}; then ${over.reached}`;
+        entry.next = entry.order.length;
       }
     }
     if (sent.length === 0) return attempts;

@@ -31,6 +31,11 @@ export interface FilterRecord {
   readonly version: number;
   /** When the filter expires unless polled (ms). */
   readonly expiresAt: number;
+  /**
+   * The chain position's last reset when the filter was installed (`resetAt`, ms; 0: none): a
+   * chain restarted since then is another chain, on which the filter does not exist.
+   */
+  readonly chainResetAt: number;
 }
 
 /** What a poll writes back, conditional on the version it read. */

@@ -240,10 +240,11 @@ class FilterCalls {
     const owner = this.#owner;
     const max = network.settings.max_filters_per_key;
     const now = this.#now();
+    const chainResetAt = this.#request.context.state.head?.resetAt ?? 0;
     const id = await this.#store.install(
       network.name,
       owner,
-      { ...filter, seen: [], span: null, expiresAt: now + this.#idleMs() },
+      { ...filter, seen: [], span: null, expiresAt: now + this.#idleMs(), chainResetAt },
       max,
       now,
     );
@@ -260,8 +261,26 @@ class FilterCalls {
     return this.#request.network.settings.filter_idle_seconds * 1000;
   }
 
-  async #changes(id: string): Promise<string> {
+  /**
+   * The owner's filter, or null when there is none, or it was installed on a chain that has
+   * since restarted (docs/behaviour.md §10.7): the restarted node has no such filter either, and
+   * a client told "filter not found" installs a new one on the new chain, where this one would
+   * wait, silent, for the new chain to pass the old one's blocks. Such a filter is uninstalled.
+   */
+  async #filter(id: string): Promise<FilterRecord | null> {
     const record = await this.#store.read(...this.#where(id), this.#now());
+    const chain = this.#request.context.state.head;
+    const resetAt = chain?.resetAt ?? 0;
+    // A reset for a broken finality is a deep reorg of the same chain: the filter's own reorg
+    // handling reports it.
+    const restarted = resetAt > (chain?.finalityBrokenAt ?? 0);
+    if (record === null || !restarted || record.chainResetAt >= resetAt) return record;
+    await this.#store.uninstall(...this.#where(id), this.#now());
+    return null;
+  }
+
+  async #changes(id: string): Promise<string> {
+    const record = await this.#filter(id);
     if (record === null) return failure(FILTER_NOT_FOUND);
     const at = await this.#positions();
     if (at === null) return this.#noHead();
@@ -352,7 +371,7 @@ class FilterCalls {
   }
 
   async #allLogs(id: string): Promise<string> {
-    const record = await this.#store.read(...this.#where(id), this.#now());
+    const record = await this.#filter(id);
     // geth's answer for a block filter too: it has no logs to give.
     if (record === null || record.logs === null) return failure(FILTER_NOT_FOUND);
     const at = await this.#positions();

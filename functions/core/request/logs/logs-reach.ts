@@ -14,7 +14,7 @@ import {
 import type { CheckCall } from "./checks/logs-check.ts";
 import { type LogCheckDeps, LogChecks } from "./checks/logs-check-state.ts";
 import { CompanionUpstream } from "./checks/logs-companions.ts";
-import type { InternalCall } from "./logs-queries.ts";
+import { blocksSinceSnapshot, type InternalCall } from "./logs-queries.ts";
 import { logQueryOf, quantity } from "./logs-range.ts";
 
 /**
@@ -306,6 +306,9 @@ function keepAboveHeadRefusal(
   // providers' (502, retry), not the caller's.
   const { state, now, checkIntervalSeconds } = scope.context;
   if (!quorumInForce(state, now, checkIntervalSeconds)) return;
+  // Nor is a block the chain can have made since the snapshot: another container, on a newer
+  // copy of the state, may have served it as the head (docs/behaviour.md §12.9).
+  if (block <= knownHead + blocksSinceSnapshot(scope)) return;
   entry.fallback = {
     text: errorResponse(
       entry.call.rawId ?? "null",

@@ -12,6 +12,7 @@ import {
   startDynalite,
   startDynamoDbLocal,
 } from "../../../../local/dynamodb.ts";
+import { type DynamoFront, startDynamoFront } from "../../../support/dynamo-front.ts";
 import { tableKeys } from "../../../support/gateway-table.ts";
 import { MemoryFilterStore } from "../../../support/memory-filter-store.ts";
 
@@ -89,6 +90,7 @@ const LOG_FILTER: NewFilter = {
   seen: [],
   span: null,
   expiresAt: LATER,
+  chainResetAt: 0,
 };
 
 const BLOCK_FILTER: NewFilter = {
@@ -99,6 +101,7 @@ const BLOCK_FILTER: NewFilter = {
   seen: [],
   span: null,
   expiresAt: LATER,
+  chainResetAt: 0,
 };
 
 const SEEN = [
@@ -299,4 +302,58 @@ describe.each(backends)("the filter store contract on %s", (_name, start, skip) 
       expect((await store.read(net, "key-a", taken, NOW))?.kind).toBe("blocks");
     },
   );
+});
+
+describe("the DynamoDB filter store when a write lands and its answer is lost (the SDK sends it again)", () => {
+  let dynamo: LocalDynamoDb;
+  let front: DynamoFront;
+  let store: DynamoFilterStore;
+
+  beforeAll(async () => {
+    dynamo = await startDynalite({ tableName: "filters" });
+    front = await startDynamoFront(dynamo.endpoint);
+    store = new DynamoFilterStore({
+      client: createDynamoClient({ endpoint: front.endpoint }),
+      tableName: dynamo.tableName,
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await front?.close();
+    await dynamo?.close();
+  });
+
+  it("regression: a poll's move that landed, sent again, failed its condition (its own version bump) and was taken for another poll's: the poll reported nothing and its logs were never reported; now the move is known for its own", async () => {
+    const id = (await store.install("net", "key-a", LOG_FILTER, 10, NOW)) as string;
+    front.loseAnswers("UpdateItem");
+    const next = { cursor: 22, seen: SEEN, span: null, expiresAt: LATER };
+    expect(await store.advance("net", "key-a", id, 0, next)).toBe(true);
+    expect((await store.read("net", "key-a", id, NOW))?.cursor).toBe(22);
+  });
+
+  it("regression: an install that landed, sent again, found its slot taken (by itself) and took another: one filter held two slots; now it holds one", async () => {
+    front.loseAnswers("UpdateItem");
+    const id = await store.install("net", "key-c", LOG_FILTER, 10, NOW);
+    expect(id).not.toBeNull();
+    expect(await store.read("net", "key-c", id as string, NOW)).not.toBeNull();
+    const slots = (
+      await tableKeys({
+        client: createDynamoClient({ endpoint: dynamo.endpoint }),
+        tableName: dynamo.tableName,
+      })
+    ).filter((key) => key.startsWith(`${filterPartition("net", "key-c")} `));
+    // The slot and its criteria item (docs/behaviour.md §14.9): one filter, one slot.
+    expect(slots.filter((key) => !key.includes(" logs#"))).toHaveLength(1);
+  });
+
+  it("another poll's move at the same version is still another's, even with the same blocks", async () => {
+    const id = (await store.install("net", "key-b", LOG_FILTER, 10, NOW)) as string;
+    const next = { cursor: 22, seen: SEEN, span: null, expiresAt: LATER };
+    const other = new DynamoFilterStore({
+      client: createDynamoClient({ endpoint: dynamo.endpoint }),
+      tableName: dynamo.tableName,
+    });
+    expect(await other.advance("net", "key-b", id, 0, next)).toBe(true);
+    expect(await store.advance("net", "key-b", id, 0, next)).toBe(false);
+  });
 });
