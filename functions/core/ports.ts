@@ -95,7 +95,7 @@ export interface StateStore {
   /**
    * Records that `provider` keeps `resource` from `bound.from` on (it refused `bound.refusedAt`)
    * until `bound.until` (ms): a later `from` replaces an earlier one, and any replaces an expired
-   * one, so a bound only tightens while in force (docs/behaviour.md §15.3).
+   * one, so a bound only tightens while in force (docs/behaviour.md §16.3).
    */
   recordHistoryBound(
     network: string,

@@ -187,18 +187,27 @@ function routingReason(provider: ProviderStatus): string {
   return reason.startsWith(`${slot}: `) ? reason.slice(slot.length + 2) : reason;
 }
 
-/** "state from 936 (learned) · logs from 0 (config)": what it keeps, where known (§15.6). */
+/**
+ * "state from 936 (learned), asked last below 1969 · logs from 0 (config)": what it keeps,
+ * where known (docs/behaviour.md §16.6).
+ */
 function historySummary(provider: ProviderStatus): string {
   const known = Object.entries(provider.history.bounds).filter(
-    ([, bound]) => bound.source !== null,
+    ([, bound]) => bound.source !== null || bound.asked_last_below !== null,
   );
   if (known.length === 0) return "nothing known: taken to keep every block";
   return known
-    .map(([resource, bound]) =>
-      bound.from === null
-        ? `no ${resource} (${bound.source})`
-        : `${resource} from ${bound.from} (${bound.source})`,
-    )
+    .map(([resource, bound]) => {
+      const from =
+        bound.source === null
+          ? resource
+          : bound.from === null
+            ? `no ${resource} (${bound.source})`
+            : `${resource} from ${bound.from} (${bound.source})`;
+      const last =
+        bound.asked_last_below === null ? "" : `, asked last below ${bound.asked_last_below}`;
+      return `${from}${last}`;
+    })
     .join(" · ");
 }
 

@@ -15,7 +15,7 @@ import type {
 import { HISTORY_RESOURCES, type HistoryResource } from "../../core/history/resources.ts";
 
 /**
- * The shared items of history-aware routing (docs/behaviour.md §15.3), in the network's
+ * The shared items of history-aware routing (docs/behaviour.md §16.3), in the network's
  * partition so the proxy's one Query reads them: `HISTORY#<provider>#<resource>`, a bound learned
  * from a refusal (at most five a provider, each expiring), and `HISTORYPROBE#<provider>`, the
  * monitor's last probe (one a provider). Their number is bounded by the config, never by callers.

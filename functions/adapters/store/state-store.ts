@@ -183,7 +183,7 @@ export class DynamoStateStore implements StateStore {
             logsRanges.set(sk.slice("LOGSRANGE#".length), { value: num(item, "size"), until });
           }
         } else if (history.readHistoryItem(sk, item, now, histories)) {
-          // a learned bound or a probe (docs/behaviour.md §15.3)
+          // a learned bound or a probe (docs/behaviour.md §16.3)
         } else if (sk === HEAD_KEY) {
           head = headFromItem(item);
         } else if (sk === MONITOR_KEY) {

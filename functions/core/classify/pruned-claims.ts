@@ -5,7 +5,7 @@ import type { CallInfo } from "./verdict.ts";
 /**
  * A pruned-history answer about a tag that moves (`latest` and its kin), or about a block among
  * the recent ones every node keeps, is no history the provider dropped: it is the provider
- * failing (a corrupt or still-syncing node), judged as a bad answer (docs/behaviour.md §15.4).
+ * failing (a corrupt or still-syncing node), judged as a bad answer (docs/behaviour.md §16.4).
  * `earliest`, older blocks and blocks named by hash are history.
  */
 export function claimsRecentHistoryPruned(call: CallInfo, knownHead: number | null): boolean {

@@ -1,6 +1,6 @@
 /**
  * The words nodes and providers answer with when they no longer keep (or never kept) the state,
- * bodies, receipts or logs of the block asked about (docs/behaviour.md §15.4): one row per
+ * bodies, receipts or logs of the block asked about (docs/behaviour.md §16.4): one row per
  * wording, each with where it was read. A provider's gateway (Ankr, QuickNode, Alchemy, dRPC's
  * nodecore) mostly passes its node's words on, so the node rows cover it too; the rows below
  * name the providers' own words where they have any. Case-insensitive, word-based: the caller's

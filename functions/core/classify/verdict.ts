@@ -68,7 +68,7 @@ export type Verdict =
   | { readonly outcome: "inner_error"; readonly detail: string }
   /**
    * The provider no longer keeps (or never kept) what the call is about: state, a body,
-   * receipts or logs of an old block (docs/behaviour.md §15). Next candidate, no penalty of any
+   * receipts or logs of an old block (docs/behaviour.md §16). Next candidate, no penalty of any
    * kind; it teaches the provider's bound. `oldest`: the oldest block the answer says it keeps.
    */
   | { readonly outcome: "pruned"; readonly detail: string; readonly oldest?: number };

@@ -3,7 +3,7 @@ import { HISTORY_RESOURCES, type HistoryResource } from "../history/resources.ts
 import { withDefaults } from "./with-defaults.ts";
 
 /**
- * The config keys of history-aware routing (docs/behaviour.md §15): per provider, how much
+ * The config keys of history-aware routing (docs/behaviour.md §16): per provider, how much
  * history it keeps (`archive`, `history`); per network, how the rest is learned and probed
  * (`history_bounds`). Built inside `defineConfigSchemas`, on first use like every schema.
  */

@@ -23,7 +23,7 @@ export interface Provider {
   readonly maxBatch: number | undefined;
   /** The configured most blocks one eth_getLogs may span, if any (learned ones live in the shared state). */
   readonly maxLogsRange: number | undefined;
-  /** What the config says it keeps of each resource (docs/behaviour.md §15); null: nothing. */
+  /** What the config says it keeps of each resource (docs/behaviour.md §16); null: nothing. */
   readonly history: ConfiguredHistory;
   readonly methodsDeny: readonly string[] | undefined;
   readonly methodsAllow: readonly string[] | undefined;

@@ -3,7 +3,7 @@ import type { Provider } from "../config/network-model.ts";
 import type { HistoryResource } from "./resources.ts";
 
 /**
- * A provider's availability bounds (docs/behaviour.md §15.1): per resource, the oldest block it
+ * A provider's availability bounds (docs/behaviour.md §16.1): per resource, the oldest block it
  * keeps, from three sources in this order of trust: the config, what its own answers taught
  * (learned), what the monitor's probe found (probed). The first source that says anything
  * decides; a provider no source says anything about is taken to keep everything.
@@ -51,14 +51,28 @@ export const NO_HISTORY: ProviderHistory = { learned: new Map(), probe: null };
 
 export type BoundSource = "config" | "learned" | "probed";
 
-/** The bound routing uses for one provider and resource. */
-export interface BoundInForce {
-  /** The oldest block kept; Infinity for a resource it does not serve. */
+/**
+ * What routing knows of one provider and resource: blocks below `from` it does not keep, and is
+ * never asked for; blocks from `from` up to below `likelyFrom` it likely does not keep, and is
+ * asked only after every provider that may (a full node that refused an older block keeps some
+ * window of recent blocks, where its edge is is unknown until the probe finds it, §16.2).
+ */
+export interface HistoryBound {
+  /** The oldest block kept; 0 when nothing says it lacks any; Infinity: it serves none. */
   readonly from: number;
-  readonly source: BoundSource;
-  /** Why, for the routing explanation and the status route. */
-  readonly why: string;
+  /** Who says so, or null when nothing does (`from` is 0). */
+  readonly source: BoundSource | null;
+  readonly why: string | null;
+  /** Asked last below this block (≥ `from`); equal to `from` when there is no doubt. */
+  readonly likelyFrom: number;
+  readonly likelyWhy: string | null;
 }
+
+/** Where a provider stands for one call's block. */
+export type Keeping =
+  | { readonly kind: "keeps" }
+  | { readonly kind: "lacks"; readonly bound: HistoryBound }
+  | { readonly kind: "doubt"; readonly bound: HistoryBound };
 
 export interface BoundContext {
   readonly now: number;
@@ -84,53 +98,101 @@ function configured(bound: ConfiguredBound, resource: HistoryResource, head: num
     bound.blocks === null ? null : `${resource}_blocks ${bound.blocks}`,
   ].filter((word) => word !== null);
   const why = bound.from === 0 && bound.blocks === null ? "archive" : words.join(", ");
-  return { from, source: "config" as const, why: `configured (${why})` };
+  return { from, why: `configured (${why})` };
 }
 
+/** What a fresh probe found: a claim (its eth_capabilities), or a block a state read proved. */
 function probed(
-  probe: HistoryProbe,
+  history: ProviderHistory | undefined,
   resource: HistoryResource,
   context: BoundContext,
-): BoundInForce | null {
+): { from: number; claim: boolean; at: number; why: string } | null {
+  const probe = history?.probe ?? null;
+  if (probe === null || context.probeValidMs <= 0) return null;
+  if (context.now - probe.at > context.probeValidMs) return null;
   const found = probe.resources[resource];
   if (found === undefined) return null;
   const when = `probed ${iso(probe.at)}`;
   if (found.from === null) {
-    return { from: Infinity, source: "probed", why: `does not serve ${resource} (${when})` };
+    return { from: Infinity, claim: true, at: probe.at, why: `serves no ${resource} (${when})` };
   }
   const fromWindow = found.window === null ? null : windowFrom(found.window, context.head);
   const from = Math.max(found.from, fromWindow ?? 0);
-  const how = found.how === "capabilities" ? "its eth_capabilities" : "a state read there";
   const window = found.window === null ? "" : `, a window of ${found.window} blocks`;
-  return { from, source: "probed", why: `${how} says block ${found.from}${window} (${when})` };
+  return found.how === "capabilities"
+    ? {
+        from,
+        claim: true,
+        at: probe.at,
+        why: `its eth_capabilities says block ${found.from}${window} (${when})`,
+      }
+    : { from, claim: false, at: probe.at, why: `a state read at block ${from} served (${when})` };
 }
 
-/** The bound in force for `provider` and `resource`, or null when nothing is known. */
-export function boundInForce(
+/** Whether a lesson carries the provider's own word on its oldest block (reth, Erigon, dRPC). */
+const named = (lesson: LearnedBound) => lesson.from > lesson.refusedAt + 1;
+
+/**
+ * The bound routing uses for `provider` and `resource`, from the config, its own refusals
+ * (learned) and the monitor's probe (probed). The config says what the provider keeps and no
+ * probe overrides it, but a refusal in force makes the configured claim doubtful: the provider
+ * is asked last for those blocks, never left out, since the operator said it keeps them. With
+ * no config, a refusal at block B leaves out B and older; the blocks above it, up to the recent
+ * ones every node keeps, are doubtful until the provider's words name its oldest block or the
+ * probe finds its edge. A claim of its `eth_capabilities` leaves out what it says it lacks.
+ */
+export function historyBound(
   provider: Provider,
   history: ProviderHistory | undefined,
   resource: HistoryResource,
   context: BoundContext,
-): BoundInForce | null {
+  recentBlocks: number,
+): HistoryBound {
+  const lesson = history?.learned.get(resource);
+  const refused = lesson !== undefined && lesson.until > context.now ? lesson : null;
+  const refusedWhy =
+    refused === null
+      ? null
+      : `refused ${resource} at block ${refused.refusedAt} (${iso(refused.at)}), until ${iso(refused.until)}`;
   const fromConfig = provider.history[resource];
-  if (fromConfig !== null) return configured(fromConfig, resource, context.head);
-  const learned = history?.learned.get(resource);
-  if (learned !== undefined && learned.until > context.now) {
+  const config = fromConfig === null ? null : configured(fromConfig, resource, context.head);
+  if (config !== null) {
+    const doubt = refused !== null && refused.from > config.from;
     return {
-      from: learned.from,
-      source: "learned",
-      why: `refused ${resource} at block ${learned.refusedAt} (${iso(learned.at)}), until ${iso(learned.until)}`,
+      from: config.from,
+      source: "config",
+      why: config.why,
+      likelyFrom: doubt ? refused.from : config.from,
+      likelyWhy: doubt ? `${refusedWhy}, though ${config.why}` : null,
     };
   }
-  const probe = history?.probe ?? null;
-  if (probe === null || context.probeValidMs <= 0) return null;
-  if (context.now - probe.at > context.probeValidMs) return null;
-  return probed(probe, resource, context);
+  const probe = probed(history, resource, context);
+  const claimFrom = probe?.claim === true ? probe.from : 0;
+  const learnedFrom = refused?.from ?? 0;
+  const from = Math.max(claimFrom, learnedFrom);
+  const source: BoundSource | null =
+    from === 0 ? null : learnedFrom >= claimFrom ? "learned" : "probed";
+  const why = source === "learned" ? refusedWhy : source === "probed" ? (probe?.why ?? null) : null;
+  // The window a refusal that named no oldest block leaves in doubt, unless a later probe
+  // proved where the provider's state starts.
+  let likelyFrom = from;
+  let likelyWhy: string | null = null;
+  if (refused !== null && !named(refused) && context.head !== null) {
+    const proved = probe !== null && !probe.claim && probe.at >= refused.at ? probe.from : Infinity;
+    const recent = Math.max(0, context.head - recentBlocks + 1);
+    likelyFrom = Math.max(from, Math.min(proved, recent));
+    if (likelyFrom > from) {
+      likelyWhy = `${refusedWhy}: likely keeps only recent ${resource}, its oldest block unknown`;
+    }
+  }
+  return { from, source, why, likelyFrom, likelyWhy };
 }
 
-/** Whether a bound covers `block` (no bound covers everything). */
-export function keeps(bound: BoundInForce | null, block: number): boolean {
-  return bound === null || block >= bound.from;
+/** Where a bound puts `block`. */
+export function keepingAt(bound: HistoryBound, block: number): Keeping {
+  if (block < bound.from) return { kind: "lacks", bound };
+  if (block < bound.likelyFrom) return { kind: "doubt", bound };
+  return { kind: "keeps" };
 }
 
 /**

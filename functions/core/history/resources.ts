@@ -2,7 +2,7 @@ import { blockRefOf } from "../methods/block-ref.ts";
 import { methodSpec } from "../methods/catalogue.ts";
 
 /**
- * What a call needs a provider to still keep (docs/behaviour.md §15): the resource and the
+ * What a call needs a provider to still keep (docs/behaviour.md §16): the resource and the
  * block. A full node keeps recent state only (geth: 128 blocks), and history expiry removes old
  * bodies, receipts and logs too, each on its own schedule, so each has a bound of its own.
  */

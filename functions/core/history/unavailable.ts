@@ -1,11 +1,11 @@
 import type { Network, Provider } from "../config/network-model.ts";
 import { errorResponse, methodPermitted } from "../jsonrpc/jsonrpc.ts";
-import { boundOf, type HistoryView, lacking } from "../routing/history-routing.ts";
+import { boundOf, type HistoryView, keepingOf } from "../routing/history-routing.ts";
 import { type HistoryNeed, type HistoryResource, resourceOf } from "./resources.ts";
 
 /**
  * The one clear error a call gets when no provider of its network keeps what it needs
- * (docs/behaviour.md §15.5): -32000, naming the resource and the block, with the oldest block
+ * (docs/behaviour.md §16.5): -32000, naming the resource and the block, with the oldest block
  * any provider keeps. viem retries no -32000 and subsquid none whose words are not a transient
  * failure's, so a client does not hammer the gateway with it; the gateway itself asks no
  * upstream again for it while the bounds stand.
@@ -42,15 +42,16 @@ export function unavailableAnswer(
   );
 }
 
-/** The oldest block any of `providers` keeps of `resource` by its bound; null when none says. */
+/** The oldest block any of `providers` keeps of `resource` by its bound; null when unknown. */
 export function oldestKept(
   providers: readonly Provider[],
   resource: HistoryResource,
   view: HistoryView,
 ): number | null {
-  const froms = providers
-    .map((provider) => boundOf(provider, resource, view)?.from ?? null)
-    .filter((from): from is number => from !== null && Number.isFinite(from));
+  const bounds = providers.map((provider) => boundOf(provider, resource, view));
+  // A provider nothing is known of may keep anything: the oldest kept is unknown.
+  if (bounds.length === 0 || bounds.some((bound) => bound.source === null)) return null;
+  const froms = bounds.map((bound) => bound.from).filter((from) => Number.isFinite(from));
   return froms.length === 0 ? null : Math.min(...froms);
 }
 
@@ -70,7 +71,7 @@ export function unavailableEverywhere(
     methodPermitted(method, provider.methodsDeny ?? [], provider.methodsAllow),
   );
   if (serving.length === 0) return null;
-  if (!serving.every((provider) => lacking(provider, need, view) !== null)) return null;
+  if (!serving.every((provider) => keepingOf(provider, need, view).kind === "lacks")) return null;
   return unavailableAnswer(
     rawId,
     network,

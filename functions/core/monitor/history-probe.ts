@@ -1,20 +1,24 @@
 import type { Network, Provider } from "../config/network-model.ts";
 import type { HistoryProbe, ProbedResource, ProviderHistory } from "../history/bounds.ts";
 import type { HistoryResource } from "../history/resources.ts";
-import { CAPABILITIES_REASK_MS, PRUNED_CLAIM_RECENT_BLOCKS } from "../policies.ts";
+import { type EdgeSearchStart, type StateRead, searchStateEdge } from "../history/state-edge.ts";
+import {
+  CAPABILITIES_REASK_MS,
+  HISTORY_PROBE_AFTER_LESSON_MS,
+  PRUNED_CLAIM_RECENT_BLOCKS,
+} from "../policies.ts";
 import type { StateStore, Telemetry, Upstream } from "../ports.ts";
 import { boundOf } from "../routing/history-routing.ts";
 import { type NetworkState, quorumInForce } from "../routing/network-state.ts";
 import { type Answer, askProvider, type CallOptions } from "./upstream-calls.ts";
 
 /**
- * The monitor's history probe (docs/behaviour.md §15.3): at most every
- * `history_bounds.probe_seconds` per provider, two calls at once, within the probe's timeout:
- * `eth_capabilities` (where the node answers it: each resource's oldest block), and one state
- * read, `eth_getBalance` of the zero address, at the block that tests what is believed: the
- * block a learned bound refused (served now: the lesson is stale and forgotten), the bound the
- * config or its capabilities claim (refused: a lie caught, learned as any refusal), or block 1
- * when nothing is known (is it an archive?).
+ * The monitor's history probe (docs/behaviour.md §16.3): every `history_bounds.probe_seconds`
+ * per provider (sooner, at most once a minute, after a provider refused state that named no
+ * oldest block), within the probe's timeout: `eth_capabilities` (where the node answers it:
+ * each resource's oldest block), and state reads (`eth_getBalance` of the zero address) that
+ * test what is believed and find where a pruned provider's state starts (state-edge.ts). A
+ * served read of a lesson's block forgets the lesson; a refusal is learned as a live one is.
  */
 
 export interface HistoryProbeDeps {
@@ -38,6 +42,20 @@ const CAPABILITY_RESOURCES: ReadonlyArray<readonly [string, HistoryResource]> = 
 ];
 const hex = (block: number) => `0x${block.toString(16)}`;
 
+/** Whether `provider` is due a probe: its interval passed, or it refused since the last one. */
+function isDue(history: ProviderHistory | undefined, now: number, everyMs: number): boolean {
+  const last = history?.probe?.at;
+  if (last === undefined || now - last >= everyMs) return true;
+  const lesson = history?.learned.get("state");
+  return (
+    lesson !== undefined &&
+    lesson.until > now &&
+    lesson.at > last &&
+    lesson.from === lesson.refusedAt + 1 &&
+    now - last >= HISTORY_PROBE_AFTER_LESSON_MS
+  );
+}
+
 /** Probes every provider of `network` that is due; `state` carries this tick's quorum. */
 export async function runHistoryProbes(
   deps: HistoryProbeDeps,
@@ -51,11 +69,11 @@ export async function runHistoryProbes(
   const members = quorumInForce(state, now, checkIntervalSeconds)
     ? (state.quorum?.members ?? [])
     : null;
-  const due = network.providers.filter((provider) => {
-    if (members !== null && !members.includes(provider.name)) return false;
-    const last = state.history.get(provider.name)?.probe?.at;
-    return last === undefined || now - last >= everyMs;
-  });
+  const due = network.providers.filter(
+    (provider) =>
+      (members === null || members.includes(provider.name)) &&
+      isDue(state.history.get(provider.name), now, everyMs),
+  );
   await Promise.all(
     due.map((provider) =>
       probeOne(deps, network, state, provider).catch((error: unknown) => {
@@ -79,60 +97,56 @@ async function probeOne(
   const head = state.quorum?.head ?? state.head?.latest.number ?? null;
   const history = state.history.get(provider.name);
   const previous = history?.probe ?? null;
-  const options: CallOptions = {
+  const deadline = now + network.settings.probe.timeout_ms;
+  const options = (): CallOptions => ({
     upstream: deps.upstream,
-    timeoutMs: network.settings.probe.timeout_ms,
+    timeoutMs: Math.max(1, deadline - deps.clock()),
     maxResponseBytes: network.settings.max_response_bytes,
     scrub: deps.scrub,
-  };
+  });
   const askCapabilities =
     previous?.capabilities !== "unsupported" ||
     now - previous.capabilitiesAt >= CAPABILITIES_REASK_MS;
-  const block = blockToTest(provider, history, { network, state, now }, head);
-  const [capabilities, balance] = await Promise.all([
+  const read = async (block: number): Promise<StateRead> => {
+    if (deps.clock() >= deadline) return { kind: "failed", error: "out of time" };
+    const call = { method: "eth_getBalance", params: [ZERO_ADDRESS, hex(block)] };
+    const answer = await askProvider(options(), provider, call, head);
+    if ("result" in answer) return { kind: "served" };
+    if (answer.pruned !== undefined) {
+      return answer.pruned.oldest === undefined
+        ? { kind: "refused" }
+        : { kind: "refused", oldest: answer.pruned.oldest };
+    }
+    return { kind: "failed", error: answer.error };
+  };
+  const [capabilities, search] = await Promise.all([
     askCapabilities
-      ? askProvider(options, provider, { method: "eth_capabilities", params: [] })
+      ? askProvider(options(), provider, { method: "eth_capabilities", params: [] })
       : null,
-    block === null
-      ? null
-      : askProvider(
-          options,
-          provider,
-          { method: "eth_getBalance", params: [ZERO_ADDRESS, hex(block)] },
-          head,
-        ),
+    searchStateEdge(searchStart(provider, history, { network, state, now }, head), read, STEPS),
   ]);
   const claimed = capabilities === null ? null : capabilitiesOf(capabilities, head);
   const resources: Partial<Record<HistoryResource, ProbedResource>> = {
     ...(claimed === null ? (previous?.resources ?? {}) : claimed),
   };
-  const notes: string[] = [];
-  if (balance !== null && block !== null) {
-    if ("result" in balance) {
-      notes.push(`state read at block ${block} served`);
-      if (resources.state === undefined)
-        resources.state = { from: block, window: null, how: "balance" };
-      const learned = history?.learned.get("state");
-      if (learned !== undefined && learned.from > block) {
-        await deps.store.forgetHistoryBound(network.name, provider.name, "state", block);
-        notes.push(`forgot the learned bound from ${learned.from}`);
-      }
-    } else if (balance.pruned !== undefined) {
-      const oldest = balance.pruned.oldest;
-      const from =
-        oldest !== undefined && oldest > block && (head === null || oldest <= head)
-          ? oldest
-          : block + 1;
-      notes.push(`state read at block ${block} refused: keeps it from ${from}`);
-      await deps.store.recordHistoryBound(network.name, provider.name, "state", {
-        from,
-        refusedAt: block,
-        at: now,
-        until: now + network.settings.history_bounds.learned_ttl_seconds * 1000,
-      });
-    } else {
-      notes.push(`state read at block ${block} failed: ${balance.error}`);
-    }
+  // A block served is a fact, and beats what the provider claims of its state.
+  if (search.served !== null) {
+    resources.state = { from: search.served, window: null, how: "balance" };
+  } else if (claimed?.state === undefined && resources.state?.how === "balance") {
+    delete resources.state;
+  }
+  const lesson = history?.learned.get("state");
+  if (search.stale && lesson !== undefined) {
+    await deps.store.forgetHistoryBound(network.name, provider.name, "state", lesson.refusedAt);
+  }
+  if (search.refused !== null) {
+    const from = Math.max(search.refused + 1, search.named ?? 0);
+    await deps.store.recordHistoryBound(network.name, provider.name, "state", {
+      from,
+      refusedAt: search.refused,
+      at: now,
+      until: now + network.settings.history_bounds.learned_ttl_seconds * 1000,
+    });
   }
   const support =
     capabilities === null
@@ -142,9 +156,9 @@ async function probeOne(
         : "error" in capabilities && capabilities.reason === "capability"
           ? "unsupported"
           : (previous?.capabilities ?? "unknown");
-  if (claimed !== null) notes.unshift("eth_capabilities answered");
+  const notes = [...(claimed === null ? [] : ["eth_capabilities answered"]), ...search.notes];
   const probe: HistoryProbe = {
-    at: now,
+    at: deps.clock(),
     capabilities: support,
     capabilitiesAt: capabilities === null ? (previous?.capabilitiesAt ?? 0) : now,
     resources,
@@ -159,22 +173,33 @@ async function probeOne(
   });
 }
 
-/** The state block whose read tests what is believed of the provider; null: none worth it. */
-function blockToTest(
+/** State reads one probe may make: a gallop and a halving over a chain of 2^20 blocks. */
+const STEPS = 24;
+
+/** Where the search starts from what is believed of the provider. */
+function searchStart(
   provider: Provider,
   history: ProviderHistory | undefined,
   view: { readonly network: Network; readonly state: NetworkState; readonly now: number },
   head: number | null,
-): number | null {
-  const learned = history?.learned.get("state");
-  const believed =
-    learned !== undefined && learned.until > view.now
-      ? learned.refusedAt
-      : (boundOf(provider, "state", view)?.from ?? 1);
-  if (!Number.isFinite(believed)) return null;
-  // A state read this close to the head proves nothing: every node keeps it.
-  if (head !== null && believed > head - PRUNED_CLAIM_RECENT_BLOCKS) return null;
-  return Math.max(0, believed);
+): EdgeSearchStart {
+  const lesson = history?.learned.get("state");
+  const inForce = lesson !== undefined && lesson.until > view.now ? lesson : null;
+  const probe = history?.probe ?? null;
+  const found = probe?.resources.state;
+  const served = found?.how === "balance" && found.from !== null ? found.from : null;
+  const bound = boundOf(provider, "state", view);
+  // Block 0 is no test: a full node keeps its genesis state.
+  const believed = Math.max(1, served ?? (bound.source === "config" ? bound.from : 1));
+  const top = head === null ? null : head - PRUNED_CLAIM_RECENT_BLOCKS;
+  return {
+    refused: inForce?.refusedAt ?? null,
+    named: inForce !== null && inForce.from > inForce.refusedAt + 1 ? inForce.from : null,
+    // What the last probe proved, if it is no older than the lesson.
+    served: inForce === null || probe === null || probe.at < inForce.at ? null : served,
+    believed: Number.isFinite(believed) && (top === null || believed <= top) ? believed : 1,
+    top: top !== null && top > 0 ? top : null,
+  };
 }
 
 const HEX = /^0x[0-9a-f]{1,16}$/i;

@@ -43,7 +43,7 @@ export interface CheckFailure {
   readonly reason?: CooldownReason;
   /** The `Retry-After` of a 429 or 503, as sent: the provider's word on when to come back. */
   readonly retryAfter?: string;
-  /** The provider no longer keeps what was asked (docs/behaviour.md §15), and the oldest it named. */
+  /** The provider no longer keeps what was asked (docs/behaviour.md §16), and the oldest it named. */
   readonly pruned?: { readonly oldest?: number };
 }
 

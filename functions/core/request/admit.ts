@@ -96,7 +96,7 @@ export function admitCalls(
       open.push(entry);
       continue;
     }
-    // No provider keeps the block the call needs: one clear error, no upstream asked (§15.5).
+    // No provider keeps the block the call needs: one clear error, no upstream asked (§16.5).
     const unavailable =
       order.length === 0 && need !== null
         ? unavailableEverywhere(member.rawId ?? "null", network, call.method, need, context)

@@ -31,7 +31,7 @@ export interface ScopeDeps {
   /** Providers this container has rotated away from (force-rotate). */
   readonly demoted: (network: Network, now: number) => ReadonlySet<string>;
   readonly observed: ObservedHeads;
-  /** The numbers of blocks this container knows by hash (docs/behaviour.md §15.2). */
+  /** The numbers of blocks this container knows by hash (docs/behaviour.md §16.2). */
   readonly numberOfHash?: (
     network: Network,
     state: NetworkState,

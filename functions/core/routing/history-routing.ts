@@ -1,12 +1,14 @@
 import type { Provider } from "../config/network-model.ts";
-import { type BoundInForce, boundInForce, keeps } from "../history/bounds.ts";
+import { type HistoryBound, historyBound, type Keeping, keepingAt } from "../history/bounds.ts";
 import { type HistoryNeed, RESOURCE_WORDS } from "../history/resources.ts";
+import { PRUNED_CLAIM_RECENT_BLOCKS } from "../policies.ts";
 import type { NetworkState } from "./network-state.ts";
 
 /**
- * History-aware routing (docs/behaviour.md §15.2): a provider whose bound does not cover the
- * block a call needs is in the `history` slot and is never asked for that call; the others keep
- * their usual order.
+ * History-aware routing (docs/behaviour.md §16.2): a provider whose bound leaves out the block a
+ * call needs is in the `history` slot and is never asked for that call; one that likely lacks it
+ * is in the `pruned` slot, asked after every provider that may keep it; the others keep their
+ * usual order.
  */
 
 export interface HistoryView {
@@ -34,27 +36,38 @@ export function boundOf(
   provider: Provider,
   resource: HistoryNeed["resource"],
   view: HistoryView,
-): BoundInForce | null {
+): HistoryBound {
   const probeSeconds = view.network.settings.history_bounds.probe_seconds;
-  return boundInForce(provider, view.state.history.get(provider.name), resource, {
-    now: view.now,
-    head: headOf(provider, view),
-    probeValidMs: probeSeconds * PROBE_VALID_INTERVALS * 1000,
-  });
+  return historyBound(
+    provider,
+    view.state.history.get(provider.name),
+    resource,
+    {
+      now: view.now,
+      head: headOf(provider, view),
+      probeValidMs: probeSeconds * PROBE_VALID_INTERVALS * 1000,
+    },
+    PRUNED_CLAIM_RECENT_BLOCKS,
+  );
 }
 
-/** The bound that leaves `need` out on `provider`, or null when it may keep it. */
-export function lacking(
-  provider: Provider,
-  need: HistoryNeed,
-  view: HistoryView,
-): BoundInForce | null {
-  const bound = boundOf(provider, need.resource, view);
-  return keeps(bound, need.block) ? null : bound;
+/** Where `provider` stands for `need`: keeps it, lacks it (never asked) or doubtful (asked last). */
+export function keepingOf(provider: Provider, need: HistoryNeed, view: HistoryView): Keeping {
+  return keepingAt(boundOf(provider, need.resource, view), need.block);
 }
 
-/** The routing explanation's reason for a provider in the `history` slot. */
-export function historyReason(need: HistoryNeed, bound: BoundInForce): string {
-  const kept = Number.isFinite(bound.from) ? `keeps it from block ${bound.from}` : "keeps none";
-  return `does not keep ${RESOURCE_WORDS[need.resource]} at block ${need.block}: ${kept}, ${bound.source}: ${bound.why}`;
+const kept = (from: number) =>
+  Number.isFinite(from) ? `keeps it from block ${from}` : "keeps none";
+
+/** The routing explanation's reason for a provider in the `history` or `pruned` slot. */
+export function historyReason(need: HistoryNeed, keeping: Keeping): string {
+  const what = `${RESOURCE_WORDS[need.resource]} at block ${need.block}`;
+  if (keeping.kind === "lacks") {
+    const { bound } = keeping;
+    return `does not keep ${what}: ${kept(bound.from)}, ${bound.source}: ${bound.why}`;
+  }
+  if (keeping.kind === "doubt") {
+    return `likely does not keep ${what}: ${keeping.bound.likelyWhy}; tried after those that may`;
+  }
+  return "";
 }

@@ -40,7 +40,7 @@ export interface NetworkState {
   readonly logsRanges: ReadonlyMap<string, LearnedLimit>;
   /** The chain position (latest, safe, finalized, served); null before the monitor's first. */
   readonly head: ChainHead | null;
-  /** What each provider keeps of each resource, learned and probed (docs/behaviour.md §15). */
+  /** What each provider keeps of each resource, learned and probed (docs/behaviour.md §16). */
   readonly history: ReadonlyMap<string, ProviderHistory>;
 }
 

@@ -1,9 +1,9 @@
 import type { Network, Provider } from "../config/network-model.ts";
 import { healthState } from "../health/health.ts";
-import type { BoundInForce } from "../history/bounds.ts";
+import type { Keeping } from "../history/bounds.ts";
 import type { HistoryNeed } from "../history/resources.ts";
 import { methodPermitted } from "../jsonrpc/jsonrpc.ts";
-import { historyReason, lacking } from "./history-routing.ts";
+import { historyReason, keepingOf } from "./history-routing.ts";
 import { logsRangeOf } from "./learned-limits.ts";
 import {
   capabilityBlacklistedUntil,
@@ -66,7 +66,7 @@ export interface SelectionContext {
    * provider that cannot have reached a call's block after the others.
    */
   readonly reachable?: (provider: string) => number | null;
-  /** The number of a block known by its hash (EIP-1898 by hash, docs/behaviour.md §15.2). */
+  /** The number of a block known by its hash (EIP-1898 by hash, docs/behaviour.md §16.2). */
   readonly numberOfHash?: (hash: string) => number | null;
 }
 
@@ -106,8 +106,10 @@ export function whyNotCandidate(
  *   after every candidate that can (docs/behaviour.md §10);
  * - `emergency`: not a candidate, tried last (earliest expiry first) so no call is refused
  *   while a provider exists; failures there add no strikes;
+ * - `pruned`: it likely does not keep the block the call needs (it refused an older one, or one
+ *   it is configured to keep), tried after every provider that may (docs/behaviour.md §16.2);
  * - `history`: its bound (configured, learned or probed) leaves out the block the call needs,
- *   never tried for that call (docs/behaviour.md §15);
+ *   never tried for that call (docs/behaviour.md §16.2);
  * - `skipped`: configured not to serve the method, never tried.
  */
 export type RoutingSlot =
@@ -117,6 +119,7 @@ export type RoutingSlot =
   | "limited"
   | "behind"
   | "emergency"
+  | "pruned"
   | "history"
   | "skipped";
 
@@ -206,13 +209,20 @@ function route(
   const limited: Array<{ provider: Provider; range: number }> = [];
   const behind: Array<{ provider: Provider; reached: number }> = [];
   const others: Array<{ provider: Provider; why: NotCandidateReason }> = [];
-  const lacks: Array<{ provider: Provider; bound: BoundInForce }> = [];
+  const lacks: Array<{ provider: Provider; keeping: Keeping }> = [];
+  const pruned: Array<{ provider: Provider; keeping: Keeping }> = [];
   for (const provider of ranked) {
     const why = whyNotCandidate(provider, method, context);
-    const bound =
-      need === null || why === "method_not_served" ? null : lacking(provider, need, context);
-    if (bound !== null) {
-      lacks.push({ provider, bound });
+    const keeping: Keeping =
+      need === null || why === "method_not_served"
+        ? { kind: "keeps" }
+        : keepingOf(provider, need, context);
+    if (keeping.kind === "lacks") {
+      lacks.push({ provider, keeping });
+      continue;
+    }
+    if (keeping.kind === "doubt" && why === null) {
+      pruned.push({ provider, keeping });
       continue;
     }
     const reached = block === null ? null : (context.reachable?.(provider.name) ?? null);
@@ -229,7 +239,7 @@ function route(
   const preferred = backupsInUse ? candidates : primaries;
   // A backup that alone keeps the block serves this call while the primaries are healthy.
   const forThisCall =
-    need !== null && lacks.some(({ provider }) => !provider.backup)
+    need !== null && [...lacks, ...pruned].some(({ provider }) => !provider.backup)
       ? `backup in use for this call: no primary candidate keeps block ${need.block}`
       : "backup in use: no primary is a candidate";
   const inUse = (provider: Provider): RoutingEntry => ({
@@ -301,12 +311,19 @@ function route(
           : "",
       }),
     ),
+    ...pruned.map(
+      ({ provider, keeping }): RoutingEntry => ({
+        provider,
+        slot: "pruned",
+        reason: worded && need !== null ? historyReason(need, keeping) : "",
+      }),
+    ),
     ...emergency,
     ...lacks.map(
-      ({ provider, bound }): RoutingEntry => ({
+      ({ provider, keeping }): RoutingEntry => ({
         provider,
         slot: "history",
-        reason: worded && need !== null ? historyReason(need, bound) : "",
+        reason: worded && need !== null ? historyReason(need, keeping) : "",
       }),
     ),
     ...skipped,

@@ -91,7 +91,7 @@ export interface ProviderStatus {
   readonly limits: { readonly max_batch: number | null; readonly max_logs_range: number | null };
   /** The log-answer checks of this provider's answers in this container (docs/behaviour.md §12.12). */
   readonly log_checks: LogCheckCounts;
-  /** What it keeps of each resource, and its last history probe (docs/behaviour.md §15.6). */
+  /** What it keeps of each resource, and its last history probe (docs/behaviour.md §16.6). */
   readonly history: HistoryStatus;
 }
 

@@ -23,7 +23,7 @@ const UNCLASSIFIED: Expected = { outcome: "unclassified" };
 const CAPABILITY: Expected = { outcome: "capability" };
 /** The provider has not reached the block: next provider, no strike (docs/behaviour.md §10). */
 const BEHIND: Expected = { outcome: "behind" };
-/** History the node no longer keeps: next provider, no penalty, a bound learned (§15.4). */
+/** History the node no longer keeps: next provider, no penalty, a bound learned (§16.4). */
 const PRUNED: Expected = { outcome: "pruned" };
 const retry = (kind: RetryKind, reason: CooldownReason): Expected => ({
   outcome: "retry",
@@ -465,7 +465,7 @@ describe("classifyMember: the permanent table, never retried (docs/behaviour.md 
     ],
     [-32401, "authenticated API key required for method", "eth_getBlockByNumber", UNCLASSIFIED],
     // Pruned state: the caller asked a full node for old state, no fault of the provider's;
-    // another provider may keep it (docs/behaviour.md §15.4).
+    // another provider may keep it (docs/behaviour.md §16.4).
     [27, "Unknown state. First available state is 14875359", "eth_getBalance", PRUNED],
     [-32000, "historical state is not available", "eth_getBalance", PRUNED],
     [-32000, "missing trie node 9f3c7a (path )", "eth_getBalance", PRUNED],
@@ -1208,7 +1208,7 @@ describe("findInnerError", () => {
   });
 });
 
-describe("classifyMember: pruned state is history only about old blocks (docs/behaviour.md §15.4)", () => {
+describe("classifyMember: pruned state is history only about old blocks (docs/behaviour.md §16.4)", () => {
   const ADDRESS = "0x0000000000000000000000000000000000000001";
   const pruned = { code: -32000, message: "missing trie node 9f3c7a (path )" };
   const HIGH_HEAD: ClassifyContext = { quorumHead: 1_000 };

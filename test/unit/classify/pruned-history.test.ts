@@ -7,7 +7,7 @@ import {
 import type { CallInfo } from "../../../functions/core/classify/verdict.ts";
 
 /**
- * The pruned-history phrases (docs/behaviour.md §15.4), row by row as each client or provider
+ * The pruned-history phrases (docs/behaviour.md §16.4), row by row as each client or provider
  * words it (functions/core/classify/pruned-history.ts names the source of every row): each is
  * history, judged so on an old block, whatever code it comes with; none is judged so when its
  * words are the caller's, echoed back.

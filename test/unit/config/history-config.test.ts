@@ -3,7 +3,7 @@ import { configSchema } from "../../../functions/core/config/config-schema.ts";
 import { buildModel, parseConfig } from "../../../functions/core/config/network-model.ts";
 
 /**
- * The config keys of history-aware routing (docs/behaviour.md §15.1, config-reference.md):
+ * The config keys of history-aware routing (docs/behaviour.md §16.1, config-reference.md):
  * per provider `archive` and `history`, per network `history_bounds`, validated by the schema.
  */
 

@@ -16,12 +16,13 @@ import {
 } from "../../../functions/core/routing/selection.ts";
 
 /**
- * History-aware routing (docs/behaviour.md §15.2): the bound in force per provider and resource
+ * History-aware routing (docs/behaviour.md §16.2): the bound in force per provider and resource
  * (config, then learned, then probed), which call needs what, and the `history` slot of the
  * routing explanation.
  */
 
 const NOW = 1_800_000_000_000;
+const hex = (n: number) => `0x${n.toString(16)}`;
 const HEAD = 10_000;
 
 function network(
@@ -73,7 +74,7 @@ function slots(net: Network, ctx: SelectionContext, block: string) {
   );
 }
 
-describe("what a call needs (docs/behaviour.md §15.2)", () => {
+describe("what a call needs (docs/behaviour.md §16.2)", () => {
   it.each([
     ["eth_getBalance", ["0x00", "0x64"], { resource: "state", block: 100 }],
     ["eth_call", [{}, { blockNumber: "0x64" }], { resource: "state", block: 100 }],
@@ -104,7 +105,7 @@ describe("what a call needs (docs/behaviour.md §15.2)", () => {
   });
 });
 
-describe("the bound in force: config, then learned, then probed (docs/behaviour.md §15.1)", () => {
+describe("the bound in force: config, then learned, then probed (docs/behaviour.md §16.1)", () => {
   const net = network([
     { name: "archive", url: "http://a.test", archive: true },
     { name: "window", url: "http://w.test", history: { state_blocks: 128 } },
@@ -128,16 +129,66 @@ describe("the bound in force: config, then learned, then probed (docs/behaviour.
     expect(slots(net, context(net), `0x${(HEAD - 128).toString(16)}`)).toContain("window:history");
   });
 
-  it("a learned bound is in force until it expires, and never overrides the config", () => {
+  it("a learned bound is in force until it expires; over the config it only makes the claim doubtful", () => {
     const ctx = context(net, { open: learned(2000), archive: learned(9000) });
     expect(slots(net, ctx, "0x64")).toEqual([
-      "archive:candidate",
+      "archive:pruned",
       "window:history",
       "from:history",
       "open:history",
     ]);
     const expired = context(net, { open: learned(2000, NOW - 1) });
     expect(slots(net, expired, "0x64")).toContain("open:candidate");
+  });
+
+  it("a refusal naming no oldest block leaves the blocks above it in doubt, up to the recent ones", () => {
+    const ctx = context(net, { open: learned(2000) });
+    const at = (block: number) =>
+      slots(net, ctx, hex(block)).find((slot) => slot.startsWith("open"));
+    expect(at(1999)).toBe("open:history");
+    expect(at(2000)).toBe("open:pruned");
+    expect(at(HEAD - 32)).toBe("open:pruned");
+    expect(at(HEAD - 31)).toBe("open:candidate");
+    const entry = explainRouting(
+      net.providers,
+      "eth_getBalance",
+      ctx,
+      "",
+      null,
+      null,
+      balance(hex(5000)),
+    ).find((each) => each.provider.name === "open");
+    expect(entry?.reason).toMatch(
+      /^likely does not keep state at block 5000: refused state at block 1999 .*: likely keeps only recent state, its oldest block unknown; tried after those that may$/,
+    );
+  });
+
+  it("a refusal naming its oldest block, or a later probe's proof, leaves nothing in doubt", () => {
+    const named: ProviderHistory = {
+      learned: new Map([
+        ["state", { from: 936, refusedAt: 5, at: NOW - 1000, until: NOW + 60_000 }],
+      ]),
+      probe: null,
+    };
+    expect(slots(net, context(net, { open: named }), hex(936))).toContain("open:candidate");
+    expect(slots(net, context(net, { open: named }), hex(935))).toContain("open:history");
+    const proved: ProviderHistory = {
+      ...probed({ state: { from: 2500, window: null, how: "balance" } }, NOW - 500),
+      learned: learned(2000).learned,
+    };
+    expect(slots(net, context(net, { open: proved }), hex(2500))).toContain("open:candidate");
+    expect(slots(net, context(net, { open: proved }), hex(2499))).toContain("open:pruned");
+    // A proof older than the lesson proves nothing about it.
+    const older: ProviderHistory = {
+      ...probed({ state: { from: 2500, window: null, how: "balance" } }, NOW - 5000),
+      learned: learned(2000).learned,
+    };
+    expect(slots(net, context(net, { open: older }), hex(2500))).toContain("open:pruned");
+  });
+
+  it("a state read served is a proof, not a claim: it leaves nothing out", () => {
+    const served = probed({ state: { from: 2500, window: null, how: "balance" } });
+    expect(slots(net, context(net, { open: served }), hex(5))).toContain("open:candidate");
   });
 
   it("learned beats probed: a provider whose eth_capabilities claims archive but refused is left out", () => {
@@ -180,7 +231,7 @@ describe("the bound in force: config, then learned, then probed (docs/behaviour.
   });
 });
 
-describe("the history slot in the routing explanation (docs/behaviour.md §3.7, §15.2)", () => {
+describe("the history slot in the routing explanation (docs/behaviour.md §3.7, §16.2)", () => {
   const net = network([
     { name: "full1", url: "http://f1.test", priority: 2, history: { state_blocks: 64 } },
     { name: "full2", url: "http://f2.test", priority: 2, history: { state_blocks: 64 } },

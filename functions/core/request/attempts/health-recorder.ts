@@ -108,7 +108,7 @@ export class HealthRecorder {
   penalise(attempt: AttemptRecord, verdict: FailureVerdict, methods: readonly string[]): void {
     const { network, slot } = attempt;
     const provider = slot.provider;
-    // History it no longer keeps is no fault: no strike, no blacklist, no count (§15.4).
+    // History it no longer keeps is no fault: no strike, no blacklist, no count (§16.4).
     if (verdict.outcome === "pruned") return;
     if (verdict.outcome === "behind") {
       // Another provider answered about the block: a failed request ("failing often"), so one

@@ -12,10 +12,12 @@ import type { AttemptGroup, KeptAnswer, OpenCall, RequestScope } from "../vocabu
 import type { AttemptJudgement } from "./judge.ts";
 
 /**
- * What attempts teach about providers' history (docs/behaviour.md §15.3): a pruned-history
+ * What attempts teach about providers' history (docs/behaviour.md §16.3): a pruned-history
  * answer about block B sets that provider's bound for the resource above B (or at the oldest
  * block the answer names), in this container at once and in the shared state for every other.
- * The call moves on with its attempt given back: a refusal of history is no failed attempt.
+ * A result at a block a lesson left out (the provider was asked last, §16.2) proves the lesson
+ * wrong and forgets it. The call moves on with its attempt given back: a refusal of history is
+ * no failed attempt.
  * Block hashes seen in quorum members' answers are remembered with their numbers, so a call
  * naming its block by hash (EIP-1898) is routed by the block's number.
  */
@@ -95,12 +97,12 @@ export class HistoryLearning {
         provider,
       );
     }
-    this.#rememberHashes(scope, group, judgement);
+    this.#proveAndRemember(scope, group, judgement);
   }
 
   /**
    * Every provider of the call refused it as pruned and none is left to ask: the gateway's own
-   * clear error stands as its answer unless a provider does better (§15.5).
+   * clear error stands as its answer unless a provider does better (§16.5).
    */
   #answerWhenNobodyKeeps(
     scope: RequestScope,
@@ -164,11 +166,43 @@ export class HistoryLearning {
     );
   }
 
-  /** Block answers of quorum members give block hashes their numbers. */
-  #rememberHashes(scope: RequestScope, group: AttemptGroup, judgement: AttemptJudgement) {
+  /** Results prove blocks a lesson left out; block answers of quorum members give hashes numbers. */
+  #proveAndRemember(scope: RequestScope, group: AttemptGroup, judgement: AttemptJudgement) {
     if (judgement.okAnswers.length === 0) return;
-    if (!mayRaiseHead(group.slot.provider.name, group.slot.emergency, scope.context)) return;
-    for (const { member } of judgement.okAnswers) this.#remember(scope.network, member);
+    const { network, context } = scope;
+    const provider = group.slot.provider.name;
+    const learned = context.state.history.get(provider)?.learned;
+    if (learned !== undefined && learned.size > 0) {
+      const numberOfHash = context.numberOfHash ?? (() => null);
+      for (const { info, member } of judgement.okAnswers) {
+        // Only a result proves the block: an error judged the caller's may be a refusal in
+        // words the caller wrote (a JS tracer's), and would let any caller erase lessons.
+        if (typeof member !== "object" || member === null || !("result" in member)) continue;
+        const need = historyNeedOf(info.method, info.params, numberOfHash);
+        const bound = need === null ? undefined : learned.get(need.resource);
+        if (need === null || bound === undefined || bound.from <= need.block) continue;
+        this.#forget(scope, provider, need.resource, need.block);
+      }
+    }
+    if (!mayRaiseHead(provider, group.slot.emergency, context)) return;
+    for (const { member } of judgement.okAnswers) this.#remember(network, member);
+  }
+
+  /** A provider served a block its lesson left out (asked last, §16.2): the lesson is wrong. */
+  #forget(scope: RequestScope, provider: string, resource: HistoryResource, block: number) {
+    const { network } = scope;
+    this.#deps.cache.update(network.name, (state) => withoutLearned(state, provider, resource));
+    this.#deps.telemetry.log("info", "provider served history it had refused: lesson forgotten", {
+      network: network.name,
+      provider,
+      resource,
+      served_block: block,
+    });
+    scope.writes.push(
+      this.#shared(network, () =>
+        this.#deps.store.forgetHistoryBound(network.name, provider, resource, block),
+      ),
+    );
   }
 
   #remember(network: Network, member: unknown): void {
@@ -238,6 +272,20 @@ function withLearned(
   if (stored === undefined || stored.until <= bound.at || stored.from < bound.from) {
     learned.set(resource, bound);
   }
+  history.set(provider, { ...current, learned });
+  return { ...state, history };
+}
+
+function withoutLearned(
+  state: NetworkState,
+  provider: string,
+  resource: HistoryResource,
+): NetworkState {
+  const current = state.history.get(provider);
+  if (current === undefined) return state;
+  const learned = new Map(current.learned);
+  learned.delete(resource);
+  const history = new Map(state.history);
   history.set(provider, { ...current, learned });
   return { ...state, history };
 }

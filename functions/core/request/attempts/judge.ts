@@ -222,7 +222,7 @@ function judgeMembers(
     if (isRetryVerdict(verdict)) {
       // Pruned history is nobody's incident: a member failing otherwise is the one recorded.
       if (failure === null || failure.outcome === "pruned") failure = verdict;
-      // A pruned node's error is never the caller's answer: the gateway words its own (§15.5).
+      // A pruned node's error is never the caller's answer: the gateway words its own (§16.5).
       const kept = hasErrorMember(member) && verdict.outcome !== "pruned";
       outcomes.push({ kind: "retry", verdict, errorAnswer: kept ? text : null });
       continue;

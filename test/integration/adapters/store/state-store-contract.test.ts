@@ -250,7 +250,7 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
   });
 
   it.skipIf(skip)(
-    "a learned history bound only tightens while in force, per provider and resource (§15.3)",
+    "a learned history bound only tightens while in force, per provider and resource (§16.3)",
     async () => {
       const net = fresh();
       await store.recordHistoryBound(net, "p", "state", bound(100));

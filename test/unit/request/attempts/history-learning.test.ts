@@ -8,7 +8,7 @@ import {
 import { answer, type Script, type SentCall } from "../../../support/scripted-upstream.ts";
 
 /**
- * History-aware routing through the request pipeline (docs/behaviour.md §15): full nodes that
+ * History-aware routing through the request pipeline (docs/behaviour.md §16): full nodes that
  * refuse old state, an archive that keeps it, and what the gateway learns, routes, answers and
  * never penalises. Scripted providers, the in-memory store, a test clock.
  */
@@ -77,7 +77,7 @@ const MIXED: HarnessProviders = [
   { name: "archive", url: ARCHIVE, priority: 1 },
 ];
 
-describe("old state on a mixed fleet (docs/behaviour.md §15)", () => {
+describe("old state on a mixed fleet (docs/behaviour.md §16)", () => {
   it("regression: an old-state read got the full node's 'missing trie node' (0 of 20 served); now the archive serves it, and nobody is penalised", async () => {
     const s = scene(MIXED);
     const response = await s.rpc(s.balanceAt(100));
@@ -114,6 +114,20 @@ describe("old state on a mixed fleet (docs/behaviour.md §15)", () => {
     // reth named its oldest block: that is the bound, not the block after the refused one.
     expect(shared.get("full2")?.learned.get("state")?.from).toBe(936);
     expect(s.store.historyWrites.length).toBe(2);
+  });
+
+  it("regression: an indexer walking old blocks upward paid three calls a read (each full node refused every block above the last one it refused); now the first refusal sends every old read to the archive first", async () => {
+    const s = scene(MIXED);
+    await s.rpc(s.balanceAt(100));
+    s.advance(2000);
+    const before = s.upstream.callsTo(FULL1) + s.upstream.callsTo(FULL2);
+    for (let block = 101; block < 140; block++) {
+      const response = await s.rpc(s.balanceAt(block));
+      expect(JSON.parse(response.body).result).toBe(hex(block));
+      expect(response.headers["x-gateway-provider"]).toBe("archive");
+      expect(response.headers["x-gateway-attempts"]).toBe("1");
+    }
+    expect(s.upstream.callsTo(FULL1) + s.upstream.callsTo(FULL2)).toBe(before);
   });
 
   it("keeps recent reads on the primaries", async () => {
@@ -166,7 +180,38 @@ describe("old state on a mixed fleet (docs/behaviour.md §15)", () => {
   });
 });
 
-describe("when no provider keeps the block (docs/behaviour.md §15.5)", () => {
+describe("a provider configured to keep history that refuses it (docs/behaviour.md §16.2)", () => {
+  const CONFIGURED: HarnessProviders = [
+    { name: "full1", url: FULL1, priority: 2, history: { state_blocks: 64 } },
+    { name: "full2", url: FULL2, priority: 2, history: { state_blocks: 64 } },
+    { name: "archive", url: ARCHIVE, priority: 1, archive: true },
+  ];
+
+  it("regression: a configured archive's one refusal is no proof against the config: asked last, and a result forgets the lesson", async () => {
+    const s = scene(CONFIGURED);
+    let refusals = 1;
+    const honest = node(0, GETH);
+    s.upstream.script(ARCHIVE, (request, call) => {
+      if (refusals-- > 0) return answer(JSON.stringify({ jsonrpc: "2.0", id: 1, error: GETH }));
+      return honest(request, call);
+    });
+    const first = JSON.parse((await s.rpc(s.balanceAt(100))).body);
+    expect(first.error.message).toMatch(/^state at block 0x64 is not available on any provider/);
+    s.advance(2000);
+    // The config says it keeps block 100: it is still asked (last), and serves it.
+    const second = await s.rpc(s.balanceAt(100));
+    expect(JSON.parse(second.body).result).toBe(hex(100));
+    s.advance(2000);
+    expect((await s.store.readNetwork("net")).history.get("archive")?.learned.has("state")).toBe(
+      false,
+    );
+    const third = await s.rpc(s.balanceAt(50));
+    expect(third.headers["x-gateway-attempts"]).toBe("1");
+    expect(s.upstream.callsTo(FULL1) + s.upstream.callsTo(FULL2)).toBe(0);
+  });
+});
+
+describe("when no provider keeps the block (docs/behaviour.md §16.5)", () => {
   const FULLS: HarnessProviders = [
     { name: "full1", url: FULL1, priority: 2 },
     { name: "full2", url: FULL2, priority: 1 },
@@ -211,7 +256,7 @@ describe("when no provider keeps the block (docs/behaviour.md §15.5)", () => {
   });
 });
 
-describe("what teaches a bound and what does not (docs/behaviour.md §15.3, §15.4)", () => {
+describe("what teaches a bound and what does not (docs/behaviour.md §16.3, §16.4)", () => {
   it("regression: a caller's words echoed back taught nothing and blamed nobody", async () => {
     const s = scene(MIXED);
     // The node echoes a bad param, in which the caller wrote a pruned node's words.
