@@ -49,8 +49,11 @@ export function oldestKept(
   view: HistoryView,
 ): number | null {
   const bounds = providers.map((provider) => boundOf(provider, resource, view));
-  // A provider nothing is known of may keep anything: the oldest kept is unknown.
-  if (bounds.length === 0 || bounds.some((bound) => bound.source === null)) return null;
+  // A provider nothing is known of may keep anything, and one whose edge is in doubt may keep
+  // blocks it has not been asked for: the oldest kept is unknown.
+  const unknown = (bound: (typeof bounds)[number]) =>
+    bound.source === null || bound.likelyFrom > bound.from;
+  if (bounds.length === 0 || bounds.some(unknown)) return null;
   const froms = bounds.map((bound) => bound.from).filter((from) => Number.isFinite(from));
   return froms.length === 0 ? null : Math.min(...froms);
 }

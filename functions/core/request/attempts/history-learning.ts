@@ -35,6 +35,8 @@ export class HistoryLearning {
   readonly #numbers = new Map<string, number>();
   /** `network \0 provider \0 resource` → when this container last wrote that bound (ms). */
   readonly #writtenAt = new Map<string, number>();
+  /** Per request, its state with what its attempts taught so far. */
+  readonly #taught = new WeakMap<RequestScope, NetworkState>();
   /** The gateway's own "not available anywhere" answers kept as a call's fallback. */
   readonly #ownAnswers = new WeakSet<KeptAnswer>();
 
@@ -82,13 +84,15 @@ export class HistoryLearning {
       unserved.push({ entry, need });
     });
     const now = this.#deps.clock();
-    let state = context.state;
+    // What earlier attempts of this request taught, for the clear error's oldest block kept.
+    let state = this.#taught.get(scope) ?? context.state;
     for (const [resource, { from, refusedAt }] of refused) {
       const until = now + network.settings.history_bounds.learned_ttl_seconds * 1000;
       const bound: LearnedBound = { from, refusedAt, at: now, until };
       this.#learn(scope, provider, resource, bound);
       state = withLearned(state, provider, resource, bound);
     }
+    this.#taught.set(scope, state);
     for (const { entry, need } of unserved) {
       this.#answerWhenNobodyKeeps(
         { ...scope, context: { ...context, state } },
