@@ -322,6 +322,19 @@ describe("the history slot in the routing explanation (docs/behaviour.md §3.7, 
         data: { resource: "state", block: "0x64", oldest_available: "0x2328" },
       },
     });
+    // One whose edge is in doubt (a refusal naming no oldest block): the oldest kept is unknown.
+    const learning = network([
+      { name: "full1", url: "http://f1.test", history: { state_blocks: 64 } },
+      { name: "open", url: "http://o.test" },
+    ]);
+    const doubtful = context(learning, { open: learned(9000) });
+    const worded = JSON.parse(
+      unavailableEverywhere("7", learning, "eth_getBalance", need, doubtful) ?? "null",
+    );
+    expect(worded.error.message).toBe(
+      "state at block 0x64 is not available on any provider of eth",
+    );
+    expect(worded.error.data.oldest_available).toBeNull();
     // A provider that may keep it (nothing known): no such error.
     const mixed = network([
       { name: "full1", url: "http://f1.test", history: { state_blocks: 64 } },
