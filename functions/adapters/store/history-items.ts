@@ -1,9 +1,7 @@
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
-  DeleteItemCommand,
   type DynamoDBClient,
-  PutItemCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import type {
@@ -147,7 +145,11 @@ export async function recordHistoryBound(
   }
 }
 
-/** Deletes a learned bound that leaves out `block`, which the provider has served. */
+/**
+ * Forgets a learned bound that leaves out `block`, which the provider has served: its `until`
+ * is set to 0, so it reads as expired and any lesson replaces it (an UpdateItem, as neither
+ * role may delete).
+ */
 export async function forgetHistoryBound(
   table: Table,
   provider: string,
@@ -156,11 +158,13 @@ export async function forgetHistoryBound(
 ): Promise<void> {
   try {
     await table.client.send(
-      new DeleteItemCommand({
+      new UpdateItemCommand({
         TableName: table.tableName,
         Key: { pk: table.pk, sk: { S: historyBoundKey(provider, resource) } },
+        UpdateExpression: "SET #until = :zero",
         ConditionExpression: "bound_from > :block",
-        ExpressionAttributeValues: { ":block": { N: String(block) } },
+        ExpressionAttributeNames: { "#until": "until" },
+        ExpressionAttributeValues: { ":block": { N: String(block) }, ":zero": { N: "0" } },
       }),
     );
   } catch (error) {
@@ -175,13 +179,14 @@ export async function recordHistoryProbe(
   probe: HistoryProbe,
 ): Promise<void> {
   await table.client.send(
-    new PutItemCommand({
+    new UpdateItemCommand({
       TableName: table.tableName,
-      Item: {
-        pk: table.pk,
-        sk: { S: historyProbeKey(provider) },
-        snapshot: { S: JSON.stringify(probe) },
-        ttl: { N: String(Math.ceil(probe.at / 1000) + PROBE_ITEM_TTL_S) },
+      Key: { pk: table.pk, sk: { S: historyProbeKey(provider) } },
+      UpdateExpression: "SET #snapshot = :snapshot, #ttl = :ttl",
+      ExpressionAttributeNames: { "#snapshot": "snapshot", "#ttl": "ttl" },
+      ExpressionAttributeValues: {
+        ":snapshot": { S: JSON.stringify(probe) },
+        ":ttl": { N: String(Math.ceil(probe.at / 1000) + PROBE_ITEM_TTL_S) },
       },
     }),
   );
