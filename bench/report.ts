@@ -11,10 +11,10 @@ import type {
 } from "./results.ts";
 import { COST_WARMUP_SECONDS, dollarsPerMillionPerMs, PRICES } from "./targets/cost.ts";
 import { renderHedge } from "./targets/hedge.ts";
+import { renderStages } from "./targets/stages.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
 import { LAMBDA_BLOCK_TIME_SECONDS } from "./tools/lambda-env.ts";
-import { formatLoad } from "./tools/machine.ts";
-import type { PartMeta } from "./verdict.ts";
+import { measuredWhen } from "./verdict.ts";
 
 /**
  * bench/RESULTS.md: the section between the markers is generated from bench/results.json by
@@ -41,10 +41,6 @@ export function roundRatios(measured: readonly number[], baseline: readonly numb
   });
   if (ratios.length < 2) return "";
   return `; rounds ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
-}
-
-function when(part: PartMeta): string {
-  return `${part.date}, load ${formatLoad(part.loadAtStart)} at start, ${formatLoad(part.loadAtEnd)} at end; ${part.revision}; \`${part.command}\``;
 }
 
 export function renderReport(results: Results): string {
@@ -89,17 +85,22 @@ export function renderReport(results: Results): string {
   if (results.profile) lines.push(...renderProfile(results.profile));
   if (results.hedge) lines.push(...renderHedge(results.hedge));
   if (results.logs) lines.push(...renderLogs(results.logs));
+  if (results.stages) lines.push(...renderStages(results.stages));
   return lines.join("\n").trimEnd();
 }
 
-function throughputTable(records: readonly ThroughputRecord[]): string[] {
+/** The `against` target is named by its commit. */
+const targetLabel = (target: string, against: string | undefined) =>
+  target === "against" ? `gateway@${against ?? "?"}` : target;
+
+function throughputTable(records: readonly ThroughputRecord[], against?: string): string[] {
   const lines = [
     "| workload | c | target | req/s | p50 ms | p99 ms | requests | server CPU µs/req | anvil cores | load generator cores | others (cores) | valid |",
     "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
   ];
   for (const r of records) {
     lines.push(
-      `| ${r.workload} | ${r.connections} | ${r.target} | ${Math.round(r.perSecond)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.requests} | ${r.serverCpuUsPerRequest === null ? "–" : Math.round(r.serverCpuUsPerRequest)} | ${cores(r.anvilCores)} | ${cores(r.loadgenCores)} | ${cores(r.otherCores)} | ${r.problems.length === 0 ? "yes" : `**NO**: ${r.problems.join("; ")}`} |`,
+      `| ${r.workload} | ${r.connections} | ${targetLabel(r.target, against)} | ${Math.round(r.perSecond)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.requests} | ${r.serverCpuUsPerRequest === null ? "–" : Math.round(r.serverCpuUsPerRequest)} | ${cores(r.anvilCores)} | ${cores(r.loadgenCores)} | ${cores(r.otherCores)} | ${r.problems.length === 0 ? "yes" : `**NO**: ${r.problems.join("; ")}`} |`,
     );
   }
   return lines;
@@ -119,13 +120,14 @@ function renderThroughput(part: ThroughputPart): string[] {
   const lines = [
     "## Local server: throughput and latency",
     "",
-    `- Measured: ${when(part)}`,
+    `- Measured: ${measuredWhen(part)}`,
     `- Load: ${part.loadGenerator}, its own process, one thread, keep-alive connections, one body per workload (the forwarded \`eth_getBalance\` names a new address in every call, so the answer cache never holds its answer); ${part.rounds} rounds of ${part.seconds} s per target and concurrency, the targets alternated within each round (req/s over all rounds; p50/p99: the median of the rounds' percentiles).`,
     "- Targets: anvil directly (mining a block every 12 s, as a live chain); the ~20-line undici pass-through (`bench/tools/passthrough.ts`) in its own `node` process; the gateway as `npm start -- --config F --port 0` runs it (API Gateway emulator + proxy handler + dynalite + the monitor on its timer), one provider: that anvil.",
     "- server CPU: CPU of the server's whole process group per request. others: cores every other process on the machine used meanwhile (the noise).",
     "",
-    ...throughputTable(part.records),
+    ...throughputTable(part.records, part.against),
     "",
+    ...againstAt32(part),
     `Gateway against the pass-through at c=32, every workload (the verdicts are the first's; the others skip parts of the pipeline):`,
     "",
     "| workload | gateway req/s | pass-through req/s | ratio | every round | server CPU µs/req, gateway vs pass-through |",
@@ -162,6 +164,35 @@ function ratiosAt32(records: readonly ThroughputRecord[]): string[] {
   });
 }
 
+/**
+ * `--against`: this commit's gateway and the other's, each against the pass-through of the same
+ * round, at c=32 (the ratio of ratios is the change the commit made, the machine's drift between
+ * rounds divided out).
+ */
+function againstAt32(part: ThroughputPart): string[] {
+  if (part.against === undefined) return [];
+  const rows = [...new Set(part.records.map((r) => r.workload))].flatMap((workload) => {
+    const gateway = find(part.records, workload, 32, "gateway");
+    const other = find(part.records, workload, 32, "against");
+    const passthrough = find(part.records, workload, 32, "pass-through");
+    if (!gateway || !other || !passthrough) return [];
+    const rounds = roundRatios(gateway.roundPerSecond ?? [], other.roundPerSecond ?? []);
+    const cpu = (r: ThroughputRecord) =>
+      r.serverCpuUsPerRequest === null ? "n/a" : Math.round(r.serverCpuUsPerRequest);
+    return [
+      `| ${workload} | ${Math.round(gateway.perSecond)} | ${Math.round(other.perSecond)} | ${ratio(gateway.perSecond / other.perSecond)} | ${rounds.replace(/^; rounds /, "") || "–"} | ${ratio(gateway.perSecond / passthrough.perSecond)} vs ${ratio(other.perSecond / passthrough.perSecond)} | ${cpu(gateway)} vs ${cpu(other)} |`,
+    ];
+  });
+  return [
+    `This commit's gateway against \`gateway@${part.against}\` at c=32, in the same rounds:`,
+    "",
+    "| workload | this req/s | against req/s | ratio | every round | each against the pass-through | server CPU µs/req, this vs against |",
+    "|---|---:|---:|---:|---|---|---|",
+    ...rows,
+    "",
+  ];
+}
+
 export function addedLatency(
   records: readonly ThroughputRecord[],
   workload: string,
@@ -181,7 +212,7 @@ function renderHandler(part: HandlerPart): string[] {
   return [
     "## Handler CPU per request (what a Lambda container pays)",
     "",
-    `- Measured: ${when(part)}`,
+    `- Measured: ${measuredWhen(part)}`,
     `- The bundles the stack ships, each imported by a fresh Node process (\`bench/tools/lambda-child.ts\`) with the Lambda's environment (config in s3rver, state in dynalite, the anvil upstream) and invoked directly with API Gateway events, one at a time, each a call the gateway forwards every time (\`eth_getBalance\` at \`latest\` of a new address each invocation, the call of the local server's verdicts), the chain position written as the monitor writes it: ${part.count} invocations measured after 2,000 of warm-up, ${part.rounds} rounds alternating the handlers. CPU is the whole process's (\`process.cpuUsage()\`): background refreshes, metric flushes and GC included.`,
     "- baseline: `bench/baseline/minimal-handler.ts`, middy + the same S3 and DynamoDB clients, forwarding the body with the same upstream adapter.",
     "",
@@ -196,6 +227,20 @@ function renderHandler(part: HandlerPart): string[] {
         } |`,
     ),
     "",
+    ...againstCpu(part),
+  ];
+}
+
+/** `--against`: this commit's handler CPU against the other's, round by round. */
+function againstCpu(part: HandlerPart): string[] {
+  if (part.against === undefined) return [];
+  const gateway = part.records.find((r) => r.role === "gateway");
+  const other = part.records.find((r) => r.role === "against");
+  const baseline = part.records.find((r) => r.role === "baseline");
+  if (!gateway || !other || !baseline) return [];
+  return [
+    `This commit's handler against \`gateway@${part.against}\`: ${Math.round(gateway.medianCpuUs)} vs ${Math.round(other.medianCpuUs)} µs CPU per request = ${ratio(gateway.medianCpuUs / other.medianCpuUs)}${roundRatios(gateway.cpuUs, other.cpuUs)}; against the baseline ${ratio(gateway.medianCpuUs / baseline.medianCpuUs)} vs ${ratio(other.medianCpuUs / baseline.medianCpuUs)}.`,
+    "",
   ];
 }
 
@@ -203,7 +248,7 @@ function renderCold(part: ColdPart): string[] {
   return [
     "## Cold start",
     "",
-    `- Measured: ${when(part)}`,
+    `- Measured: ${measuredWhen(part)}`,
     `- Each bundle built as the stack builds it (esbuild ESM, minified, \`module\` main fields, AWS SDK bundled: \`bench/tools/bundles.ts\` with the settings of \`infra/constructs/node-function.ts\`), started ${part.starts} times in a fresh Node process, alternating: the import, then the first request (config from S3, the state Query, one upstream call: \`eth_getTransactionCount\` at \`pending\`, which the gateway forwards every time, the chain position written as deployed). Node's own start-up is excluded and the same for all.`,
     "- CPU time decides the verdicts: it is what stretches on Lambda's share of a vCPU, and what other people's load here disturbs least. Wall time is shown as measured, and without the time spent waiting for a core (own). Medians.",
     "",
@@ -221,7 +266,7 @@ function renderCost(part: CostPart): string[] {
   return [
     "## Cost per million requests",
     "",
-    `- Measured: ${when(part)}`,
+    `- Measured: ${measuredWhen(part)}`,
     `- The gateway's bundle in one container, invoked at a steady rate for ${part.seconds} s after its cold start and ${COST_WARMUP_SECONDS} s of warm-up at that rate, healthy provider (anvil on this machine, a block every ${LAMBDA_BLOCK_TIME_SECONDS} s, the chain position written as the monitor writes it), with a call the gateway forwards every time (\`eth_getTransactionCount\` at \`pending\`: never cached, and not \`eth_blockNumber\`, which the served head answers without a provider). DynamoDB calls are named by operation and item (NET: the network's state and served head, STATS: request stats). List prices (us-east-1): HTTP API $${PRICES.httpApiPerMillion.toFixed(2)}/M, Lambda requests $${PRICES.lambdaRequestsPerMillion.toFixed(2)}/M, arm64 duration $${PRICES.lambdaArmPerGbSecond}/GB-s at ${part.memoryMb} MB (prod), DynamoDB on demand $${PRICES.dynamoReadUnitPerMillion}/M read units and $${PRICES.dynamoWriteUnitPerMillion}/M write units.`,
     `- Billed duration, per invocation: its wall time here, less the time it waited for a core (other processes' load, from /proc schedstat), plus its CPU time × (1769/${part.memoryMb} − 1) (Lambda gives ${part.memoryMb} MB that share of a vCPU), rounded up to 1 ms. DynamoDB: every call the handler made (counted at a relay in front of dynalite), a Query at 0.5 read unit per 4 KB answered, a write at 1 unit per KB sent. A provider's own latency adds ${dollars(dollarsPerMillionPerMs(part.memoryMb))} per ms per million on top.`,
     "",
@@ -248,7 +293,7 @@ function renderReplay(part: ReplayPart): string[] {
   return [
     "## Answer cache: an indexer's replay",
     "",
-    `- Measured: ${when(part)}`,
+    `- Measured: ${measuredWhen(part)}`,
     `- anvil with ${record.latest} blocks (logs every few blocks), finalized ${record.finalized}; the gateway as \`npm start -- --containers ${record.containers} --dynamodb URL --no-monitor\` runs it, the chain position written to its DynamoDB as the monitor writes it. An indexer (4 walkers) asks, for every block 1–${record.replayedTo}: the block with its transactions, its receipts, an eth_call at it, and the logs of every ten blocks (${record.callsPerPass} calls a pass, one call per request). Pass 2 is a restarted indexer on the same gateway; pass 3 one on a restarted gateway (every container cold). Upstream calls counted at a relay in front of anvil, DynamoDB calls at a relay in front of dynalite.`,
     "",
     "| pass | gateway | upstream calls, cache off | upstream calls, cache on | x-gateway-cache (on) | shared-tier reads (on) | shared-tier writes (on) | seconds off / on |",
@@ -267,7 +312,7 @@ function renderLogs(part: LogsPart): string[] {
   return [
     "## eth_getLogs over any range",
     "",
-    `- Measured: ${when(part)}`,
+    `- Measured: ${measuredWhen(part)}`,
     `- anvil (mining on demand) holding logs spread over ${part.blocks} blocks (built in ${(part.chainBuildMs / 1000).toFixed(1)} s: anvil 1.7 mines in time that grows with the chain's length, so 100,000 blocks take hours here), behind two providers (\`local/logs-range-cap.ts\`) that refuse spans over ${part.cap} blocks in geth's words. One query over the whole chain through the gateway (\`npm start\`'s stack, \`logs_concurrency\` ${part.concurrency}), against the node asked directly one ${part.cap}-block piece after another. Upstream calls: eth_getLogs calls the providers received, refusals included.`,
     "",
     "| scenario | upstream calls | refused | ms | logs | same logs as the node's |",
@@ -284,7 +329,7 @@ function renderProfile(part: ProfilePart): string[] {
   const lines = [
     "## Where the time goes (CPU profiles)",
     "",
-    `- Measured: ${when(part)}`,
+    `- Measured: ${measuredWhen(part)}`,
     "- `--cpu-prof`; each sample charged to its nearest project frame (time in a library or in native code goes to the project code that called it), and separately by the file or package it ran in; µs per request. Profiles: `bench/.tmp/profiles/` (Chrome DevTools' Performance panel or speedscope open them).",
     "",
   ];

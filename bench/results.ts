@@ -5,6 +5,7 @@ import type { HedgePart } from "./targets/hedge.ts";
 import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./targets/lambda.ts";
 import type { LogsMeasurement } from "./targets/logs.ts";
 import type { ReplayRecord } from "./targets/replay.ts";
+import type { StagesPart } from "./targets/stages.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
 import type { ProfileFindings } from "./tools/profiling.ts";
 import type { PartMeta, Verdict } from "./verdict.ts";
@@ -26,7 +27,8 @@ export type PartName =
   | "profile"
   | "replay"
   | "hedge"
-  | "logs";
+  | "logs"
+  | "stages";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
   "handler",
@@ -36,9 +38,12 @@ export const PART_NAMES: readonly PartName[] = [
   "replay",
   "hedge",
   "logs",
+  "stages",
 ];
 
 export interface ThroughputPart extends PartMeta {
+  /** The commit the `against` target ran (`--against`), when one did. */
+  readonly against?: string;
   readonly loadGenerator: string;
   readonly rounds: number;
   readonly seconds: number;
@@ -47,6 +52,8 @@ export interface ThroughputPart extends PartMeta {
 }
 
 export interface HandlerPart extends PartMeta {
+  /** The commit of the `against` bundle (`--against`), when one was measured. */
+  readonly against?: string;
   readonly rounds: number;
   readonly count: number;
   readonly records: readonly HandlerCpuRecord[];
@@ -92,6 +99,7 @@ export interface Results {
   replay?: ReplayPart;
   hedge?: HedgePart;
   logs?: LogsPart;
+  stages?: StagesPart;
 }
 
 export function readResults(): Results {

@@ -3,7 +3,8 @@
  * a baseline in the same run, with a verdict per target. Writes bench/results.json (the latest
  * result of every part) and the generated section of bench/RESULTS.md.
  *
- *   npm run bench -- [--only throughput,handler,cold,cost,profile,replay,hedge,logs] [--dry-run]
+ *   npm run bench -- [--only throughput,handler,cold,cost,profile,replay,hedge,logs,stages]
+ *     [--dry-run] [--against REV]
  *     [--rounds 2] [--seconds 5] [--warmup 2]          local server (throughput)
  *     [--handler-rounds 3] [--handler-count 5000]      handler CPU
  *     [--starts 9]                                      cold starts per handler
@@ -28,6 +29,11 @@
  *   logs        one eth_getLogs over a chain of anvil blocks with logs, through the gateway in
  *               front of providers capped at --logs-cap blocks, vs the node asked piece by piece
  *               [--logs-blocks 2000] [--logs-cap 200] [--logs-concurrency 4]
+ *   stages      what each stage of the request pipeline costs the forwarded call (the gateway's
+ *               StageObserver, in the handler invoked as in `handler`), µs per request
+ *
+ *   --against REV  another commit's gateway measured beside this one in the same rounds
+ *               (throughput: a fourth target; handler: a third bundle), from `git archive REV`
  *
  * Exits 1 when a measurement had errors (its figures are not a valid result).
  */
@@ -54,6 +60,7 @@ import {
 } from "./targets/lambda.ts";
 import { measureLogs } from "./targets/logs.ts";
 import { measureReplay } from "./targets/replay.ts";
+import { measureStages } from "./targets/stages.ts";
 import { measureThroughput, WORKLOADS } from "./targets/throughput.ts";
 import {
   coldVerdicts,
@@ -72,6 +79,7 @@ import {
 import { loadGenerator } from "./tools/load.ts";
 import { formatLoad, loadAverage, machineInfo } from "./tools/machine.ts";
 import { profileHandler, profileLocalServer, profilePacedHandler } from "./tools/profiling.ts";
+import { type RevisionTree, revisionTree } from "./tools/revision-tree.ts";
 import type { PartMeta } from "./verdict.ts";
 
 const RESULTS_MD = new URL("./RESULTS.md", import.meta.url).pathname;
@@ -97,6 +105,7 @@ const args = (() => {
         "logs-cap": { type: "string", default: "200" },
         "logs-concurrency": { type: "string", default: "4" },
         "dry-run": { type: "boolean", default: false },
+        against: { type: "string" },
       },
     }).values;
   } catch (error) {
@@ -170,6 +179,13 @@ async function main(): Promise<number> {
     },
   };
   const { seconds, rounds, warmupSeconds } = settings;
+  let against: RevisionTree | undefined;
+  try {
+    against = args.against === undefined ? undefined : revisionTree(args.against);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (against) log(`against commit ${against.commit} (${against.root})`);
   const loadAtStart = loadAverage();
   log(`load average at start ${formatLoad(loadAtStart)}; parts: ${[...parts].join(", ")}`);
   const results: Results = readResults();
@@ -193,16 +209,23 @@ async function main(): Promise<number> {
         {
           workloads: WORKLOADS,
           concurrencies: [1, 32],
-          targets: ["direct", "pass-through", "gateway"],
+          targets: [
+            "direct",
+            "pass-through",
+            "gateway",
+            ...(against ? (["against"] as const) : []),
+          ],
           rounds,
           seconds,
           warmupSeconds,
+          ...(against ? { against } : {}),
         },
         log,
       );
       invalid ||= records.some((r) => r.problems.length > 0);
       results.throughput = {
         ...meta(started),
+        ...(against ? { against: against.commit } : {}),
         loadGenerator: load.name,
         rounds,
         seconds,
@@ -218,7 +241,7 @@ async function main(): Promise<number> {
       results.replay = { ...meta(started), record, verdicts: replayVerdicts(record) };
     }
 
-    const lambdaParts = (["handler", "cold", "cost", "profile"] as const).filter((p) =>
+    const lambdaParts = (["handler", "stages", "cold", "cost", "profile"] as const).filter((p) =>
       parts.has(p),
     );
     if (lambdaParts.length > 0) {
@@ -232,7 +255,7 @@ async function main(): Promise<number> {
       const forwarded = lambdaCall(FORWARDED);
       const pendingNonce = lambdaCall(PENDING_NONCE);
       log("building the bundles");
-      const variants = await buildVariants(environment.configText);
+      const variants = await buildVariants(environment.configText, against);
 
       if (parts.has("handler")) {
         const started = loadAverage();
@@ -245,11 +268,29 @@ async function main(): Promise<number> {
         );
         results.handler = {
           ...meta(started),
+          ...(against ? { against: against.commit } : {}),
           rounds: handlerRounds,
           count,
           records,
           verdicts: handlerVerdicts(records),
         };
+      }
+
+      if (parts.has("stages")) {
+        const started = loadAverage();
+        const { handlerRounds, count } = settings;
+        const measured = await measureStages(
+          environment,
+          {
+            configText: environment.configText,
+            rounds: handlerRounds,
+            warmup: 2000,
+            count,
+            call: forwarded,
+          },
+          log,
+        );
+        results.stages = { ...meta(started), rounds: handlerRounds, count, ...measured };
       }
 
       if (parts.has("cold")) {

@@ -1,4 +1,4 @@
-import type { MachineInfo } from "./tools/machine.ts";
+import { formatLoad, type MachineInfo } from "./tools/machine.ts";
 
 /** A target's verdict, and what every part of bench/results.json records about its run. */
 
@@ -20,4 +20,9 @@ export interface PartMeta {
 export function verdict(ok: boolean, valid = true): Verdict["verdict"] {
   if (!valid) return "INVALID";
   return ok ? "PASS" : "FAIL";
+}
+
+/** When and on what a part was measured, for its section of bench/RESULTS.md. */
+export function measuredWhen(part: PartMeta): string {
+  return `${part.date}, load ${formatLoad(part.loadAtStart)} at start, ${formatLoad(part.loadAtEnd)} at end; ${part.revision}; \`${part.command}\``;
 }

@@ -5,6 +5,7 @@ import {
   type LambdaEnvironment,
 } from "../tools/lambda-env.ts";
 import { median, spread } from "../tools/machine.ts";
+import type { RevisionTree } from "../tools/revision-tree.ts";
 import { COST_WARMUP_SECONDS, type CostBreakdown, costPerMillion } from "./cost.ts";
 
 /**
@@ -14,19 +15,36 @@ import { COST_WARMUP_SECONDS, type CostBreakdown, costPerMillion } from "./cost.
  * baseline handler (bench/baseline/minimal-handler.ts), in fresh processes, alternated.
  */
 
-export type Role = "gateway" | "baseline";
+/** `against`: the gateway of another revision (`--against`), measured beside this one. */
+export type Role = "gateway" | "baseline" | "against";
 
 export interface LambdaVariant {
   readonly role: Role;
   readonly bundle: Bundle;
 }
 
-/** `configText`: the S3 object's text, bundled beside each handler as a deploy bundles it. */
-export async function buildVariants(configText: string): Promise<LambdaVariant[]> {
+/**
+ * `configText`: the S3 object's text, bundled beside each handler as a deploy bundles it;
+ * `against`: another revision's tree, whose gateway is built too.
+ */
+export async function buildVariants(
+  configText: string,
+  against?: RevisionTree,
+): Promise<LambdaVariant[]> {
   const variants: LambdaVariant[] = [];
   for (const role of ["gateway", "baseline"] as const) {
     const entry = role === "gateway" ? GATEWAY_ENTRY : BASELINE_ENTRY;
     variants.push({ role, bundle: await buildBundle({ name: role, entry, configText }) });
+  }
+  if (against !== undefined) {
+    const name = `gateway@${against.commit}`;
+    const bundle = await buildBundle({
+      name,
+      entry: GATEWAY_ENTRY,
+      configText,
+      root: against.root,
+    });
+    variants.push({ role: "against", bundle });
   }
   return variants;
 }
@@ -84,7 +102,7 @@ export async function measureHandlerCpu(
         if (call.at <= figures.measuredTo) tally[call.operation] = (tally[call.operation] ?? 0) + 1;
       }
       log(
-        `handler ${variant.role.padEnd(8)} round ${round}: ${figures.cpuUsPerRequest.toFixed(0)} µs CPU/request, ${(figures.wallMsPerRequest * 1000).toFixed(0)} µs wall`,
+        `handler ${variant.bundle.name.padEnd(16)} round ${round}: ${figures.cpuUsPerRequest.toFixed(0)} µs CPU/request, ${(figures.wallMsPerRequest * 1000).toFixed(0)} µs wall`,
       );
     }
   }
@@ -93,7 +111,7 @@ export async function measureHandlerCpu(
     const cpuUs = figures.map((f) => f.cpuUsPerRequest);
     const requests = figures.reduce((sum, f) => sum + f.count, 0);
     return {
-      variant: variant.role,
+      variant: variant.bundle.name,
       role: variant.role,
       cpuUs,
       wallMs: figures.map((f) => f.wallMsPerRequest),
@@ -161,7 +179,7 @@ export async function measureColdStarts(
     const figures = starts.get(variant) ?? [];
     const pick = (get: (f: ColdFigures) => number) => figures.map(get);
     return {
-      variant: variant.role,
+      variant: variant.bundle.name,
       role: variant.role,
       bytes: variant.bundle.bytes,
       importCpuMs: pick((f) => f.importCpuMs),

@@ -7,6 +7,7 @@ import {
   processCpuSeconds,
   reapedChildrenCpuSeconds,
 } from "../tools/machine.ts";
+import type { RevisionTree } from "../tools/revision-tree.ts";
 import {
   GATEWAY_NETWORK,
   type ServerProcess,
@@ -28,8 +29,8 @@ import { bodyOf, FORWARDED, PENDING_NONCE, SERVED_HEAD, type Workload } from "./
  */
 export const WORKLOADS: readonly Workload[] = [FORWARDED, PENDING_NONCE, SERVED_HEAD];
 
-/** A target: the upstream itself, the pass-through, or the gateway. */
-export type TargetName = "direct" | "pass-through" | "gateway";
+/** A target: the upstream itself, the pass-through, the gateway, or another revision's (`--against`). */
+export type TargetName = "direct" | "pass-through" | "gateway" | "against";
 
 export interface ThroughputRecord {
   readonly workload: string;
@@ -60,6 +61,8 @@ export interface ThroughputPlan {
   readonly seconds: number;
   /** Before a target's first round; later rounds warm up for 1 s. */
   readonly warmupSeconds: number;
+  /** The tree the `against` target runs. */
+  readonly against?: RevisionTree;
 }
 
 export async function measureThroughput(
@@ -75,7 +78,11 @@ export async function measureThroughput(
       const server =
         target === "pass-through"
           ? await startPassthroughProcess(anvil.url)
-          : await startGatewayProcess({ name: target, upstreamUrl: anvil.url });
+          : await startGatewayProcess({
+              name: target === "against" ? `gateway@${plan.against?.commit}` : target,
+              upstreamUrl: anvil.url,
+              ...(target === "against" ? { root: plan.against?.root } : {}),
+            });
       servers.set(target, server);
     }
     const urlOf = (target: TargetName) => {
@@ -101,7 +108,7 @@ export async function measureThroughput(
           const attempts = Number(headers.get("x-gateway-attempts") ?? "0");
           const cache = headers.get("x-gateway-cache") ?? "";
           if (
-            target === "gateway" &&
+            (target === "gateway" || target === "against") &&
             workload.forwarded &&
             (attempts < 1 || cache.startsWith("hit"))
           ) {

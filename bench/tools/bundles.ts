@@ -24,6 +24,8 @@ export interface BundleSpec {
    * S3; default `config/dev.json`.
    */
   readonly configText?: string;
+  /** The source tree to build from (another revision's, for `--against`); default this one. */
+  readonly root?: string;
 }
 
 export interface Bundle {
@@ -34,14 +36,17 @@ export interface Bundle {
 
 export const GATEWAY_ENTRY = "functions/proxy/handler.ts";
 export const BASELINE_ENTRY = "bench/baseline/minimal-handler.ts";
+/** The gateway's handler with its stage observer on (the `stages` part). */
+export const STAGED_ENTRY = "bench/tools/staged-handler.ts";
 
 export async function buildBundle(spec: BundleSpec): Promise<Bundle> {
+  const root = spec.root ?? ROOT;
   const dir = join(BUNDLES_DIR, spec.name);
   mkdirSync(dir, { recursive: true });
   const file = join(dir, "index.mjs");
   const { metafile } = await build({
-    absWorkingDir: ROOT,
-    entryPoints: [join(ROOT, spec.entry)],
+    absWorkingDir: root,
+    entryPoints: [join(root, spec.entry)],
     outfile: file,
     bundle: true,
     minify: true,

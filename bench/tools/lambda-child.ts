@@ -95,7 +95,13 @@ async function main(): Promise<Record<string, unknown>> {
   const importWaitBefore = runQueueWaitMs();
   const importCpuBefore = cpuMicros();
   const importStarted = performance.now();
-  const { handler } = (await import(pathToFileURL(job.module).href)) as { handler: Handler };
+  const loaded = (await import(pathToFileURL(job.module).href)) as {
+    handler: Handler;
+    /** The staged handler's (staged-handler.ts): what each stage of the pipeline took. */
+    resetStageTimings?: () => void;
+    stageTimings?: () => unknown;
+  };
+  const { handler } = loaded;
   const importMs = performance.now() - importStarted;
   const importCpuMs = (cpuMicros() - importCpuBefore) / 1000;
   const importWaitMs = runQueueWaitMs() - importWaitBefore;
@@ -117,6 +123,7 @@ async function main(): Promise<Record<string, unknown>> {
 
   if (job.mode === "loop") {
     for (let i = 0; i < (job.warmup ?? 0); i++) await invoke(handler);
+    loaded.resetStageTimings?.();
     const count = job.count ?? 1000;
     const measuredFrom = Date.now();
     const cpuBefore = cpuMicros();
@@ -131,6 +138,7 @@ async function main(): Promise<Record<string, unknown>> {
       sinceStartMs: [started, started + wallMs],
       cpuUsPerRequest: (cpuMicros() - cpuBefore) / count,
       wallMsPerRequest: wallMs / count,
+      ...(loaded.stageTimings ? { stages: loaded.stageTimings() } : {}),
     };
   }
 

@@ -48,9 +48,11 @@ export function startGatewayProcess(options: {
   readonly upstreamUrl: string;
   /** Node options for the gateway's processes, e.g. to write a CPU profile. */
   readonly nodeOptions?: readonly string[];
+  /** The source tree to run (another revision's, for `--against`); default this one. */
+  readonly root?: string;
 }): Promise<ServerProcess> {
   mkdirSync(TMP, { recursive: true });
-  const configPath = join(TMP, "gateway-config.json");
+  const configPath = join(TMP, `${options.name.replace(/[^\w.-]/g, "-")}-config.json`);
   writeFileSync(
     configPath,
     JSON.stringify({
@@ -71,6 +73,7 @@ export function startGatewayProcess(options: {
     nodeOptions.length > 0
       ? { NODE_OPTIONS: [process.env.NODE_OPTIONS ?? "", ...nodeOptions].join(" ").trim() }
       : {},
+    options.root,
   );
 }
 
@@ -106,9 +109,10 @@ async function startServer(
   args: readonly string[],
   ready: RegExp,
   env: Record<string, string>,
+  cwd: string = ROOT,
 ): Promise<ServerProcess> {
   const child = spawn(command, args, {
-    cwd: ROOT,
+    cwd,
     detached: true, // its own process group, so the whole tree can be stopped
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

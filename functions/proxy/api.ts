@@ -8,14 +8,13 @@ import {
   LAMBDA_RESPONSE_LIMIT_BYTES,
   serializedBytes,
 } from "../core/http/payload-limit.ts";
-import { cacheControlFor, getModeBody, matchRoute } from "../core/http/routes.ts";
+import { cacheControlFor, getModeBody, type Route } from "../core/http/routes.ts";
 import { ErrorCode, errorResponse, parseRequest } from "../core/jsonrpc/jsonrpc.ts";
 import type { Gateway, RpcOptions } from "../core/request/gateway.ts";
 import { ANY_NETWORK, type GuardCounts } from "../core/status/guards.ts";
 import type { NetworkStatus } from "../core/status/status.ts";
 import { STATUS_PAGE_HEADERS } from "./status-page.ts";
 
-/**
 /**
  * API Gateway HTTP API (payload 2.0) events in, results out: the whole HTTP surface of
  * docs/behaviour.md §2 and the API-key check of §8. The same object serves Lambda and the
@@ -123,22 +122,30 @@ function withinLambdaLimit(result: Result, requestBody: string): Result {
   return { ...result, headers, body, isBase64Encoded: false };
 }
 
-export async function handleEvent(
-  event: APIGatewayProxyEventV2,
-  deps: ApiDeps,
-  timing: RpcOptions = {},
-): Promise<Result> {
-  const model = deps.model();
-  return withCors(await route(event, deps, model, timing), event, model.corsOrigins);
+/** When the request reached the handler, and the time Lambda leaves it (absent: no limit). */
+export interface Timing {
+  readonly startedAt?: number;
+  readonly remainingMs?: number | undefined;
 }
 
-async function route(
+/** Serves one event whose route (`matchRoute`, read once by the caller) is `route`. */
+export async function handleEvent(
   event: APIGatewayProxyEventV2,
+  route: Route,
+  deps: ApiDeps,
+  timing: Timing = {},
+): Promise<Result> {
+  const model = deps.model();
+  return withCors(await serve(event, route, deps, model, timing), event, model.corsOrigins);
+}
+
+async function serve(
+  event: APIGatewayProxyEventV2,
+  route: Route,
   deps: ApiDeps,
   model: GatewayModel,
-  timing: RpcOptions,
+  timing: Timing,
 ): Promise<Result> {
-  const route = matchRoute(event.requestContext?.http?.method ?? "GET", event.rawPath ?? "/");
   switch (route.kind) {
     case "preflight":
       // API Gateway answers preflights before they reach the function; this serves callers
@@ -220,7 +227,11 @@ async function route(
     case "get": {
       const built = getModeBody(route.method, route.params);
       if ("error" in built) return rpcError(400, ErrorCode.invalidRequest, built.error);
-      const answer = await deps.gateway.handleRpc(route.network, built.body, { ...timing, caller });
+      const answer = await deps.gateway.handleRpc(
+        route.network,
+        built.body,
+        rpcOptions(timing, caller),
+      );
       const result = json(answer.status, answer.body, {
         ...answer.headers,
         "cache-control": cacheControlFor(answer.cacheClass ?? "never", answer.status, {
@@ -232,8 +243,13 @@ async function route(
     }
     case "rpc": {
       const body = decodeBody(event);
-      const answer = await deps.gateway.handleRpc(route.network, body, { ...timing, caller });
+      const answer = await deps.gateway.handleRpc(route.network, body, rpcOptions(timing, caller));
       return withinLambdaLimit(json(answer.status, answer.body, answer.headers), body);
     }
   }
+}
+
+/** What a request brings to the gateway: its timing and the name of its API key. */
+function rpcOptions(timing: Timing, caller: string | undefined): RpcOptions {
+  return { startedAt: timing.startedAt, remainingMs: timing.remainingMs, caller };
 }

@@ -13,7 +13,7 @@ import { type RequestStats, recordOutcome, windowOf } from "../core/health/reque
 import { HISTORY_WINDOW_SECONDS, historyOf } from "../core/health/stats-history.ts";
 import { DEFAULT_CORS_ORIGINS } from "../core/http/cors.ts";
 import { KeyUsage } from "../core/http/key-usage.ts";
-import { matchRoute } from "../core/http/routes.ts";
+import { matchRoute, type Route } from "../core/http/routes.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
 import type {
   FilterStore,
@@ -22,12 +22,14 @@ import type {
   TransactionLedger,
   Upstream,
 } from "../core/ports.ts";
-import { Gateway } from "../core/request/gateway.ts";
+import { ContainerState } from "../core/request/container-state.ts";
+import { Gateway, type GatewayDeps } from "../core/request/gateway.ts";
+import type { StageObserver } from "../core/request/gateway-deps.ts";
 import { StateCache } from "../core/routing/state-cache.ts";
 import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/status/events.ts";
 import { GuardCounts } from "../core/status/guards.ts";
 import { networkStatus } from "../core/status/status.ts";
-import { handleEvent } from "./api.ts";
+import { type ApiDeps, handleEvent } from "./api.ts";
 import { type StatusPageNetwork, statusPage } from "./status-page.ts";
 
 export interface ProxyRuntimeOptions {
@@ -61,6 +63,8 @@ export interface ProxyRuntimeOptions {
   /** Where EMF metric lines go (stdout by default). */
   readonly writeMetrics?: (line: string) => void;
   readonly serviceName?: string;
+  /** Told what each stage of each request took (the bench's `stages` part); absent: none. */
+  readonly stageObserver?: StageObserver;
 }
 
 export interface ProxyRuntime {
@@ -135,7 +139,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     ttlMs: (network) => inForce?.model.networks.get(network)?.settings.state_cache_ms ?? 1000,
     headTtlMs: (network) => inForce?.model.networks.get(network)?.settings.head_cache_ms ?? 250,
   });
-  const gateway = new Gateway({
+  const gatewayDeps: GatewayDeps = {
     model: () => {
       if (inForce === null) throw new Error("the gateway model is used before the config loaded");
       return inForce.model;
@@ -155,8 +159,12 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     ...(events ? { events } : {}),
     ...(options.sharedAnswers ? { sharedAnswers: options.sharedAnswers } : {}),
     ...(options.filterStore ? { filters: options.filterStore } : {}),
+    ...(options.stageObserver ? { stageObserver: options.stageObserver } : {}),
     guards,
-  });
+  };
+  /** What this container knows across requests: the gateway feeds it, the status reads it. */
+  const container = new ContainerState(gatewayDeps);
+  const gateway = new Gateway(gatewayDeps, container);
 
   /**
    * At cold start the config load and the state read of the requested network would otherwise
@@ -166,10 +174,9 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
    * container, even while no config can load.
    */
   let readEarly = false;
-  function readStateWhileConfigLoads(event: APIGatewayProxyEventV2): void {
+  function readStateWhileConfigLoads(route: Route): void {
     if (readEarly) return;
     readEarly = true;
-    const route = matchRoute(event.requestContext?.http?.method ?? "GET", event.rawPath ?? "/");
     const network = "network" in route ? route.network : null;
     // The cache logs and counts a failed read, and answers with what it has.
     if (network !== null) void cache.get(network);
@@ -200,7 +207,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       stats.read(network, now, withHistory ? HISTORY_WINDOW_SECONDS : STATS_WINDOW_SECONDS),
       recentEvents(network),
     ]);
-    const demoted = gateway.demoted(spec);
+    const demoted = container.demoted(spec);
     const context = {
       network: spec,
       state,
@@ -219,12 +226,12 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
         window_seconds: STATS_WINDOW_SECONDS,
         ...windowOf(window[provider] ?? [], now, STATS_WINDOW_SECONDS),
       }),
-      observedHeads: gateway.observedHeads(spec, context),
-      reachable: gateway.reachable(spec, context),
+      observedHeads: container.observedHeads(spec, context),
+      reachable: container.reachable(spec, context),
       events: recent,
-      cacheClasses: gateway.answerCache(network).classes,
+      cacheClasses: container.answerCache(network).classes,
       guards: guards.counts(network),
-      logChecks: gateway.logAttempts.checks.counts(network),
+      logChecks: container.logCheckCounts(network),
     });
     const history = new Map(
       withHistory
@@ -237,30 +244,33 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
     return { status: networkView, history };
   }
 
+  /** The HTTP surface's parts, made once: every request reads the model in force. */
+  const api: ApiDeps = {
+    gateway,
+    model: () => {
+      if (inForce === null) throw new Error("a request is routed before the config loaded");
+      return inForce.model;
+    },
+    admitKey: async (key) => keyLimiter?.admit(key) ?? keyUsage.admitAlone(key),
+    guards,
+    status: async (network) => (await status(network, false)).status,
+    statusPage: async (networks) => {
+      const views = await Promise.all(networks.map((network) => status(network, true)));
+      return statusPage(views, clock());
+    },
+  };
+
   return {
     telemetry,
     current: () => config.current(),
     async handle(event, remainingMs) {
       // The deadline counts from here: loading config and state spend the caller's time too.
       const startedAt = clock();
-      if (inForce === null) readStateWhileConfigLoads(event);
+      // The route is matched once, here: the early state read and the HTTP surface share it.
+      const route = matchRoute(event.requestContext?.http?.method ?? "GET", event.rawPath ?? "/");
+      if (inForce === null) readStateWhileConfigLoads(route);
       inForce = await config.current();
-      const { model } = inForce;
-      return handleEvent(
-        event,
-        {
-          gateway,
-          model: () => model,
-          admitKey: async (key) => keyLimiter?.admit(key) ?? keyUsage.admitAlone(key),
-          guards,
-          status: async (network) => (await status(network, false)).status,
-          statusPage: async (networks) => {
-            const views = await Promise.all(networks.map((network) => status(network, true)));
-            return statusPage(views, clock());
-          },
-        },
-        { startedAt, ...(remainingMs === undefined ? {} : { remainingMs }) },
-      );
+      return handleEvent(event, route, api, { startedAt, remainingMs });
     },
     corsOrigins: () => inForce?.model.corsOrigins ?? DEFAULT_CORS_ORIGINS,
     async flushIfDue() {

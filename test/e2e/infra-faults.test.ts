@@ -1,7 +1,10 @@
+import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { createConfigSource } from "../../functions/adapters/config/config-source.ts";
 import { envSecretResolver } from "../../functions/adapters/config/secrets.ts";
 import {
@@ -17,8 +20,8 @@ import { rpcEvent } from "../support/api-gateway-event.ts";
 import { type DynamoFront, type DynamoMode, startDynamoFront } from "../support/dynamo-front.ts";
 
 /**
- * Infrastructure faults (docs/behaviour.md §3, §6): DynamoDB unreachable or
- * throttling must not stop the proxy. It keeps serving from its cached state, fails open when
+ * Infrastructure faults (docs/behaviour.md §3, §6): DynamoDB unreachable, throttling or silent
+ * must not stop the proxy. It keeps serving from its cached state, fails open when
  * it has none, still avoids a provider it saw fail, and says so in its logs.
  */
 
@@ -181,4 +184,47 @@ describe.each<[string, DynamoMode]>([
     expect(answer.body).toBe(await direct(primaryNode, 1));
     await close();
   });
+});
+
+describe("a DynamoDB that accepts connections and never answers", () => {
+  it("regression: a cold container's first request waited on its state read for good (the SDK only warned at its request timeout); now the read fails after two 2 s attempts and the request is served failing open", async () => {
+    const silent = createServer(() => undefined);
+    silent.listen(0, "127.0.0.1");
+    await once(silent, "listening");
+    const scratch = await mkdtemp(join(tmpdir(), "silent-dynamodb-"));
+    const upstream = createUpstream();
+    onTestFinished(async () => {
+      await upstream.close();
+      silent.closeAllConnections();
+      silent.close();
+      await rm(scratch, { recursive: true, force: true });
+    });
+    const silentConfig = join(scratch, "config.json");
+    await writeFile(
+      silentConfig,
+      JSON.stringify({
+        networks: { devnet: { chain_id: 31337, providers: [{ name: "a", url: secondary.url }] } },
+      }),
+    );
+    const runtime = createProxyRuntime({
+      configSource: createConfigSource({ kind: "file", path: silentConfig }),
+      secrets: envSecretResolver({}),
+      store: new DynamoStateStore({
+        client: createDynamoClient({
+          endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        }),
+        tableName: "silent",
+      }),
+      upstream,
+      writeMetrics: () => undefined,
+    });
+    const body = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
+    const startedAt = Date.now();
+
+    const answer = (await runtime.handle(rpcEvent(body))) as { statusCode: number; body: string };
+
+    expect(answer.statusCode).toBe(200);
+    expect(JSON.parse(answer.body)).toMatchObject({ result: "0x7a69" });
+    expect(Date.now() - startedAt).toBeLessThan(10_000);
+  }, 20_000);
 });

@@ -6,6 +6,7 @@ import {
   type Network,
 } from "../../functions/core/config/network-model.ts";
 import type { Telemetry, Upstream } from "../../functions/core/ports.ts";
+import { ContainerState } from "../../functions/core/request/container-state.ts";
 import { Gateway, type GatewayDeps } from "../../functions/core/request/gateway.ts";
 import { StateCache } from "../../functions/core/routing/state-cache.ts";
 import { GuardCounts } from "../../functions/core/status/guards.ts";
@@ -54,6 +55,8 @@ export interface GatewayHarnessOptions<U extends Upstream> {
 
 export interface GatewayHarness<U extends Upstream> {
   readonly gateway: Gateway;
+  /** What the gateway knows across requests, as the status route reads it. */
+  readonly container: ContainerState;
   readonly store: MemoryStateStore;
   readonly upstream: U;
   readonly cache: StateCache;
@@ -121,7 +124,7 @@ export function gatewayHarness<U extends Upstream = ScriptedUpstream>(
     headTtlMs: () => headTtlMs ?? model.networks.get("net")?.settings.head_cache_ms ?? 250,
     ...(maxStaleMs === undefined ? {} : { maxStaleMs }),
   });
-  const gateway = new Gateway({
+  const gatewayDeps: GatewayDeps = {
     model: () => model,
     upstream,
     store,
@@ -135,11 +138,14 @@ export function gatewayHarness<U extends Upstream = ScriptedUpstream>(
     ...deps,
     telemetry,
     guards: deps.guards ?? new GuardCounts(telemetry),
-  });
+  };
+  const container = new ContainerState(gatewayDeps);
+  const gateway = new Gateway(gatewayDeps, container);
   const network = model.networks.get("net");
   if (network === undefined) throw new Error("the harness's network is missing");
   return {
     gateway,
+    container,
     store,
     upstream,
     cache,

@@ -8,7 +8,7 @@ import {
   filterFromLatestToLatest,
 } from "./dapp-flows.ts";
 import { GatewayClient } from "./gateway-client.ts";
-import { type LagFigures, measureHeadLag } from "./head-lag.ts";
+import { type LagFigures, sampleHeadLag } from "./head-lag.ts";
 import { type NodeFront, startNodeFront } from "./lying-front.ts";
 import { startHonestFront } from "./provider-fronts.ts";
 import { waitUntil } from "./wait-until.ts";
@@ -96,11 +96,13 @@ export async function startHeadScenes(options: {
 
     const at = (network: string) => `${stack.url}/${network}`;
     const measure = (network: string, node: AnvilNode, busy: boolean) =>
-      measureHeadLag({
+      sampleHeadLag({
         url: at(network),
         node,
-        samples: LAG_SAMPLES,
-        everyMs: 250,
+        traffic: "latest blocks",
+        until: { samples: LAG_SAMPLES },
+        pace: { pause: 250 },
+        retakeWhenMined: true,
         ...(busy ? { blockNumberEveryMs: 250 } : {}),
       });
     const lag = Promise.all([

@@ -1,7 +1,9 @@
 import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
+import type { UpstreamRequest } from "../../functions/core/ports.ts";
 import type { GatewayDeps } from "../../functions/core/request/gateway.ts";
 import { everyoneInQuorum, gatewayHarness, type HarnessProviders } from "./gateway-harness.ts";
 import { MemoryTransactionLedger } from "./memory-ledger.ts";
+import { answer, resultFor, type SentCall } from "./scripted-upstream.ts";
 
 /**
  * The pipeline on a settled chain, for attacks on what callers are told about known blocks:
@@ -24,12 +26,37 @@ const SETTLED_HEAD: ChainHead = {
   reorgSeenAt: 0,
 };
 
+export const P1 = "http://p1.test/";
+export const P2 = "http://p2.test/";
+
+/** Two providers, `p1` first. */
+export const TWO_PROVIDERS: HarnessProviders = [
+  { name: "p1", url: P1, priority: 2 },
+  { name: "p2", url: P2, priority: 1 },
+];
+
+/** A node whose answer to each call is `reply(call)`. */
+export const replying = (reply: (call: SentCall) => unknown) => resultFor((_, call) => reply(call));
+
+/** A node that answers every call with `error`, as anvil answers a call whose code reverts. */
+export const failingWith = (error: unknown) => (request: UpstreamRequest) => {
+  const parsed = JSON.parse(request.body) as SentCall | SentCall[];
+  const one = (call: SentCall) => JSON.stringify({ jsonrpc: "2.0", id: call.id, error });
+  return answer(Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed));
+};
+
+/** `outcomes`: each attempt's outcome as request stats get it (failing often reads them). */
 export function settledChainHarness(providers: HarnessProviders, deps: Partial<GatewayDeps> = {}) {
+  const outcomes: Array<{ provider: string; ok: boolean }> = [];
   const harness = gatewayHarness({
     providers,
     network: { block_time_seconds: 12 },
     now: SETTLED_NOW,
-    deps: { ledger: new MemoryTransactionLedger(), ...deps },
+    deps: {
+      ledger: new MemoryTransactionLedger(),
+      recordOutcome: (_, provider, ok) => outcomes.push({ provider, ok }),
+      ...deps,
+    },
   });
   const { gateway, store } = harness;
   store.setHead("net", SETTLED_HEAD);
@@ -40,6 +67,7 @@ export function settledChainHarness(providers: HarnessProviders, deps: Partial<G
   });
   return {
     ...harness,
+    outcomes,
     /** The answer with its body parsed. */
     rpc: async (body: string) => {
       const response = await gateway.handleRpc("net", body);

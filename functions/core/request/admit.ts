@@ -16,7 +16,7 @@ import type { GuardCounts } from "../status/guards.ts";
 import { pinBlockTags } from "./head/pin-tags.ts";
 import { logQueryOf, spanOf } from "./logs/logs-range.ts";
 import { pinnedLogRange } from "./logs/logs-tags.ts";
-import { openCall } from "./open-call.ts";
+import { note, openCall } from "./open-call.ts";
 import { wrongChainAnswer } from "./send/sent-transactions.ts";
 import type { OpenCall, RequestScope } from "./vocabulary.ts";
 
@@ -92,7 +92,10 @@ export function admitCalls(
       // (502, which every client retries), as when they are all down; a secret may resolve at
       // the next config load.
       const entry = openCall(call, order, call === member ? null : member);
-      entry.lastError = `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`;
+      note(
+        entry,
+        `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`,
+      );
       open.push(entry);
       continue;
     }

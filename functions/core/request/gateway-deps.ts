@@ -14,6 +14,7 @@ import type { GuardCounts } from "../status/guards.ts";
 import type { HealthRecorderDeps } from "./attempts/health-recorder.ts";
 import type { CacheLookup } from "./cache/answer-cache.ts";
 import type { InternalCall } from "./logs/logs-queries.ts";
+import type { Phase } from "./vocabulary.ts";
 
 /** What the gateway is built from (`GatewayDeps`) and what a request brings (`RpcOptions`). */
 
@@ -37,6 +38,8 @@ export interface GatewayDeps extends HealthRecorderDeps {
   readonly filters?: FilterStore;
   /** Where the guards (deny lists, cache bounds) count what they refused. */
   readonly guards: GuardCounts;
+  /** Told what each stage of each request took (a bench, a debug build); absent: nothing timed. */
+  readonly stageObserver?: StageObserver;
 }
 
 export interface RpcOptions {
@@ -50,4 +53,14 @@ export interface RpcOptions {
   readonly caller?: string;
   /** An internal call's request's dealings with the answer cache, whose bounds it shares. */
   readonly parentCache?: CacheLookup;
+}
+
+/**
+ * Watches the stages of every request, for a bench or a debug build: what each took, awaits
+ * included. Absent, the walk reads no clock and makes nothing per stage.
+ */
+export interface StageObserver {
+  /** A clock fine enough for a stage (ms, fractions allowed). */
+  readonly now: () => number;
+  stage(name: string, phase: Phase, ms: number, internal: boolean): void;
 }

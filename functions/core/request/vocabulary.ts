@@ -35,33 +35,36 @@ export interface CallFailure {
   readonly signature: string;
 }
 
-/** One call of a request while the gateway works on it: its walk over the providers. */
+/**
+ * One call of a request while the gateway works on it: its walk over the providers. Read
+ * everywhere; changed only through the functions of `open-call.ts`.
+ */
 export interface OpenCall {
   /** The call as it goes upstream (block tags pinned). */
   readonly call: Call;
   /** The call as the caller wrote it, when tag pinning changed it; else null. */
   readonly unpinned: Call | null;
   /** Answered by sending `unpinned` (the answer is about another block than the key's). */
-  sentUnpinned: boolean;
+  readonly sentUnpinned: boolean;
   /**
    * The provider slot whose answer to `call` as sent `answer` is; null when it is not a
    * provider's (the cache's, the served head's or the gateway's own). A provider behind that
    * call's block was of no use to a call another provider answered.
    */
-  answeredBy: AttemptSlot | null;
+  readonly answeredBy: AttemptSlot | null;
   readonly info: CallInfo;
   readonly order: readonly AttemptSlot[];
   /** The next slot of `order` to try. */
-  next: number;
-  attempts: number;
+  readonly next: number;
+  readonly attempts: number;
   /** The answer to hand back: set once final. */
-  answer: string | null;
+  readonly answer: string | null;
   /** The last upstream answer worth handing back if no provider does better. */
-  fallback: KeptAnswer | null;
+  readonly fallback: KeptAnswer | null;
   /** What went wrong last, for the gateway's own error when every attempt failed. */
-  lastError: string;
+  readonly lastError: string;
   /** Every provider's failure of this call, in order. */
-  readonly failures: CallFailure[];
+  readonly failures: readonly CallFailure[];
 }
 
 /** Calls that go to one provider together, as one upstream request. */
@@ -156,3 +159,6 @@ export interface RequestScope {
   /** What block tags are pinned to, or null when they go upstream as written. */
   readonly pin: PinnedTags | null;
 }
+
+/** Where a stage sits in a request's life (docs/architecture.md "The request pipeline"). */
+export type Phase = "intake" | "before attempts" | "attempts" | "settle" | "answer";

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
 import { GatewayClient } from "../../support/gateway-client.ts";
-import { sampleLag } from "../../support/served-head-lag.ts";
+import { sampleHeadLag } from "../../support/head-lag.ts";
 
 /**
  * How far the served head trails the chain (docs/behaviour.md §10.2), measured: four proxy
@@ -113,10 +113,17 @@ describe.concurrent("the served head's lag behind the chain, four containers", (
     async ({ blockTimeSeconds, goal }) => {
       const { node, stack, costs } = await startScene(blockTimeSeconds);
       const url = `${stack.url}/devnet`;
-      const common = { client, url, node, durationMs: SAMPLE_MS, intervalMs: INTERVAL_MS };
+      const common = {
+        client,
+        url,
+        node,
+        until: { durationMs: SAMPLE_MS },
+        pace: { interval: INTERVAL_MS },
+        retakeWhenMined: false,
+      };
       const [reads, writes, started] = [costs.headReads, costs.publications, Date.now()];
-      const withBlockNumber = await sampleLag({ ...common, traffic: "eth_blockNumber" });
-      const latestOnly = await sampleLag({ ...common, traffic: "latest reads" });
+      const withBlockNumber = await sampleHeadLag({ ...common, traffic: "eth_blockNumber" });
+      const latestOnly = await sampleHeadLag({ ...common, traffic: "latest reads" });
       report(`lag ${blockTimeSeconds} s, eth_blockNumber traffic`, withBlockNumber);
       report(`lag ${blockTimeSeconds} s, latest reads only`, latestOnly);
       report(`cost ${blockTimeSeconds} s, per container-minute`, {

@@ -9,7 +9,8 @@ import { statusReader } from "../../support/status-after-tick.ts";
  * A provider on another fork of the same chain id leaves the quorum, on real parts: two anvil
  * nodes with the same chain id and their own histories (the forked one's first block holds a
  * transfer the other's does not: a real fork from block 1), the local stack with its monitor ticked by the test,
- * and HTTP fronts that switch a provider from one node to the other or lie about old blocks.
+ * and HTTP fronts that switch a provider from one node to the other or lie about old blocks (or
+ * answer a "hash" that is no hash). Fixed bugs are "regression: …".
  */
 
 process.env.POWERTOOLS_LOG_LEVEL = "CRITICAL";
@@ -47,13 +48,16 @@ afterAll(async () => {
   await Promise.all([honest, forked].map((node) => node?.stop()));
 });
 
+/** `dynamodb`: the state of another stack, as a config change over the same table. */
 async function gateway(
   providers: Array<{ name: string; url: string; priority?: number }>,
   forkCheck = true,
+  dynamodb?: string,
 ): Promise<LocalStack & { tick(): Promise<Status>; status(): Promise<Status> }> {
   const stack = await startLocalStack({
     monitor: true,
     writeMetrics: () => undefined,
+    ...(dynamodb === undefined ? {} : { dynamodb }),
     config: {
       // The timer ticks once at start; the test ticks after that.
       check_interval_seconds: 3600,
@@ -65,9 +69,9 @@ async function gateway(
     },
   });
   cleanups.push(() => stack.close());
-  const { status, statusAfter } = statusReader<Status>(stack.url, "devnet");
+  const { status, statusAfter, statusSettled } = statusReader<Status>(stack.url, "devnet");
   // The start-up tick records the chain position; the test's ticks come after it.
-  await statusAfter(null);
+  await statusSettled();
   return {
     ...stack,
     status,
@@ -241,5 +245,50 @@ describe("a deep reorg of every node at once", () => {
     expect(broken.served_head.finality_broken_at).not.toBeNull();
     expect(after.quorum.members).toEqual(["a", "b", "c"]);
     expect(after.events.filter((event) => event.reason === "wrong_fork")).toEqual([]);
+  });
+});
+
+describe("fork_check turned off", () => {
+  it("regression: a provider out as wrong_fork stayed out for good once fork_check was set false; now it rejoins at the next check", async () => {
+    const front = await startNodeFront(forked);
+    cleanups.push(() => front.close());
+    const providers = [
+      { name: "a", url: honest.url },
+      { name: "b", url: `${honest.url}/` },
+      { name: "f", url: front.url },
+    ];
+    const checked = await gateway(providers);
+    expect(provider(await checked.tick(), "f")?.quorum_reason).toBe("wrong_fork");
+
+    // The same state, now served by a config with the check off (an operator's deliberate choice).
+    const unchecked = await gateway(providers, false, checked.dynamo.endpoint);
+    const status = await unchecked.tick();
+
+    expect(provider(status, "f")?.quorum_reason).toBeNull();
+    expect(status.quorum.members).toEqual(["a", "b", "f"]);
+  });
+});
+
+describe("a provider answering a huge garbage hash at the finalized height", () => {
+  it("regression: its whole 'hash' went into the published quorum detail; now a hash that is not 32 bytes of hex is no block, and nothing of it is published", async () => {
+    const junk = `0x${"ab".repeat(200_000)}`;
+    const liar = await startNodeFront(honest, (call, result) => {
+      const block = call.params[0];
+      const numbered = typeof block === "string" && /^0x[0-9a-f]+$/.test(block);
+      return call.method === "eth_getBlockByNumber" && numbered && result !== null
+        ? { ...(result as object), hash: junk }
+        : result;
+    });
+    cleanups.push(() => liar.close());
+    const stack = await gateway([
+      { name: "a", url: honest.url },
+      { name: "b", url: `${honest.url}/` },
+      { name: "liar", url: liar.url },
+    ]);
+
+    const status = await stack.tick();
+
+    expect(JSON.stringify(status)).not.toContain("abababab");
+    expect(status.quorum.members).toEqual(["a", "b", "liar"]);
   });
 });

@@ -24,6 +24,7 @@ import {
   type LocalDynamoDb,
   startDynalite,
 } from "../../../local/dynamodb.ts";
+import { recordingTelemetry } from "../../support/recording-telemetry.ts";
 
 /**
  * The monitor's own health signals on real parts (anvil, dynalite): `monitor_ticks` counts a
@@ -72,16 +73,6 @@ function modelOf(networks: Record<string, string[]>): GatewayModel {
   return buildModel(parsed.config, (url) => url);
 }
 
-function recorder(): Telemetry & { counts: Array<[string, Record<string, string>]> } {
-  const counts: Array<[string, Record<string, string>]> = [];
-  return {
-    counts,
-    log: () => undefined,
-    count: (name, dimensions) => counts.push([name, dimensions]),
-    measure: () => undefined,
-  };
-}
-
 /** A state store whose reads of one network fail, as when its partition is throttled. */
 function failingFor(store: StateStore, broken: string): MonitorStateStore {
   return {
@@ -114,23 +105,23 @@ const stateStore = () => new DynamoStateStore({ client, tableName: TABLE, clock:
 
 describe("monitor_ticks and monitor_errors", () => {
   it("a tick that wrote a heartbeat for some network counts once; each failed network counts an error", async () => {
-    const telemetry = recorder();
+    const telemetry = recordingTelemetry();
     const model = modelOf({ "hb-ok": ["a"], "hb-broken": ["a"] });
     await monitorWith(model, telemetry, failingFor(stateStore(), "hb-broken")).tick();
 
-    expect(telemetry.counts).toEqual([
+    expect(telemetry.counts.map(({ name, dimensions }) => [name, dimensions])).toEqual([
       ["monitor_errors", { network: "hb-broken" }],
       ["monitor_ticks", {}],
     ]);
   });
 
   it("regression: a tick that failed for every network counted as a tick; now it counts only errors", async () => {
-    const telemetry = recorder();
+    const telemetry = recordingTelemetry();
     const model = modelOf({ "hb-one": ["a"], "hb-two": ["a"] });
     const store = failingFor(failingFor(stateStore(), "hb-one") as StateStore, "hb-two");
     await monitorWith(model, telemetry, store).tick();
 
-    expect(telemetry.counts.map(([name]) => name)).toEqual(["monitor_errors", "monitor_errors"]);
+    expect(telemetry.counts.map(({ name }) => name)).toEqual(["monitor_errors", "monitor_errors"]);
   });
 });
 
@@ -153,13 +144,13 @@ describe("health items of removed providers", () => {
       await store.writeHealth("tidy", provider, 0, { ...HEALTHY, strikes: 2, version: 1 });
     }
 
-    await monitorWith(modelOf({ tidy: ["kept"] }), recorder(), store).tick();
+    await monitorWith(modelOf({ tidy: ["kept"] }), recordingTelemetry(), store).tick();
     expect(await ttlOf("tidy", "kept")).toBeUndefined();
     expect(Number(await ttlOf("tidy", "removed"))).toBe(Math.ceil((NOW + 7 * 86_400_000) / 1000));
     expect((await store.readHealth("tidy", "removed")).strikes).toBe(2);
 
     // A fresh monitor container (the tidy runs at its first tick, then hourly).
-    await monitorWith(modelOf({ tidy: ["kept", "removed"] }), recorder(), store).tick();
+    await monitorWith(modelOf({ tidy: ["kept", "removed"] }), recordingTelemetry(), store).tick();
     expect(await ttlOf("tidy", "removed")).toBeUndefined();
   });
 });

@@ -24,7 +24,7 @@ import { makeScrubber } from "../../../functions/core/config/redact.ts";
 import type { ProviderHealth } from "../../../functions/core/health/health.ts";
 import { runScheduled } from "../../../functions/core/monitor/loop.ts";
 import { createMonitor, type Monitor } from "../../../functions/core/monitor/monitor.ts";
-import type { LogLevel, Telemetry } from "../../../functions/core/ports.ts";
+import type { Telemetry } from "../../../functions/core/ports.ts";
 import type { QuorumSnapshot } from "../../../functions/core/routing/network-state.ts";
 import { createMonitorRuntime } from "../../../functions/monitor/runtime.ts";
 import { createProxyRuntime } from "../../../functions/proxy/runtime.ts";
@@ -40,6 +40,7 @@ import {
   startDynalite,
 } from "../../../local/dynamodb.ts";
 import { type FaultShim, startFaultShim } from "../../../local/fault-shim.ts";
+import { recordingTelemetry } from "../../support/recording-telemetry.ts";
 
 /**
  * The monitor end to end on real parts: anvil nodes (each provider behind its own fault
@@ -150,23 +151,6 @@ class FakeClock {
   advance(ms: number): void {
     this.now += ms;
   }
-}
-
-interface Recorded {
-  readonly logs: Array<{ level: LogLevel; message: string; fields: Record<string, unknown> }>;
-  readonly metrics: Array<{ name: string; dimensions: Record<string, string>; value: number }>;
-}
-
-function recordingTelemetry(): Telemetry & Recorded {
-  const logs: Recorded["logs"] = [];
-  const metrics: Recorded["metrics"] = [];
-  return {
-    logs,
-    metrics,
-    log: (level, message, fields = {}) => logs.push({ level, message, fields }),
-    count: (name, dimensions, value = 1) => metrics.push({ name, dimensions, value }),
-    measure: (name, dimensions, value) => metrics.push({ name, dimensions, value }),
-  };
 }
 
 interface ProviderSpec {

@@ -2,13 +2,14 @@ import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { HEALTHY } from "../../../functions/core/health/health.ts";
-import type { LogLevel, Telemetry, UpstreamResult } from "../../../functions/core/ports.ts";
+import type { UpstreamResult } from "../../../functions/core/ports.ts";
 import {
   gatewayHarness,
   type HarnessNetwork,
   type HarnessProviders,
 } from "../../support/gateway-harness.ts";
 import { MemoryTransactionLedger } from "../../support/memory-ledger.ts";
+import { recordingTelemetry } from "../../support/recording-telemetry.ts";
 import {
   answer,
   refused,
@@ -17,7 +18,7 @@ import {
 } from "../../support/scripted-upstream.ts";
 
 /**
- * The request pipeline (core/request/gateway.ts and core/request/*) with no server, no DynamoDB and no
+ * The request pipeline (core/request/gateway.ts and the stages of core/request/) with no server, no DynamoDB and no
  * node: a scripted upstream, the in-memory state store and a test clock that moves by each
  * attempt's elapsed time. Everything here runs in milliseconds.
  */
@@ -37,23 +38,6 @@ const three: Providers = [
   { name: "p3", url: P3, priority: 1 },
 ];
 
-interface Recorded {
-  readonly logs: Array<{ level: LogLevel; message: string; fields: Record<string, unknown> }>;
-  readonly counts: Array<{ name: string; dimensions: Record<string, string> }>;
-}
-
-function recordingTelemetry(): Telemetry & Recorded {
-  const logs: Recorded["logs"] = [];
-  const counts: Recorded["counts"] = [];
-  return {
-    logs,
-    counts,
-    log: (level, message, fields = {}) => logs.push({ level, message, fields }),
-    count: (name, dimensions) => counts.push({ name, dimensions }),
-    measure: () => undefined,
-  };
-}
-
 function harness(
   providers: Providers,
   overrides: HarnessNetwork = {},
@@ -63,7 +47,7 @@ function harness(
   const ledger = new MemoryTransactionLedger();
   /** What request stats (failing often) were told, attempt by attempt. */
   const outcomes: Array<{ provider: string; ok: boolean }> = [];
-  const { gateway, store, upstream, advance, clock, network } = gatewayHarness({
+  const { gateway, container, store, upstream, advance, clock, network } = gatewayHarness({
     providers,
     network: overrides,
     config: { inner_errors: ["we can't execute this request"] },
@@ -77,7 +61,19 @@ function harness(
   });
   const rpc = (body: string, remainingMs?: number) =>
     gateway.handleRpc("net", body, remainingMs === undefined ? {} : { remainingMs });
-  return { gateway, store, upstream, telemetry, advance, rpc, clock, network, ledger, outcomes };
+  return {
+    gateway,
+    container,
+    store,
+    upstream,
+    telemetry,
+    advance,
+    rpc,
+    clock,
+    network,
+    ledger,
+    outcomes,
+  };
 }
 
 const call = (id: number, method = "eth_blockNumber", params: unknown[] = []) =>
@@ -177,7 +173,7 @@ describe("force-rotate: unclassified errors in a row rotate traffic away", () =>
         const response = await h.rpc(call(id));
         expect(response.body).toBe(UNCLASSIFIED(id));
       }
-      expect(h.gateway.demoted(h.network).has("p1")).toBe(demoted);
+      expect(h.container.demoted(h.network).has("p1")).toBe(demoted);
       expect(h.store.healthWrites.map((w) => w.next.reason)).toEqual(incident ? [incident] : []);
       const next = await h.rpc(call(99));
       expect(next.headers["x-gateway-provider"]).toBe(demoted || incident ? "p2" : "p1");
@@ -196,7 +192,7 @@ describe("force-rotate: unclassified errors in a row rotate traffic away", () =>
       );
     });
     for (let id = 0; id < 5; id++) await h.rpc(call(id));
-    expect(h.gateway.demoted(h.network).size).toBe(0);
+    expect(h.container.demoted(h.network).size).toBe(0);
   });
 });
 

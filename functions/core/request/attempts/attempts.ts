@@ -1,14 +1,23 @@
 import type { Settings } from "../../config/config-schema.ts";
-import type { Provider } from "../../config/network-model.ts";
 import { errorResponse } from "../../jsonrpc/jsonrpc.ts";
 import { methodSpec } from "../../methods/catalogue.ts";
 import type { Upstream, UpstreamResult } from "../../ports.ts";
 import { attemptHedged, type SentAttempt } from "../hedge/hedged-attempt.ts";
 import type { RequestHedging } from "../hedge/hedging.ts";
+import { answer, giveUp } from "../open-call.ts";
 import { SEND_RAW_TRANSACTION } from "../send/sent-transactions.ts";
 import type { AttemptGroup, OpenCall } from "../vocabulary.ts";
 import { callBudgetError, withinCallBudget } from "./call-budget.ts";
-import { nextRound, upstreamBody } from "./plan.ts";
+import { type BatchLimits, nextRound, upstreamBody } from "./plan.ts";
+
+/** What the loop asks of the request it runs for: a provider's batch limit, an attempt judged. */
+export interface AttemptJudge extends BatchLimits {
+  /**
+   * Judges one attempt's result and records it; calls it settles leave the loop. `cutShort`:
+   * the attempt's timeout was cut to the time left before the deadline.
+   */
+  record(group: AttemptGroup, result: UpstreamResult, cutShort: boolean): void;
+}
 
 export interface AttemptLoop {
   readonly upstream: Upstream;
@@ -23,13 +32,8 @@ export interface AttemptLoop {
   /** The caller's body, forwarded as is for a single call. */
   readonly body: string;
   readonly open: readonly OpenCall[];
-  /** The largest batch a provider takes now (configured or learned). */
-  readonly batchLimit: (provider: Provider) => number;
-  /**
-   * Judges one attempt's result and records it; calls it settles leave the loop. `cutShort`:
-   * the attempt's timeout was cut to the time left before the deadline.
-   */
-  readonly onResult: (group: AttemptGroup, result: UpstreamResult, cutShort: boolean) => void;
+  /** Batch limits, and what each attempt's result means (the request's). */
+  readonly judge: AttemptJudge;
   /** Upstream calls of the request already made or spoken for (transaction copies). */
   readonly callsMade: number;
   /**
@@ -67,7 +71,7 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     return { result, cutShort: remaining < settings.request_timeout_ms };
   };
   const settle = (group: AttemptGroup, { result, cutShort }: SentAttempt) => {
-    loop.onResult(group, result, cutShort);
+    loop.judge.record(group, result, cutShort);
     if (result.ok && group.calls.every((entry) => entry.answer !== null)) {
       hedging?.answered(group, result.elapsedMs);
     }
@@ -75,7 +79,7 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
   for (let round = 0; ; round++) {
     const remaining = deadline - clock();
     if (remaining <= 0) return attempts;
-    const groups = nextRound(loop.open, settings.max_attempts, loop.single, loop.batchLimit);
+    const groups = nextRound(loop.open, settings.max_attempts, loop.single, loop.judge);
     if (groups.length === 0) return attempts;
     // A batch retried across providers must not multiply into unbounded paid calls.
     const { send: sent, refused } = withinCallBudget(settings, loop.callsMade + attempts, groups);
@@ -85,13 +89,12 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     for (const group of refused) {
       for (const entry of group.calls) {
         if (entry.failures.length === 0) {
-          entry.answer = errorResponse(entry.call.rawId ?? "null", over.code, over.message);
+          answer(entry, errorResponse(entry.call.rawId ?? "null", over.code, over.message));
           continue;
         }
         // Its providers failed it, and the budget ran out on its retries: a failure of the
         // providers (502 when every call failed, which clients retry), not the caller's to fix.
-        entry.lastError = `${entry.lastError}; then ${over.reached}`;
-        entry.next = entry.order.length;
+        giveUp(entry, over.reached);
       }
     }
     if (sent.length === 0) return attempts;
@@ -113,7 +116,7 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
         },
         single: loop.single,
         maxAttempts: settings.max_attempts,
-        batchLimit: loop.batchLimit,
+        limits: loop.judge,
         deadline,
         clock,
       });

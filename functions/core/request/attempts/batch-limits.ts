@@ -3,6 +3,7 @@ import type { StateStore, Telemetry } from "../../ports.ts";
 import { keepLearnedLimit } from "../../routing/learned-limits.ts";
 import type { LearnedLimit } from "../../routing/network-state.ts";
 import type { StateCache } from "../../routing/state-cache.ts";
+import { answer } from "../open-call.ts";
 import type { AttemptGroup } from "../vocabulary.ts";
 import type { AttemptJudgement } from "./judge.ts";
 import { resendToSameProvider } from "./plan.ts";
@@ -47,7 +48,7 @@ export function learnBatchLimit(
   const provider = group.slot.provider.name;
   group.calls.forEach((entry, index) => {
     const outcome = judgement.outcomes[index];
-    if (outcome?.kind === "answer") entry.answer = outcome.text;
+    if (outcome?.kind === "answer") answer(entry, outcome.text);
   });
   resendToSameProvider(
     group.calls.filter((_, index) => judgement.outcomes[index]?.kind === "retry"),

@@ -8,6 +8,7 @@ import type { StateStore, Telemetry } from "../../ports.ts";
 import type { NetworkState } from "../../routing/network-state.ts";
 import type { StateCache } from "../../routing/state-cache.ts";
 import { mayRaiseHead } from "../head/observed-head.ts";
+import { giveAttemptBack, keep } from "../open-call.ts";
 import type { AttemptGroup, KeptAnswer, OpenCall, RequestScope } from "../vocabulary.ts";
 import type { AttemptJudgement } from "./judge.ts";
 
@@ -72,7 +73,7 @@ export class HistoryLearning {
         return;
       }
       // A refusal of history is no failed attempt: the call keeps its attempts for the others.
-      entry.attempts = Math.max(0, entry.attempts - 1);
+      giveAttemptBack(entry);
       const need = historyNeedOf(entry.info.method, entry.info.params, numberOfHash);
       if (need !== null) {
         const from = learnedFrom(need, outcome.verdict.oldest, scope.quorumHead);
@@ -128,12 +129,12 @@ export class HistoryLearning {
     );
     const kept: KeptAnswer = { text, provider };
     this.#ownAnswers.add(kept);
-    entry.fallback = kept;
+    keep(entry, kept);
   }
 
   /** A provider failed the call otherwise: "not available anywhere" would no longer be true. */
   #dropOwnAnswer(entry: OpenCall): void {
-    if (entry.fallback !== null && this.#ownAnswers.has(entry.fallback)) entry.fallback = null;
+    if (entry.fallback !== null && this.#ownAnswers.has(entry.fallback)) keep(entry, null);
   }
 
   #learn(scope: RequestScope, provider: string, resource: HistoryResource, bound: LearnedBound) {

@@ -1,36 +1,40 @@
 import type { Provider } from "../../config/network-model.ts";
 import { withId } from "../../jsonrpc/json-raw.ts";
 import type { AttemptSlot } from "../../routing/selection.ts";
+import { giveSlotBack, takeSlot } from "../open-call.ts";
 import type { AttemptGroup, OpenCall } from "../vocabulary.ts";
+
+/** The largest batch each provider takes now (configured or learned). */
+export interface BatchLimits {
+  batchLimit(provider: Provider): number;
+}
 
 /**
  * The next round: each call still open, with attempts left, takes the next slot of its
  * order, and calls bound for the same provider travel together as one batch, cut to the
- * largest batch that provider takes (`batchLimit`). A batch thereby stays whole on the first
+ * largest batch that provider takes (`limits`). A batch thereby stays whole on the first
  * provider, and only its failed members move on.
  */
 export function nextRound(
   open: readonly OpenCall[],
   maxAttempts: number,
   single: boolean,
-  batchLimit: (provider: Provider) => number,
+  limits: BatchLimits,
 ): AttemptGroup[] {
-  if (open.length === 1)
-    return nextRoundOfOne(open[0] as OpenCall, maxAttempts, single, batchLimit);
+  if (open.length === 1) return nextRoundOfOne(open[0] as OpenCall, maxAttempts, single, limits);
   const byProvider = new Map<string, { slot: AttemptSlot; calls: OpenCall[] }>();
   for (const entry of open) {
     if (entry.answer !== null || entry.attempts >= maxAttempts) continue;
     const slot = entry.order[entry.next];
     if (slot === undefined) continue;
-    entry.next++;
-    entry.attempts++;
+    takeSlot(entry);
     const group = byProvider.get(slot.provider.name);
     if (group) group.calls.push(entry);
     else byProvider.set(slot.provider.name, { slot, calls: [entry] });
   }
   return [...byProvider.values()].flatMap(({ slot, calls }) => {
     if (single) return [{ slot, calls, alone: true }];
-    const size = Math.max(1, batchLimit(slot.provider));
+    const size = Math.max(1, limits.batchLimit(slot.provider));
     const chunks: AttemptGroup[] = [];
     for (let start = 0; start < calls.length; start += size) {
       chunks.push({ slot, calls: calls.slice(start, start + size), alone: size === 1 });
@@ -44,14 +48,14 @@ function nextRoundOfOne(
   entry: OpenCall,
   maxAttempts: number,
   single: boolean,
-  batchLimit: (provider: Provider) => number,
+  limits: BatchLimits,
 ): AttemptGroup[] {
   if (entry.answer !== null || entry.attempts >= maxAttempts) return [];
   const slot = entry.order[entry.next];
   if (slot === undefined) return [];
-  entry.next++;
-  entry.attempts++;
-  return [{ slot, calls: [entry], alone: single || Math.max(1, batchLimit(slot.provider)) === 1 }];
+  takeSlot(entry);
+  const alone = single || Math.max(1, limits.batchLimit(slot.provider)) === 1;
+  return [{ slot, calls: [entry], alone }];
 }
 
 /**
@@ -89,8 +93,5 @@ export function nodesReadId(rawId: string | null): boolean {
  * worse off: the attempt it took is given back.
  */
 export function resendToSameProvider(calls: readonly OpenCall[]): void {
-  for (const entry of calls) {
-    entry.next--;
-    entry.attempts--;
-  }
+  for (const entry of calls) giveSlotBack(entry);
 }

@@ -4,6 +4,7 @@ import { parseJsonOrUndefined } from "../../jsonrpc/json-raw.ts";
 import { type AcceptedRequest, callsOf, isCall } from "../../jsonrpc/jsonrpc.ts";
 import type { SharedAnswerStore, Telemetry } from "../../ports.ts";
 import type { GuardCounts } from "../../status/guards.ts";
+import { answer } from "../open-call.ts";
 import type { AnswerClass, GatewayResponse, OpenCall } from "../vocabulary.ts";
 import { AnswerMemory, entryBytes, type MemoryAnswer } from "./answer-memory.ts";
 import { MinuteWrites, RequestCacheBounds } from "./cache-bounds.ts";
@@ -125,7 +126,7 @@ export class AnswerCache {
       }
       const kept = this.#memory.get(memoryKey(network, looked.key), known, now);
       if (kept !== null) {
-        entry.answer = kept.text;
+        answer(entry, kept.text);
         looked.status = "hit-memory";
         looked.class = kept.class;
         continue;
@@ -231,7 +232,7 @@ export class AnswerCache {
         });
         continue;
       }
-      looked.entry.answer = text;
+      answer(looked.entry, text);
       looked.status = "hit-shared";
       looked.class = "immutable";
       this.#keepInMemory(model, { network, bounds }, looked.key, {

@@ -13,6 +13,7 @@ import { type SelectionContext, whyNotCandidate } from "../../routing/selection.
 import type { GuardCounts } from "../../status/guards.ts";
 import type { InternalCall } from "../logs/logs-queries.ts";
 import { GET_LOGS, quantity } from "../logs/logs-range.ts";
+import { answer } from "../open-call.ts";
 import type { OpenCall } from "../vocabulary.ts";
 import {
   type ChainPositions,
@@ -21,9 +22,9 @@ import {
   NODE_ERROR,
   readLogFilter,
 } from "./filter-criteria.ts";
-import { gatewayFilterId } from "./filter-id.ts";
+import { idOf, servedHere } from "./filter-id.ts";
 import { type PollOutcome, pollFilter } from "./filter-polls.ts";
-import type { FilterRecord } from "./filter-progress.ts";
+import { type FilterRecord, installedBeforeRestart } from "./filter-progress.ts";
 import { readRangeLogs } from "./filter-range.ts";
 import { FilterReads } from "./filter-reads.ts";
 
@@ -73,27 +74,6 @@ const result = (value: string) => `{"jsonrpc":"2.0","id":null,"result":${value}}
 const failure = (error: { readonly code: number; readonly message: string }) =>
   errorResponse("null", error.code, error.message);
 
-/** The calls of a request this step answers: installs, and calls naming a gateway id. */
-function servedHere(entry: OpenCall): boolean {
-  if (entry.answer !== null) return false;
-  switch (entry.info.method) {
-    case "eth_newFilter":
-    case "eth_newBlockFilter":
-      return true;
-    case "eth_getFilterChanges":
-    case "eth_getFilterLogs":
-    case "eth_uninstallFilter":
-      return idOf(entry) !== null;
-    default:
-      return false;
-  }
-}
-
-function idOf(entry: OpenCall): string | null {
-  const params = entry.info.params;
-  return gatewayFilterId(Array.isArray(params) ? params[0] : undefined);
-}
-
 /** Answers the filter calls the gateway serves; returns the upstream calls their reads made. */
 export async function serveFilterCalls(
   open: readonly OpenCall[],
@@ -117,11 +97,11 @@ export async function serveFilterCalls(
   for (const [index, entry] of ours.entries()) {
     if (index >= FILTER_CALLS_PER_REQUEST) {
       request.deps.guards.refused(request.network.name, "filter_calls_per_request");
-      entry.answer = failure(OVER_FILTER_CALLS);
+      answer(entry, failure(OVER_FILTER_CALLS));
       continue;
     }
     try {
-      entry.answer = await served.answer(entry);
+      answer(entry, await served.answer(entry));
     } catch (error) {
       const why = request.deps.scrub(error instanceof Error ? error.message : String(error));
       request.deps.telemetry.log("warn", "filter store failed", {
@@ -129,10 +109,13 @@ export async function serveFilterCalls(
         method: entry.info.method,
         error: why,
       });
-      entry.answer = failure({
-        code: ErrorCode.internal,
-        message: `the gateway's filter store did not answer (${why.slice(0, 200)}): nothing was reported and no filter moved; try again`,
-      });
+      answer(
+        entry,
+        failure({
+          code: ErrorCode.internal,
+          message: `the gateway's filter store did not answer (${why.slice(0, 200)}): nothing was reported and no filter moved; try again`,
+        }),
+      );
     }
   }
   return reads.upstreamCalls;
@@ -269,12 +252,9 @@ class FilterCalls {
    */
   async #filter(id: string): Promise<FilterRecord | null> {
     const record = await this.#store.read(...this.#where(id), this.#now());
-    const chain = this.#request.context.state.head;
-    const resetAt = chain?.resetAt ?? 0;
-    // A reset for a broken finality is a deep reorg of the same chain: the filter's own reorg
-    // handling reports it.
-    const restarted = resetAt > (chain?.finalityBrokenAt ?? 0);
-    if (record === null || !restarted || record.chainResetAt >= resetAt) return record;
+    if (record === null || !installedBeforeRestart(record, this.#request.context.state.head)) {
+      return record;
+    }
     await this.#store.uninstall(...this.#where(id), this.#now());
     return null;
   }

@@ -2,6 +2,7 @@ import type { Network } from "../../config/network-model.ts";
 import { arrayElementSpans, memberValueSpan } from "../../jsonrpc/json-raw.ts";
 import { blockRefOf } from "../../methods/block-ref.ts";
 import type { Telemetry } from "../../ports.ts";
+import { answer } from "../open-call.ts";
 import type { GatewayResponse, OpenCall, PinnedTags } from "../vocabulary.ts";
 
 /**
@@ -65,7 +66,7 @@ export function holdBackAboveServedHead(
     if (entry.answer === null) continue;
     const block = blockShown(entry);
     if (block === null || block <= servedHead || isNullResult(entry.answer)) continue;
-    entry.answer = NOT_SEEN_YET;
+    answer(entry, NOT_SEEN_YET);
     held++;
   }
   if (held > 0) telemetry.count("answers_held_back", { network: network.name }, held);

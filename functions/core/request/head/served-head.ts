@@ -2,6 +2,7 @@ import { type ChainHead, servedHeadAt, servedRecently } from "../../chain/chain-
 import { type Call, type InvalidMember, isCall } from "../../jsonrpc/jsonrpc.ts";
 import { blockRefOf } from "../../methods/block-ref.ts";
 import type { QuorumSnapshot } from "../../routing/network-state.ts";
+import { answer } from "../open-call.ts";
 import type { OpenCall, PinnedTags, ServedHeadView } from "../vocabulary.ts";
 import { mayBeHeldBack } from "./held-back.ts";
 
@@ -50,7 +51,7 @@ export function answerFromServedHead(
   if (!view.recent || view.answer === null) return answered;
   for (const entry of open) {
     if (entry.info.method !== BLOCK_NUMBER) continue;
-    entry.answer = blockNumberAnswer(view.answer);
+    answer(entry, blockNumberAnswer(view.answer));
     answered.add(entry);
   }
   return answered;
@@ -80,17 +81,17 @@ export function settleBlockNumbers(
     if (entry.info.method !== BLOCK_NUMBER || fromHead.has(entry)) continue;
     if (entry.answer === null) {
       if (view.answer !== null && entry.failures.some((failure) => failure.signature === BEHIND)) {
-        entry.answer = blockNumberAnswer(view.answer);
+        answer(entry, blockNumberAnswer(view.answer));
       }
       continue;
     }
     const answered = resultNumber(entry.answer);
     if (answered === null) continue;
     highest = Math.max(highest ?? 0, answered);
-    if (view.answer !== null) entry.answer = blockNumberAnswer(view.answer);
-    else if (view.published !== null) entry.answer = blockNumberAnswer(view.published);
+    if (view.answer !== null) answer(entry, blockNumberAnswer(view.answer));
+    else if (view.published !== null) answer(entry, blockNumberAnswer(view.published));
     else if (reachable !== null && answered > reachable) {
-      entry.answer = blockNumberAnswer(view.newest);
+      answer(entry, blockNumberAnswer(view.newest));
     } else handedOut = Math.max(handedOut ?? 0, answered);
   }
   return { answered: highest, handedOut };

@@ -1,6 +1,6 @@
 import type { Call } from "../../jsonrpc/jsonrpc.ts";
 import type { AttemptSlot } from "../../routing/selection.ts";
-import { openCall } from "../open-call.ts";
+import { openCall, takeOver } from "../open-call.ts";
 import type { OpenCall } from "../vocabulary.ts";
 
 /**
@@ -21,6 +21,21 @@ export interface UnpinnedRetry {
   readonly retry: OpenCall;
 }
 
+/** Whether a call goes again as written: pinned, unanswered, and only ever failed as behind. */
+function resentAsWritten(original: OpenCall): boolean {
+  return (
+    original.answer === null &&
+    original.unpinned !== null &&
+    original.failures.length > 0 &&
+    original.failures.every((failure) => failure.signature === BEHIND)
+  );
+}
+
+/** Whether any call of `open` goes again as written. */
+export function mayRetryUnpinned(open: readonly OpenCall[]): boolean {
+  return open.some(resentAsWritten);
+}
+
 /** The calls to send again as written, each with its own walk over the providers. */
 export function unpinnedRetries(
   open: readonly OpenCall[],
@@ -29,34 +44,13 @@ export function unpinnedRetries(
   const retries: UnpinnedRetry[] = [];
   for (const original of open) {
     const { unpinned } = original;
-    if (
-      original.answer !== null ||
-      unpinned === null ||
-      original.failures.length === 0 ||
-      !original.failures.every((failure) => failure.signature === BEHIND)
-    ) {
-      continue;
-    }
+    if (unpinned === null || !resentAsWritten(original)) continue;
     retries.push({ original, retry: openCall(unpinned, orderOf(unpinned)) });
   }
   return retries;
 }
 
-/**
- * Carries what the resent calls got back to the caller's calls. An answer marks the call as
- * answered unpinned: the cache keeps nothing under the pinned block's key for it.
- */
+/** Carries what the resent calls got back to the caller's calls (`takeOver`). */
 export function settleUnpinnedRetries(retries: readonly UnpinnedRetry[]): void {
-  for (const { original, retry } of retries) {
-    original.attempts += retry.attempts;
-    original.failures.push(...retry.failures);
-    if (retry.answer !== null) {
-      original.answer = retry.answer;
-      original.sentUnpinned = true;
-      continue;
-    }
-    // What a provider said about the pinned block is no answer to a call that never named it.
-    original.fallback = retry.fallback;
-    if (retry.attempts > 0) original.lastError = retry.lastError;
-  }
+  for (const { original, retry } of retries) takeOver(original, retry);
 }

@@ -1,5 +1,6 @@
-import type { Provider } from "../../config/network-model.ts";
 import type { HedgeTimer, HedgeWait, UpstreamResult } from "../../ports.ts";
+import type { BatchLimits } from "../attempts/plan.ts";
+import { takeSlot } from "../open-call.ts";
 import type { AttemptGroup } from "../vocabulary.ts";
 import type { RequestHedging } from "./hedging.ts";
 
@@ -20,7 +21,7 @@ export interface HedgeRace {
   readonly spendCall: () => void;
   readonly single: boolean;
   readonly maxAttempts: number;
-  readonly batchLimit: (provider: Provider) => number;
+  readonly limits: BatchLimits;
   readonly deadline: number;
   readonly clock: () => number;
 }
@@ -122,7 +123,7 @@ function hedgeSlotOf(group: AttemptGroup, race: HedgeRace): AttemptGroup["slot"]
 function hedgeOf(group: AttemptGroup, race: HedgeRace): AttemptGroup | null {
   const slot = hedgeSlotOf(group, race);
   if (slot === null) return null;
-  const size = Math.max(1, race.batchLimit(slot.provider));
+  const size = Math.max(1, race.limits.batchLimit(slot.provider));
   if (!race.single && group.calls.length > size) return null;
   return { slot, calls: [...group.calls], alone: race.single || size === 1 };
 }
@@ -135,9 +136,6 @@ function takeHedge(group: AttemptGroup, hedging: RequestHedging, race: HedgeRace
   if (race.deadline - race.clock() <= 0 || !race.callsLeft()) return false;
   if (!hedging.takeBudget()) return false;
   race.spendCall();
-  for (const entry of group.calls) {
-    entry.next++;
-    entry.attempts++;
-  }
+  for (const entry of group.calls) takeSlot(entry);
   return true;
 }

@@ -4,6 +4,7 @@ import { ErrorCode, errorResponse, methodPermitted } from "../../jsonrpc/jsonrpc
 import { keepLearnedLimit, limitInForce, logsRangeOf } from "../../routing/learned-limits.ts";
 import type { LearnedLimit } from "../../routing/network-state.ts";
 import { type SelectionContext, whyNotCandidate } from "../../routing/selection.ts";
+import { answer, keep, withdraw } from "../open-call.ts";
 import type { OpenCall } from "../vocabulary.ts";
 import { type LogsRangeDeps, learnLogsRange } from "./logs-limits.ts";
 import {
@@ -131,10 +132,13 @@ export async function serveLogQueries(
   for (const entry of entries) {
     const unreadable = unreadableToBlock(entry.info.method, entry.info.params);
     if (unreadable !== null) {
-      entry.answer = errorResponse(
-        "null",
-        ErrorCode.invalidParams,
-        `toBlock ${unreadable.slice(0, 40)} is not a block number this gateway serves (at most 16 hex digits, under 2^53): ask for blocks up to the chain head`,
+      answer(
+        entry,
+        errorResponse(
+          "null",
+          ErrorCode.invalidParams,
+          `toBlock ${unreadable.slice(0, 40)} is not a block number this gateway serves (at most 16 hex digits, under 2^53): ask for blocks up to the chain head`,
+        ),
       );
       continue;
     }
@@ -197,10 +201,13 @@ async function serveLogQuery(
   const pieceSize = (range: BlockRange) => sizeFor(range, scope);
   const cut = pieceSize(query) < spanOf(query);
   if (cut && scope.knownHead !== null && query.to > scope.knownHead + blocksSinceSnapshot(scope)) {
-    entry.answer = errorResponse(
-      "null",
-      ErrorCode.invalidParams,
-      `toBlock ${quantity(query.to)} is above the chain head this gateway knows (${quantity(scope.knownHead)}): ask for blocks up to it`,
+    answer(
+      entry,
+      errorResponse(
+        "null",
+        ErrorCode.invalidParams,
+        `toBlock ${quantity(query.to)} is above the chain head this gateway knows (${quantity(scope.knownHead)}): ask for blocks up to it`,
+      ),
     );
     return 0;
   }
@@ -257,15 +264,18 @@ function settle(
   switch (outcome.kind) {
     case "logs":
     case "error_answer":
-      entry.answer = outcome.text;
+      answer(entry, outcome.text);
       return;
     // Both start with the words indexers narrow a log range on (subsquid's processor: "response
     // is too big", then the "Try with this block range [a, b]" hint; docs/behaviour.md §12.8).
     case "too_large": {
-      entry.answer = errorResponse(
-        "null",
-        ErrorCode.limitExceeded,
-        `response is too big: the logs of blocks ${rangeText(query)} are more than this gateway can return in one answer: narrow your range.${rangeHint(outcome.fits)}`,
+      answer(
+        entry,
+        errorResponse(
+          "null",
+          ErrorCode.limitExceeded,
+          `response is too big: the logs of blocks ${rangeText(query)} are more than this gateway can return in one answer: narrow your range.${rangeHint(outcome.fits)}`,
+        ),
       );
       return;
     }
@@ -276,24 +286,26 @@ function settle(
         outcome.needed <= upstreamCalls.max
           ? `${need}, more than the ${Math.max(0, upstreamCalls.left)} left of this request's max_upstream_calls (${upstreamCalls.max}): send fewer calls per batch`
           : `${need}, over max_upstream_calls (${upstreamCalls.max}): narrow your range.${rangeHint(firstPieces(query, outcome.size, upstreamCalls.left))}`;
-      entry.answer = errorResponse(
-        "null",
-        ErrorCode.limitExceeded,
-        `response is too big for one request: ${why}`,
+      answer(
+        entry,
+        errorResponse(
+          "null",
+          ErrorCode.limitExceeded,
+          `response is too big for one request: ${why}`,
+        ),
       );
       return;
     }
     case "failed": {
       const why = `blocks ${rangeText(outcome.piece)} of ${rangeText(query)} were not served (${outcome.detail}); no logs of the range are returned`;
-      entry.fallback = null;
+      keep(entry, null);
       if (outcome.code !== null) {
         // A provider answered with an error: the caller gets its code, the range named.
-        entry.answer = errorResponse("null", outcome.code, scrub(why));
+        answer(entry, errorResponse("null", outcome.code, scrub(why)));
         return;
       }
       // No provider answered: the gateway's "all providers failed" error, naming the part.
-      entry.answer = null;
-      entry.lastError = why;
+      withdraw(entry, why);
       return;
     }
   }

@@ -8,6 +8,12 @@ import { blockRefOf } from "../../methods/block-ref.ts";
 
 export const GET_LOGS = "eth_getLogs";
 
+/** Whether any of `calls` is an eth_getLogs: only a request that asks for logs takes their path. */
+export function asksForLogs(calls: ReadonlyArray<{ readonly info: { readonly method: string } }>) {
+  for (const call of calls) if (call.info.method === GET_LOGS) return true;
+  return false;
+}
+
 /** Blocks `from` to `to`, both included. */
 export interface BlockRange {
   readonly from: number;

@@ -4,6 +4,7 @@ import { quorumInForce } from "../../routing/network-state.ts";
 import type { AttemptSlot, SelectionContext } from "../../routing/selection.ts";
 import { type AttemptLoop, runAttempts } from "../attempts/attempts.ts";
 import { mayRaiseHead, type ObservedHeads } from "../head/observed-head.ts";
+import { failed, keep, passSlot, reopen } from "../open-call.ts";
 import type { AttemptRecord, FailureVerdict, OpenCall, RequestScope } from "../vocabulary.ts";
 import {
   headerAsks,
@@ -12,7 +13,7 @@ import {
   logQuestionOf,
 } from "./checks/logs-answer-check.ts";
 import type { CheckCall } from "./checks/logs-check.ts";
-import { type LogCheckDeps, LogChecks } from "./checks/logs-check-state.ts";
+import type { LogChecks } from "./checks/logs-check-state.ts";
 import { CompanionUpstream } from "./checks/logs-companions.ts";
 import { blocksSinceSnapshot, type InternalCall } from "./logs-queries.ts";
 import { logQueryOf, quantity } from "./logs-range.ts";
@@ -38,15 +39,6 @@ export interface ReachDeps {
   readonly health: { noteFailure(attempt: AttemptRecord, verdict: FailureVerdict): void };
   /** This container's headers, bloom verdicts and counts. */
   readonly checks: LogChecks;
-}
-
-/** The log-attempt path's parts one container keeps. */
-export function logAttemptDeps(
-  observed: ObservedHeads,
-  health: ReachDeps["health"],
-  deps: LogCheckDeps,
-): ReachDeps {
-  return { observed, health, checks: new LogChecks(deps) };
 }
 
 interface CheckedRun extends ReachDeps {
@@ -136,7 +128,7 @@ function companionsFor(
   return new CompanionUpstream(loop.upstream, asks, (url) => {
     const provider = providers.get(url);
     if (provider === undefined) return 0;
-    const room = Math.min(asks.length, loop.batchLimit(provider) - 1);
+    const room = Math.min(asks.length, loop.judge.batchLimit(provider) - 1);
     if (room > 0) run.checks.count(scope.network.name, provider.name, "headers_asked", room);
     return room;
   });
@@ -213,7 +205,7 @@ async function runAttemptsChecked(
       }
       reopened.push(entry);
       if (verdict.kind === "unchecked") {
-        reopen(entry, scope, verdict.detail);
+        setAside(entry, scope, verdict.detail);
         continue;
       }
       const elapsed = loop.clock() - started;
@@ -277,8 +269,8 @@ function behind(
   deps: ReachDeps,
 ): void {
   const verdict: FailureVerdict = { outcome: "behind", detail: why.detail };
-  reopen(entry, scope, verdict.detail);
-  entry.failures.push({ provider: slot.provider.name, signature: "behind" });
+  setAside(entry, scope, verdict.detail);
+  failed(entry, { provider: slot.provider.name, signature: "behind" }, entry.lastError);
   if (why.block !== null) keepAboveHeadRefusal(entry, why.block, slot.provider.name, scope);
   const attempt: AttemptRecord = {
     network: scope.network,
@@ -309,14 +301,14 @@ function keepAboveHeadRefusal(
   // Nor is a block the chain can have made since the snapshot: another container, on a newer
   // copy of the state, may have served it as the head (docs/behaviour.md §12.9).
   if (block <= knownHead + blocksSinceSnapshot(scope)) return;
-  entry.fallback = {
+  keep(entry, {
     text: errorResponse(
       entry.call.rawId ?? "null",
       ErrorCode.invalidParams,
       `toBlock ${quantity(block)} is above the chain head this gateway knows (${quantity(knownHead)}): ask for blocks up to it`,
     ),
     provider,
-  };
+  });
 }
 
 /**
@@ -333,19 +325,19 @@ function skipLacking(open: readonly OpenCall[], scope: RequestScope, deps: Check
     for (let slot = entry.order[entry.next]; slot !== undefined; slot = entry.order[entry.next]) {
       const lacking = deps.lacking.get(slot.provider.name);
       if (lacking === undefined || query.to < lacking) break;
-      entry.next++;
-      entry.lastError = `${slot.provider.name}: not asked: found without block ${quantity(lacking)} earlier in this request`;
+      passSlot(
+        entry,
+        `${slot.provider.name}: not asked: found without block ${quantity(lacking)} earlier in this request`,
+      );
       keepAboveHeadRefusal(entry, query.to, slot.provider.name, scope);
     }
   }
 }
 
 /** The call's answer is set aside: the call walks on to its next provider. */
-function reopen(entry: OpenCall, scope: RequestScope, why: string): void {
+function setAside(entry: OpenCall, scope: RequestScope, why: string): void {
   const provider = entry.answeredBy?.provider.name ?? "";
-  entry.answer = null;
-  entry.answeredBy = null;
-  entry.lastError = `${provider}: ${why}`;
+  reopen(entry, `${provider}: ${why}`);
   const index = scope.used.indexOf(provider);
   if (index >= 0) scope.used.splice(index, 1);
 }

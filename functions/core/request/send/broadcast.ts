@@ -9,6 +9,7 @@ import {
 } from "../../policies.ts";
 import type { LedgerEntry, Telemetry, TransactionLedger, Upstream, Wait } from "../../ports.ts";
 import type { GuardCounts } from "../../status/guards.ts";
+import { answer } from "../open-call.ts";
 import type { OpenCall } from "../vocabulary.ts";
 import { SEND_RAW_TRANSACTION } from "./sent-transactions.ts";
 import { readRawTransaction } from "./transactions.ts";
@@ -64,7 +65,7 @@ async function claimSends(
       ? await claimOrSkip(ledger, network, tx.hash, now, deps.telemetry)
       : null;
     const resend = existing !== "unavailable" && existing?.status === "accepted";
-    if (resend) entry.answer = hashAnswer(tx.hash);
+    if (resend) answer(entry, hashAnswer(tx.hash));
     sends.push({
       entry,
       hash: tx.hash,
@@ -194,7 +195,7 @@ async function settleSends(
 ): Promise<void> {
   for (const { entry, hash } of sends) {
     if (accepted.has(hash) && resultOf(entry.answer ?? entry.fallback?.text ?? "") !== hash) {
-      entry.answer = hashAnswer(hash);
+      answer(entry, hashAnswer(hash));
     }
   }
   if (ledger === undefined) return;

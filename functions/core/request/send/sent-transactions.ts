@@ -1,6 +1,7 @@
 import { ALREADY_KNOWN, NONCE_TOO_LOW } from "../../classify/classify-patterns.ts";
 import { ErrorCode, errorResponse } from "../../jsonrpc/jsonrpc.ts";
 import type { Upstream } from "../../ports.ts";
+import { answer } from "../open-call.ts";
 import type { OpenCall } from "../vocabulary.ts";
 import { readRawTransaction } from "./transactions.ts";
 
@@ -49,11 +50,11 @@ export async function settleSentTransactions(
         const text = entry.answer ?? entry.fallback?.text ?? null;
         const message = text === null ? null : errorMessageOf(text);
         if (message !== null && ALREADY_KNOWN.test(message)) {
-          entry.answer = hashAnswer(tx.hash);
+          answer(entry, hashAnswer(tx.hash));
           return;
         }
         const unsettled = text === null || (message !== null && NONCE_TOO_LOW.test(message));
-        if (unsettled && (await known(entry, tx.hash))) entry.answer = hashAnswer(tx.hash);
+        if (unsettled && (await known(entry, tx.hash))) answer(entry, hashAnswer(tx.hash));
       }),
   );
 }

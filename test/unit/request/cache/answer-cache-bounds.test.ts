@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
 import type { ConfigInput } from "../../../../functions/core/config/config-schema.ts";
-import type { Telemetry } from "../../../../functions/core/ports.ts";
 import { GuardCounts } from "../../../../functions/core/status/guards.ts";
 import { gatewayHarness, type HarnessNetwork } from "../../../support/gateway-harness.ts";
 import { MemoryAnswerStore } from "../../../support/memory-answer-store.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 import { answer, ScriptedUpstream } from "../../../support/scripted-upstream.ts";
 
 /**
@@ -65,12 +65,8 @@ function harness(
   network: HarnessNetwork = {},
   provider: { max_logs_range?: number } = {},
 ) {
-  const counts: Array<{ name: string; dimensions: Record<string, string>; value: number }> = [];
-  const telemetry: Telemetry = {
-    log: () => undefined,
-    count: (name, dimensions, value = 1) => counts.push({ name, dimensions, value }),
-    measure: () => undefined,
-  };
+  const telemetry = recordingTelemetry();
+  const counts = telemetry.metrics;
   const guards = new GuardCounts(telemetry);
   let shared!: MemoryAnswerStore;
   const h = gatewayHarness({
@@ -199,7 +195,7 @@ describe("the item cap and the memory a request may fill", () => {
     await h.settle();
     expect(h.shared.writes).toEqual([]);
     expect(h.guards.counts("net").cache_shared_item_bytes).toBe(5);
-    expect(h.gateway.answerCache("net").memory.entries).toBe(5);
+    expect(h.container.answerCache("net").memory.entries).toBe(5);
   });
 
   it("cache_memory_request_bytes: answers past the request's budget are not kept in memory", async () => {
@@ -210,11 +206,11 @@ describe("the item cap and the memory a request may fill", () => {
         Array.from({ length: 3 }, (_, i) => call(i, "eth_getBlockByNumber", [hex(i + 1), true])),
       ),
     );
-    expect(h.gateway.answerCache("net").memory.entries).toBe(2);
+    expect(h.container.answerCache("net").memory.entries).toBe(2);
     expect(h.guards.counts("net").cache_memory_request_bytes).toBe(1);
     // The next request has a budget of its own.
     await h.rpc(call(9, "eth_getBlockByNumber", [hex(3), true]));
-    expect(h.gateway.answerCache("net").memory.entries).toBe(3);
+    expect(h.container.answerCache("net").memory.entries).toBe(3);
   });
 
   it("shared hits put in memory count against the budget too", async () => {
@@ -230,7 +226,7 @@ describe("the item cap and the memory a request may fill", () => {
     expect(response.headers["x-gateway-cache"]?.split(",")).toEqual(
       Array.from({ length: 16 }, () => "hit-shared"),
     );
-    expect(fresh.gateway.answerCache("net").memory.bytes).toBeLessThanOrEqual(2_000);
+    expect(fresh.container.answerCache("net").memory.bytes).toBeLessThanOrEqual(2_000);
     expect(fresh.guards.counts("net").cache_memory_request_bytes).toBeGreaterThan(0);
   });
 });

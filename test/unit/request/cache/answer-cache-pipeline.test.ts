@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
-import type { LogLevel, Telemetry } from "../../../../functions/core/ports.ts";
 import { answerKey } from "../../../../functions/core/request/cache/cache-class.ts";
 import { readRawTransaction } from "../../../../functions/core/request/send/transactions.ts";
 import { gatewayHarness, type HarnessNetwork } from "../../../support/gateway-harness.ts";
 import { MemoryAnswerStore } from "../../../support/memory-answer-store.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 import { answer, ScriptedUpstream } from "../../../support/scripted-upstream.ts";
 
 /**
@@ -30,23 +30,6 @@ const HEAD: ChainHead = {
   updatedAt: NOW - 1000,
   reorgSeenAt: 0,
 };
-
-interface Counted {
-  readonly counts: Array<{ name: string; dimensions: Record<string, string> }>;
-  readonly logs: Array<{ level: LogLevel; message: string }>;
-}
-
-function recordingTelemetry(): Telemetry & Counted {
-  const counts: Counted["counts"] = [];
-  const logs: Counted["logs"] = [];
-  return {
-    counts,
-    logs,
-    log: (level, message) => logs.push({ level, message }),
-    count: (name, dimensions) => counts.push({ name, dimensions }),
-    measure: () => undefined,
-  };
-}
 
 /**
  * A node that answers each call of a request from `results` (by method), keeping the id the
@@ -102,7 +85,7 @@ function harness(
   const telemetry = recordingTelemetry();
   // Made with the harness's clock, when the test brings none.
   let shared!: MemoryAnswerStore;
-  const { gateway, store, upstream, rpc, advance, clock } = gatewayHarness({
+  const { gateway, container, store, upstream, rpc, advance, clock } = gatewayHarness({
     providers: [{ name: "p1", url: P1 }],
     network: overrides,
     config: options.memoryBytes === undefined ? {} : { cache_memory_bytes: options.memoryBytes },
@@ -117,7 +100,7 @@ function harness(
   });
   if (options.head !== null) store.setHead("net", options.head ?? HEAD);
   const logs = () => telemetry.logs.map((line) => line.message);
-  return { gateway, store, upstream, shared, telemetry, rpc, advance, clock, logs };
+  return { gateway, container, store, upstream, shared, telemetry, rpc, advance, clock, logs };
 }
 
 const call = (id: unknown, method: string, params: unknown[] = []) =>
@@ -392,7 +375,7 @@ describe("switches and bounds", () => {
   it("memory holds at most cache_memory_bytes: the least recently used answers go first", async () => {
     const h = harness({}, { memoryBytes: 1000 });
     for (const number of [1, 2, 3, 4, 5]) await h.rpc(blockCall(number, number));
-    const usage = h.gateway.answerCache("net").memory;
+    const usage = h.container.answerCache("net").memory;
     expect(usage.bytes).toBeLessThanOrEqual(1000);
     expect(usage.entries).toBeLessThan(5);
     expect((await h.rpc(blockCall(9, 5))).headers["x-gateway-cache"]).toBe("hit-memory");
@@ -413,7 +396,7 @@ describe("switches and bounds", () => {
       { name: "cache_misses", dimensions: { network: "net", class: "unfinalized" } },
       { name: "cache_misses", dimensions: { network: "net", class: "never" } },
     ]);
-    expect(h.gateway.answerCache("net").classes).toEqual({
+    expect(h.container.answerCache("net").classes).toEqual({
       immutable: { hits: 1, misses: 1, ratio: 0.5 },
       unfinalized: { hits: 0, misses: 1, ratio: 0 },
       realtime: { hits: 0, misses: 0, ratio: null },

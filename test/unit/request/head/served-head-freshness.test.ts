@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
-import type { Telemetry } from "../../../../functions/core/ports.ts";
 import { HEAD_POLL_BODY } from "../../../../functions/core/request/head/head-publication.ts";
 import {
   everyoneInQuorum,
@@ -8,6 +7,7 @@ import {
   type HarnessNetwork,
   type HarnessProviders,
 } from "../../../support/gateway-harness.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 import { held, resultFor, type SentCall } from "../../../support/scripted-upstream.ts";
 
 /**
@@ -77,12 +77,7 @@ function harness(options: {
   head?: Partial<ChainHead>;
   network?: HarnessNetwork;
 }) {
-  const counts: Array<{ name: string; value: number }> = [];
-  const telemetry: Telemetry = {
-    log: () => undefined,
-    count: (name, _dimensions, value = 1) => counts.push({ name, value }),
-    measure: () => undefined,
-  };
+  const telemetry = recordingTelemetry();
   const h = gatewayHarness({
     providers: two,
     network: { block_time_seconds: 2, ...options.network },
@@ -100,7 +95,7 @@ function harness(options: {
   const served = async () => (await h.store.readHead("net"))?.served ?? null;
   const polls = (url: string) => h.upstream.bodiesTo(url).filter((b) => b === HEAD_POLL_BODY);
   const count = (name: string) =>
-    counts.filter((c) => c.name === name).reduce((sum, c) => sum + c.value, 0);
+    telemetry.metrics.filter((c) => c.name === name).reduce((sum, c) => sum + c.value, 0);
   return { ...h, rpc, settle, served, polls, count };
 }
 
@@ -388,6 +383,15 @@ describe("x-gateway-head", () => {
     const hit = await h.rpc("eth_getBlockByNumber", [hex(90), false]);
     expect(hit.response.headers["x-gateway-cache"]).toBe("hit-memory");
     expect(hit.response.headers["x-gateway-head"]).toBe(hex(100));
+  });
+
+  it("regression: absent when latest went to a provider unpinned (no candidate seen at the served head yet): the provider's block 104 came with x-gateway-head 103, a head below the very block it answered", async () => {
+    const h = harness({ served: { block: 103, at: NOW - 1_000 } });
+    h.upstream.script(P1, chainNode({ head: 104 }));
+    h.upstream.script(P2, chainNode({ head: 104 }));
+    const { response, result } = await h.rpc("eth_getBlockByNumber", ["latest", false]);
+    expect(result).toMatchObject({ number: hex(104) });
+    expect(response.headers["x-gateway-head"]).toBeUndefined();
   });
 
   it("absent while there is no served head, and under diagnostic_headers false", async () => {

@@ -4,7 +4,13 @@ import {
   settleUnpinnedRetries,
   unpinnedRetries,
 } from "../../../../functions/core/request/head/unpinned-retry.ts";
-import { openCall } from "../../../../functions/core/request/open-call.ts";
+import {
+  answer,
+  failed,
+  keep,
+  openCall,
+  takeSlot,
+} from "../../../../functions/core/request/open-call.ts";
 import type { OpenCall } from "../../../../functions/core/request/vocabulary.ts";
 
 /**
@@ -28,9 +34,11 @@ function pinnedCall(
   options: { answer?: string; unpinned?: Call | null } = {},
 ): OpenCall {
   const entry = openCall(PINNED, [], options.unpinned === undefined ? WRITTEN : options.unpinned);
-  for (const signature of failures) entry.failures.push({ provider: "p", signature });
-  entry.attempts = failures.length;
-  if (options.answer !== undefined) entry.answer = options.answer;
+  for (const signature of failures) {
+    takeSlot(entry);
+    failed(entry, { provider: "p", signature }, entry.lastError);
+  }
+  if (options.answer !== undefined) answer(entry, options.answer);
   return entry;
 }
 
@@ -73,8 +81,8 @@ describe("settleUnpinnedRetries: what the caller's call keeps", () => {
     const original = pinnedCall(["behind"]);
     const [retry] = unpinnedRetries([original], noOrder);
     if (retry === undefined) throw new Error("no retry");
-    retry.retry.answer = '{"result":"0x76"}';
-    retry.retry.attempts = 1;
+    answer(retry.retry, '{"result":"0x76"}');
+    takeSlot(retry.retry);
     settleUnpinnedRetries([retry]);
     expect(original).toMatchObject({
       answer: '{"result":"0x76"}',
@@ -85,12 +93,11 @@ describe("settleUnpinnedRetries: what the caller's call keeps", () => {
 
   it("a resend that failed too leaves no provider's words about the pinned block as the answer", () => {
     const original = pinnedCall(["behind"]);
-    original.fallback = { text: '{"error":{"message":"requested was 120"}}', provider: "p" };
+    keep(original, { text: '{"error":{"message":"requested was 120"}}', provider: "p" });
     const [retry] = unpinnedRetries([original], noOrder);
     if (retry === undefined) throw new Error("no retry");
-    retry.retry.attempts = 1;
-    retry.retry.lastError = "p: timeout";
-    retry.retry.failures.push({ provider: "p", signature: "retry/timeout/timeout" });
+    takeSlot(retry.retry);
+    failed(retry.retry, { provider: "p", signature: "retry/timeout/timeout" }, "p: timeout");
     settleUnpinnedRetries([retry]);
     expect(original).toMatchObject({
       answer: null,

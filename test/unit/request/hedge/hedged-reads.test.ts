@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../../../functions/core/config/config-schema.ts";
 import { HEALTHY } from "../../../../functions/core/health/health.ts";
-import type { HedgeTimer, Telemetry } from "../../../../functions/core/ports.ts";
+import type { HedgeTimer } from "../../../../functions/core/ports.ts";
 import { gatewayHarness } from "../../../support/gateway-harness.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 import { answer, held, resultFor, ScriptedUpstream } from "../../../support/scripted-upstream.ts";
 
 /**
- * Hedged reads through the whole request pipeline (core/request/gateway.ts and core/request/*), with a
+ * Hedged reads through the whole request pipeline (core/request/gateway.ts and the stages of core/request/), with a
  * scripted upstream whose answers the test hands over when it chooses, and a hedge timer the
  * test fires itself: no wall-clock time is involved.
  */
@@ -71,15 +72,11 @@ function harness(
   overrides: Partial<Network> = {},
   options: { advanceClock?: boolean } = {},
 ) {
-  const counts: Array<{ name: string; dimensions: Record<string, string> }> = [];
   const outcomes: Array<{ provider: string; ok: boolean; latencyMs: number }> = [];
-  const telemetry: Telemetry = {
-    log: () => undefined,
-    count: (name, dimensions) => counts.push({ name, dimensions }),
-    measure: () => undefined,
-  };
+  const telemetry = recordingTelemetry();
+  const { counts } = telemetry;
   const timer = manualTimer();
-  const { gateway, store, upstream, network, advance, rpc } = gatewayHarness({
+  const { gateway, container, store, upstream, network, advance, rpc } = gatewayHarness({
     providers,
     network: overrides,
     // The answer cache would answer a repeated read itself, and these reads must go upstream.
@@ -99,6 +96,7 @@ function harness(
     counts.filter((c) => c.name === "hedges" && c.dimensions.outcome === outcome).length;
   return {
     gateway,
+    container,
     store,
     upstream,
     counts,
@@ -147,7 +145,7 @@ describe("a read whose first attempt is slow goes to the next provider too", () 
     slow.release(
       answer(`{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"leveldb: closed"}}`),
     );
-    expect(h.gateway.demoted(h.network).size).toBe(0);
+    expect(h.container.demoted(h.network).size).toBe(0);
     expect(h.store.healthWrites).toEqual([]);
     expect(h.outcomes.map((o) => o.provider)).toEqual(["p2"]);
     expect(h.counts.filter((c) => c.name === "retried_errors")).toEqual([]);

@@ -10,6 +10,7 @@ import {
   type MethodCounts,
   type Misbehaviour,
 } from "../../../support/log-chain-script.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 import { answer } from "../../../support/scripted-upstream.ts";
 
 /**
@@ -36,7 +37,8 @@ function setup(
   } = {},
 ) {
   const events: GatewayEvent[] = [];
-  const metrics: Array<{ name: string; dimensions: Record<string, string> }> = [];
+  const telemetry = recordingTelemetry();
+  const metrics = telemetry.counts;
   const cap = options.maxLogsRange === undefined ? {} : { max_logs_range: options.maxLogsRange };
   const providers = [
     { name: "p1", url: P1, priority: 2, ...cap },
@@ -48,11 +50,7 @@ function setup(
     now: NOW,
     deps: {
       events: { record: (event) => events.push(event) },
-      telemetry: {
-        log: () => undefined,
-        count: (name, dimensions) => metrics.push({ name, dimensions }),
-        measure: () => undefined,
-      },
+      telemetry,
     },
   });
   const chain = options.chain ?? new FakeChain(HEAD);
@@ -110,7 +108,7 @@ describe("a provider whose log index leaves out the newest blocks (an empty list
     expect(h.seen.p2.get("eth_getBlockReceipts")).toBe(1);
     // Missing data is "behind": no strike.
     expect((await h.store.readNetwork("net")).providers.get("p1")?.strikes ?? 0).toBe(0);
-    expect(h.gateway.logAttempts.checks.counts("net").get("p1")).toMatchObject({
+    expect(h.container.logCheckCounts("net").get("p1")).toMatchObject({
       missing_data: 1,
       reach_failures: 0,
     });
@@ -136,7 +134,7 @@ describe("a provider whose log index leaves out the newest blocks (an empty list
     expect(blocksOf(again.body)).toEqual(range(96, HEAD));
     expect(h.seen.p1.get("eth_getLogs")).toBe(2);
     expect(h.events).toHaveLength(1);
-    expect(h.gateway.logAttempts.checks.counts("net").get("p1")?.missing_data).toBe(2);
+    expect(h.container.logCheckCounts("net").get("p1")?.missing_data).toBe(2);
   });
 
   it("when every provider leaves the blocks out, the caller gets a retryable -32603 naming why, never the short list", async () => {
@@ -157,7 +155,7 @@ describe("a provider whose log index leaves out the newest blocks (an empty list
     expect(answers.map((answer) => answer.id)).toEqual([7, 8]);
     expect(blocksOf(JSON.stringify(answers[0]))).toEqual(range(97, HEAD));
     expect(blocksOf(JSON.stringify(answers[1]))).toEqual(range(40, 50));
-    expect(h.gateway.logAttempts.checks.counts("net").get("p1")?.missing_data).toBe(1);
+    expect(h.container.logCheckCounts("net").get("p1")?.missing_data).toBe(1);
   });
 
   it("a piece of a query cut to the providers' log range: that piece goes to the next provider", async () => {
@@ -216,7 +214,7 @@ describe("fresh blocks the chain position calls final (a chain of instant finali
     const response = await h.rpc(getLogs(1, 99, HEAD));
     expect(blocksOf(response.body)).toEqual(range(99, HEAD));
     expect(response.headers["x-gateway-provider"]).toBe("p2");
-    expect(h.gateway.logAttempts.checks.counts("net").get("p1")?.missing_data).toBe(1);
+    expect(h.container.logCheckCounts("net").get("p1")?.missing_data).toBe(1);
   });
 
   it("regression: a backend behind, clamping, was believed for a final toBlock (its provider had once been seen there); now it must show toBlock in the same batch", async () => {
@@ -227,7 +225,7 @@ describe("fresh blocks the chain position calls final (a chain of instant finali
     const response = await h.rpc(getLogs(1, 97, HEAD));
     expect(blocksOf(response.body)).toEqual(range(97, HEAD));
     expect(response.headers["x-gateway-provider"]).toBe("p2");
-    expect(h.gateway.logAttempts.checks.counts("net").get("p1")?.reach_failures).toBe(1);
+    expect(h.container.logCheckCounts("net").get("p1")?.reach_failures).toBe(1);
   });
 });
 
@@ -243,7 +241,7 @@ describe("a bloom that says a filter may be in a block that has none of its logs
     expect(h.seen.p2.get("eth_getBlockReceipts")).toBe(1);
     await h.rpc(getLogs(2, 98, 99));
     expect(h.seen.p2.get("eth_getBlockReceipts")).toBe(1);
-    expect(h.gateway.logAttempts.checks.counts("net").get("p1")).toMatchObject({
+    expect(h.container.logCheckCounts("net").get("p1")).toMatchObject({
       bloom_false_positives: 2,
       missing_data: 0,
     });
@@ -254,7 +252,7 @@ describe("a bloom that says a filter may be in a block that has none of its logs
     const response = await h.rpc(getLogs(1, 97, HEAD));
     expect(blocksOf(response.body)).toEqual([97, 98, 100]);
     expect(response.headers["x-gateway-provider"]).toBe("p1");
-    expect(h.gateway.logAttempts.checks.counts("net").get("p1")?.bloom_unresolved).toBe(1);
+    expect(h.container.logCheckCounts("net").get("p1")?.bloom_unresolved).toBe(1);
   });
 
   it("logs_bloom off (a chain whose blooms mean something else): only the header of toBlock is asked, and no receipts", async () => {
@@ -296,7 +294,7 @@ describe("a provider whose head steps back (a load balancer switching to a backe
     const response = await h.rpc(getLogs(1, 55, 61));
     expect(blocksOf(response.body)).toEqual(range(55, 61));
     expect(response.headers["x-gateway-provider"]).toBe("p2");
-    expect(h.gateway.logAttempts.checks.counts("net").get("p1")?.reach_failures).toBe(1);
+    expect(h.container.logCheckCounts("net").get("p1")?.reach_failures).toBe(1);
   });
 });
 

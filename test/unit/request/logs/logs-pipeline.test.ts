@@ -1,16 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type {
-  LogLevel,
-  Telemetry,
-  Upstream,
-  UpstreamRequest,
-} from "../../../../functions/core/ports.ts";
+import type { Upstream, UpstreamRequest } from "../../../../functions/core/ports.ts";
 import { networkStatus } from "../../../../functions/core/status/status.ts";
 import {
   gatewayHarness,
   type HarnessNetwork,
   type HarnessProviders,
 } from "../../../support/gateway-harness.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
 
 /**
  * eth_getLogs over any range (docs/behaviour.md §12) through the whole request pipeline: fake
@@ -156,16 +152,6 @@ interface LogCall {
   readonly id: unknown;
   readonly method: string;
   readonly params: unknown[];
-}
-
-function recordingTelemetry(): Telemetry & { logs: Array<{ level: LogLevel; message: string }> } {
-  const logs: Array<{ level: LogLevel; message: string }> = [];
-  return {
-    logs,
-    log: (level, message) => logs.push({ level, message }),
-    count: () => undefined,
-    measure: () => undefined,
-  };
 }
 
 function harness(providers: Providers, overrides: HarnessNetwork = {}) {

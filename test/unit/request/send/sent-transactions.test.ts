@@ -10,7 +10,11 @@ import type {
   UpstreamRequest,
   UpstreamResult,
 } from "../../../../functions/core/ports.ts";
-import { openCall } from "../../../../functions/core/request/open-call.ts";
+import {
+  answer as answerCall,
+  keep,
+  openCall,
+} from "../../../../functions/core/request/open-call.ts";
 import { startSends } from "../../../../functions/core/request/send/broadcast.ts";
 import {
   providerKnowsTransaction,
@@ -130,7 +134,7 @@ describe("settling a send the attempts left unclear", () => {
     ["another error: it stands, nobody asked", error("insufficient funds"), true, "unchanged"],
   ])("%s", async (_name, answer, known, expected) => {
     const entry = send();
-    entry.answer = answer;
+    if (answer !== null) answerCall(entry, answer);
     const asked: string[] = [];
     await settleSentTransactions([entry], async (_call, hash) => {
       asked.push(hash);
@@ -144,9 +148,9 @@ describe("settling a send the attempts left unclear", () => {
 
   it("a kept upstream error counts as the answer; other methods are left alone", async () => {
     const entry = send();
-    entry.fallback = { text: error("already known"), provider: "p1" };
+    keep(entry, { text: error("already known"), provider: "p1" });
     const other = openCall(call("eth_call", [raw]), []);
-    other.answer = error("already known");
+    answerCall(other, error("already known"));
     await settleSentTransactions([entry, other], async () => true);
     expect(JSON.parse(entry.answer ?? "")).toEqual({ jsonrpc: "2.0", id: null, result: HASH });
     expect(other.answer).toBe(error("already known"));
@@ -234,7 +238,8 @@ describe("a send claimed in the ledger and copied to other providers", () => {
       scrubAnswer: (text) => text.replaceAll("s3cr3t", "***"),
       guards: new GuardCounts(silent),
     });
-    if (options.attempt !== undefined && entry.answer === null) entry.answer = options.attempt;
+    if (options.attempt !== undefined && options.attempt !== null && entry.answer === null)
+      answerCall(entry, options.attempt);
     await inFlight.settle(10_000);
     return { up, copies: inFlight.copies };
   }
@@ -407,7 +412,7 @@ describe("a send claimed in the ledger and copied to other providers", () => {
         scrubAnswer: (text) => text,
         guards: new GuardCounts(silent),
       });
-      entry.answer = result(HASH);
+      answerCall(entry, result(HASH));
       await new Promise((resolve) => setImmediate(resolve));
       await inFlight.settle(deadline);
       expect(waits).toEqual([50, waited]);
@@ -417,7 +422,7 @@ describe("a send claimed in the ledger and copied to other providers", () => {
 
   it("a send answered before the copies (signed for another chain) gets none", async () => {
     const entry = send();
-    entry.answer = error("invalid params: the transaction is signed for chain 1");
+    answerCall(entry, error("invalid params: the transaction is signed for chain 1"));
     const { up, copies } = await sendOnce(entry);
     expect([copies, up.requests.length]).toEqual([0, 0]);
   });
@@ -448,7 +453,7 @@ describe("a send claimed in the ledger and copied to other providers", () => {
       scrubAnswer: (text) => text,
       guards: new GuardCounts(silent),
     });
-    entry.answer = result(HASH);
+    answerCall(entry, result(HASH));
     await inFlight.settle(1_000);
     await new Promise((resolve) => setImmediate(resolve));
     expect(up.requests).toEqual([]);

@@ -22,8 +22,8 @@ import {
 } from "../../../support/s3-bucket.ts";
 
 /**
- * Attacks on the config prepared at build time: only an S3 object with the bundled document's
- * exact bytes may get it; any other object, however close (whitespace, a BOM, CRLF, a number
+ * The config prepared at build time stands in only for the bundled document's exact bytes
+ * (docs/behaviour.md §1.5), and a hostile or corrupt prepared file harms nothing: any other object, however close (whitespace, a BOM, CRLF, a number
  * written otherwise, a duplicate key, a trailing NUL), is parsed and validated, and a later
  * change in S3 is too (a duplicate key, a trailing NUL: rejected, as the parse rejects them).
  * The prepared file here carries a marker the document never has, so a config that holds it
@@ -68,7 +68,7 @@ afterAll(async () => {
 
 beforeEach(async () => {
   if (packageDir) await rm(packageDir, { recursive: true, force: true });
-  packageDir = await mkdtemp(join(tmpdir(), "config-prepared-attacks-package-"));
+  packageDir = await mkdtemp(join(tmpdir(), "config-prepared-exact-bytes-"));
   writeBundledConfig(DEPLOYED, KEY, packageDir);
   const path = join(packageDir, PREPARED_CONFIG_FILE);
   const prepared = JSON.parse(await readFile(path, "utf8")) as { config: object };

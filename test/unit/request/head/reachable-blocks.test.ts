@@ -1,21 +1,22 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
-import { configSchema } from "../../functions/core/config/config-schema.ts";
-import { buildModel } from "../../functions/core/config/network-model.ts";
-import { ObservedHeads } from "../../functions/core/request/head/observed-head.ts";
+import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
+import { configSchema } from "../../../../functions/core/config/config-schema.ts";
+import { buildModel } from "../../../../functions/core/config/network-model.ts";
+import { ObservedHeads } from "../../../../functions/core/request/head/observed-head.ts";
 import {
   reachableBlocks,
   servedHeadView,
   tagsToPin,
-} from "../../functions/core/request/head/served-head.ts";
+} from "../../../../functions/core/request/head/served-head.ts";
 import {
   EMPTY_NETWORK_STATE,
   type QuorumSnapshot,
-} from "../../functions/core/routing/network-state.ts";
-import type { SelectionContext } from "../../functions/core/routing/selection.ts";
+} from "../../../../functions/core/routing/network-state.ts";
+import type { SelectionContext } from "../../../../functions/core/routing/selection.ts";
 
 /**
- * Block-aware routing under attack: a stuck provider, one lying ahead, flipping or going back,
+ * The blocks each provider can have reached, as block-aware routing reads them (docs/behaviour.md
+ * §3.1, §10.5): a stuck provider, one lying ahead, flipping or going back,
  * and a caller re-reading blocks. A head seen in an answer grows by the blocks made since that
  * answer; the monitor's head for the provider grows from its snapshot; the higher wins.
  */

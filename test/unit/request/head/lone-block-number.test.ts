@@ -1,17 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
-import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config/config-schema.ts";
-import { buildModel } from "../../functions/core/config/network-model.ts";
-import { HEALTHY } from "../../functions/core/health/health.ts";
-import type { Telemetry } from "../../functions/core/ports.ts";
-import { Gateway } from "../../functions/core/request/gateway.ts";
-import { whyNotCandidate } from "../../functions/core/routing/selection.ts";
-import { StateCache } from "../../functions/core/routing/state-cache.ts";
-import { GuardCounts } from "../../functions/core/status/guards.ts";
-import { gatewayHarness, type HarnessNetwork } from "../support/gateway-harness.ts";
-import { MemoryStateStore } from "../support/memory-state-store.ts";
-import { resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
+import { hedgeTimer, wait } from "../../../../functions/adapters/wait.ts";
+import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
+import { type ConfigInput, configSchema } from "../../../../functions/core/config/config-schema.ts";
+import { buildModel } from "../../../../functions/core/config/network-model.ts";
+import { HEALTHY } from "../../../../functions/core/health/health.ts";
+import type { Telemetry } from "../../../../functions/core/ports.ts";
+import { Gateway } from "../../../../functions/core/request/gateway.ts";
+import { whyNotCandidate } from "../../../../functions/core/routing/selection.ts";
+import { StateCache } from "../../../../functions/core/routing/state-cache.ts";
+import { GuardCounts } from "../../../../functions/core/status/guards.ts";
+import { gatewayHarness, type HarnessNetwork } from "../../../support/gateway-harness.ts";
+import { MemoryStateStore } from "../../../support/memory-state-store.ts";
+import { recordingTelemetry } from "../../../support/recording-telemetry.ts";
+import { resultFor, ScriptedUpstream } from "../../../support/scripted-upstream.ts";
 
 /**
  * Hostile callers against the short path of a lone `eth_blockNumber` the served head answers:
@@ -46,12 +47,7 @@ const recentHead = (): ChainHead => ({
 });
 
 function harness(providers: Providers, overrides: HarnessNetwork = {}) {
-  const counts: string[] = [];
-  const telemetry: Telemetry = {
-    log: () => undefined,
-    count: (name) => counts.push(name),
-    measure: () => undefined,
-  };
+  const telemetry = recordingTelemetry();
   // The clock stands still: answers take no time here.
   const { gateway, store, upstream, network, rpc } = gatewayHarness({
     providers,
@@ -67,6 +63,7 @@ function harness(providers: Providers, overrides: HarnessNetwork = {}) {
     );
   store.setHead("net", recentHead());
   const upstreamCalls = () => [P1, P2, P3].map((url) => upstream.callsTo(url));
+  const counts = () => telemetry.counts.map((c) => c.name);
   return { gateway, store, network, upstreamCalls, counts, rpc };
 }
 
@@ -169,7 +166,7 @@ describe("the short path of a lone eth_blockNumber, attacked by its caller", () 
     const h = harness(three);
     const response = await h.rpc('{"jsonrpc":"2.0","method":"eth_blockNumber"}');
     expect(response).toMatchObject({ status: 204, body: "", cacheClass: "realtime" });
-    expect(h.counts).toEqual(["requests"]);
+    expect(h.counts()).toEqual(["requests"]);
   });
 
   it("an unknown network is 404 before any short path", async () => {

@@ -1,19 +1,19 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
-import type { UpstreamRequest } from "../../functions/core/ports.ts";
+import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
+import type { UpstreamRequest } from "../../../../functions/core/ports.ts";
 import {
   everyoneInQuorum,
   gatewayHarness,
   type HarnessNetwork,
   type HarnessProviders,
-} from "../support/gateway-harness.ts";
-import { MemoryTransactionLedger } from "../support/memory-ledger.ts";
-import { answer } from "../support/scripted-upstream.ts";
+} from "../../../support/gateway-harness.ts";
+import { MemoryTransactionLedger } from "../../../support/memory-ledger.ts";
+import { answer } from "../../../support/scripted-upstream.ts";
 
 /**
- * Attacks on the unpinned resend and on "behind is not a failed request" (docs/behaviour.md
- * §5.3, §10.4, §10.5): providers that answer from behind for every pinned call, forever, and
- * what that costs, hands out, and does to the quorum stats. Scripted upstream, in-memory
+ * Providers that answer from behind for every pinned call, forever (docs/behaviour.md §5.3,
+ * §10.4, §10.5): the unpinned resend, what it costs and hands out, and why behind is not a
+ * failed request in the quorum stats. Scripted upstream, in-memory
  * state, a test clock: nothing here sleeps.
  */
 
