@@ -1,4 +1,4 @@
-import { blockRefOf } from "../methods/block-ref.ts";
+import { type BlockRef, blockRefOf } from "../methods/block-ref.ts";
 import { methodSpec } from "../methods/catalogue.ts";
 
 /**
@@ -80,6 +80,21 @@ export function resourceOf(method: string): HistoryResource | null {
   return RESOURCE_OF.get(method) ?? null;
 }
 
+/**
+ * EIP-1898's `{blockNumber: "earliest"}`, which nodes read as block 0 and the block reader
+ * leaves to the node (a tag in an object is pinned by nobody).
+ */
+function earliestByObject(method: string, params: unknown): BlockRef | null {
+  const where = methodSpec(method).block;
+  if (where.kind !== "number-or-tag" && where.kind !== "number-tag-or-hash") return null;
+  const given: unknown = Array.isArray(params) ? params[where.at] : undefined;
+  if (typeof given !== "object" || given === null) return null;
+  const named = given as { blockNumber?: unknown; blockHash?: unknown };
+  return named.blockNumber === "earliest" && named.blockHash === undefined
+    ? { kind: "tag", tag: "earliest" }
+    : null;
+}
+
 /** What one call needs: a resource at a block. */
 export interface HistoryNeed {
   readonly resource: HistoryResource;
@@ -99,7 +114,7 @@ export function historyNeedOf(
 ): HistoryNeed | null {
   const resource = resourceOf(method);
   if (resource === null) return null;
-  const ref = blockRefOf(method, params);
+  const ref = blockRefOf(method, params) ?? earliestByObject(method, params);
   let block: number | null = null;
   if (ref === null) return null;
   if (ref.kind === "number") block = ref.number;

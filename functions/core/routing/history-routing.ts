@@ -31,24 +31,42 @@ function headOf(provider: Provider, view: HistoryView): number | null {
   );
 }
 
-/** The provider's bound for `resource` as routing uses it now. */
+/**
+ * The provider's bound for `resource` as routing uses it now. A proof is of state, so a block
+ * whose state a provider lacks it cannot prove either: `proofs` is the tighter of the two.
+ */
 export function boundOf(
   provider: Provider,
   resource: HistoryNeed["resource"],
   view: HistoryView,
 ): HistoryBound {
   const probeSeconds = view.network.settings.history_bounds.probe_seconds;
-  return historyBound(
-    provider,
-    view.state.history.get(provider.name),
-    resource,
-    {
-      now: view.now,
-      head: headOf(provider, view),
-      probeValidMs: probeSeconds * PROBE_VALID_INTERVALS * 1000,
-    },
-    PRUNED_CLAIM_RECENT_BLOCKS,
-  );
+  const of = (which: HistoryNeed["resource"]) =>
+    historyBound(
+      provider,
+      view.state.history.get(provider.name),
+      which,
+      {
+        now: view.now,
+        head: headOf(provider, view),
+        probeValidMs: probeSeconds * PROBE_VALID_INTERVALS * 1000,
+      },
+      PRUNED_CLAIM_RECENT_BLOCKS,
+    );
+  return resource === "proofs" ? tighter(of("proofs"), of("state")) : of(resource);
+}
+
+/** Of two bounds, the later oldest block and the later doubt, each with its reason. */
+function tighter(a: HistoryBound, b: HistoryBound): HistoryBound {
+  const from = a.from >= b.from ? a : b;
+  const likely = a.likelyFrom >= b.likelyFrom ? a : b;
+  return {
+    from: from.from,
+    source: from.source,
+    why: from.why,
+    likelyFrom: Math.max(from.from, likely.likelyFrom),
+    likelyWhy: likely.likelyFrom > from.from ? likely.likelyWhy : null,
+  };
 }
 
 /** Where `provider` stands for `need`: keeps it, lacks it (never asked) or doubtful (asked last). */

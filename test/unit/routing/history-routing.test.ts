@@ -79,6 +79,9 @@ describe("what a call needs (docs/behaviour.md §16.2)", () => {
     ["eth_getBalance", ["0x00", "0x64"], { resource: "state", block: 100 }],
     ["eth_call", [{}, { blockNumber: "0x64" }], { resource: "state", block: 100 }],
     ["eth_getBalance", ["0x00", "earliest"], { resource: "state", block: 0 }],
+    // regression: EIP-1898's {blockNumber: "earliest"} walked every full node each time.
+    ["eth_getBalance", ["0x00", { blockNumber: "earliest" }], { resource: "state", block: 0 }],
+    ["eth_call", [{}, { blockNumber: "latest" }], null],
     ["eth_getBalance", ["0x00", "latest"], null],
     ["eth_getProof", ["0x00", [], "0x64"], { resource: "proofs", block: 100 }],
     ["eth_getBlockByNumber", ["0x64", false], { resource: "bodies", block: 100 }],
@@ -228,6 +231,28 @@ describe("the bound in force: config, then learned, then probed (docs/behaviour.
     ).find((each) => each.provider.name === "open");
     expect(entry?.slot).toBe("history");
     expect(entry?.reason).toContain("keeps none");
+  });
+});
+
+describe("proofs need the state they prove", () => {
+  it("regression: a full node that refused state was asked for a proof at an older block (and refused it); the state's bound binds proofs too", () => {
+    const net = network([
+      { name: "full", url: "http://f.test", history: { state_blocks: 64 } },
+      { name: "open", url: "http://o.test" },
+    ]);
+    const proof = (block: number) =>
+      explainRouting(
+        net.providers,
+        "eth_getProof",
+        context(net, { open: learned(2000) }),
+        "",
+        null,
+        null,
+        historyNeedOf("eth_getProof", ["0x00", [], hex(block)]),
+      ).map((entry) => `${entry.provider.name}:${entry.slot}`);
+    expect(proof(100)).toEqual(["full:history", "open:history"]);
+    expect(proof(5000)).toEqual(["open:pruned", "full:history"]);
+    expect(proof(HEAD)).toEqual(["full:candidate", "open:candidate"]);
   });
 });
 
