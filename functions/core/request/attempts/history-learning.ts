@@ -95,12 +95,7 @@ export class HistoryLearning {
     }
     this.#taught.set(scope, state);
     for (const { entry, need } of unserved) {
-      this.#answerWhenNobodyKeeps(
-        { ...scope, context: { ...context, state } },
-        entry,
-        need,
-        provider,
-      );
+      this.#answerWhenNobodyKeeps({ ...scope, context: { ...context, state } }, entry, need);
     }
     this.#proveAndRemember(scope, group, judgement);
   }
@@ -109,12 +104,7 @@ export class HistoryLearning {
    * Every provider of the call refused it as pruned and none is left to ask: the gateway's own
    * clear error stands as its answer unless a provider does better (§16.5).
    */
-  #answerWhenNobodyKeeps(
-    scope: RequestScope,
-    entry: OpenCall,
-    need: HistoryNeed | null,
-    provider: string,
-  ): void {
+  #answerWhenNobodyKeeps(scope: RequestScope, entry: OpenCall, need: HistoryNeed | null): void {
     if (entry.next < entry.order.length) return;
     if (!entry.failures.every((failure) => failure.signature === "pruned")) return;
     const resource = need?.resource ?? resourceNamed(entry.info.method);
@@ -127,7 +117,8 @@ export class HistoryLearning {
       block,
       oldest,
     );
-    const kept: KeptAnswer = { text, provider };
+    // The gateway's own words, not the provider's: x-gateway-provider names nobody for them.
+    const kept: KeptAnswer = { text, provider: "" };
     this.#ownAnswers.add(kept);
     keep(entry, kept);
   }

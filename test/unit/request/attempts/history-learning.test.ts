@@ -219,8 +219,11 @@ describe("when no provider keeps the block (docs/behaviour.md §16.5)", () => {
 
   it("one clear error naming the block and the resource, and no upstream asked again for it", async () => {
     const s = scene(FULLS);
-    const first = JSON.parse((await s.rpc(s.balanceAt(0x1f4))).body);
+    const answered = await s.rpc(s.balanceAt(0x1f4));
+    const first = JSON.parse(answered.body);
     expect(first.error.code).toBe(-32000);
+    // regression: the gateway's own error was attributed to the last provider that refused.
+    expect(answered.headers["x-gateway-provider"] ?? "").toBe("");
     expect(first.error.message).toMatch(
       /^state at block 0x1f4 is not available on any provider of net/,
     );
