@@ -167,8 +167,11 @@ export function historyBound(
     };
   }
   const probe = probed(history, resource, context);
-  const claimFrom = probe?.claim === true ? probe.from : 0;
-  const learnedFrom = refused?.from ?? 0;
+  // Every node keeps the recent blocks: a provider's word (a named oldest block, a capability
+  // claim) never leaves them out, so one bogus answer cannot refuse recent calls unasked.
+  const recent = context.head === null ? Infinity : Math.max(0, context.head - recentBlocks + 1);
+  const claimFrom = Math.min(probe?.claim === true ? probe.from : 0, recent);
+  const learnedFrom = Math.min(refused?.from ?? 0, recent);
   const from = Math.max(claimFrom, learnedFrom);
   const source: BoundSource | null =
     from === 0 ? null : learnedFrom >= claimFrom ? "learned" : "probed";
@@ -179,7 +182,6 @@ export function historyBound(
   let likelyWhy: string | null = null;
   if (refused !== null && !named(refused) && context.head !== null) {
     const proved = probe !== null && !probe.claim && probe.at >= refused.at ? probe.from : Infinity;
-    const recent = Math.max(0, context.head - recentBlocks + 1);
     likelyFrom = Math.max(from, Math.min(proved, recent));
     if (likelyFrom > from) {
       likelyWhy = `${refusedWhy}: likely keeps only recent ${resource}, its oldest block unknown`;

@@ -189,6 +189,20 @@ describe("the bound in force: config, then learned, then probed (docs/behaviour.
     expect(slots(net, context(net, { open: older }), hex(2500))).toContain("open:pruned");
   });
 
+  it("regression: a provider naming an oldest block among the recent ones (or claiming so in eth_capabilities) left itself out of recent calls unasked; the recent blocks are always asked", () => {
+    const bogus: ProviderHistory = {
+      learned: new Map([
+        ["state", { from: HEAD - 1, refusedAt: 500, at: NOW - 1000, until: NOW + 60_000 }],
+      ]),
+      probe: null,
+    };
+    expect(slots(net, context(net, { open: bogus }), hex(HEAD - 20))).toContain("open:candidate");
+    expect(slots(net, context(net, { open: bogus }), hex(HEAD - 40))).toContain("open:history");
+    const disabled = probed({ state: { from: null, window: null, how: "capabilities" } });
+    expect(slots(net, context(net, { open: disabled }), hex(HEAD))).toContain("open:candidate");
+    expect(slots(net, context(net, { open: disabled }), hex(HEAD - 40))).toContain("open:history");
+  });
+
   it("a state read served is a proof, not a claim: it leaves nothing out", () => {
     const served = probed({ state: { from: 2500, window: null, how: "balance" } });
     expect(slots(net, context(net, { open: served }), hex(5))).toContain("open:candidate");
@@ -219,7 +233,8 @@ describe("the bound in force: config, then learned, then probed (docs/behaviour.
       "open:history",
     );
     const none = probed({ logs: { from: null, window: null, how: "capabilities" } });
-    const logs = historyNeedOf("eth_getLogs", [{ fromBlock: "0x2700", toBlock: "0x2710" }]);
+    // Older than the recent blocks, which every provider is asked for whatever it claims.
+    const logs = historyNeedOf("eth_getLogs", [{ fromBlock: "0x2000", toBlock: "0x2010" }]);
     const entry = explainRouting(
       net.providers,
       "eth_getLogs",
@@ -230,7 +245,7 @@ describe("the bound in force: config, then learned, then probed (docs/behaviour.
       logs,
     ).find((each) => each.provider.name === "open");
     expect(entry?.slot).toBe("history");
-    expect(entry?.reason).toContain("keeps none");
+    expect(entry?.reason).toContain(`keeps it from block ${HEAD - 31}, probed: serves no logs`);
   });
 });
 
