@@ -9,6 +9,8 @@ import {
 import type { ChainHead } from "../../core/chain/chain-head.ts";
 import type { CooldownReason } from "../../core/classify/verdict.ts";
 import { HEALTHY, type ProbeRecord, type ProviderHealth } from "../../core/health/health.ts";
+import type { HistoryProbe, LearnedBound, ProviderHistory } from "../../core/history/bounds.ts";
+import type { HistoryResource } from "../../core/history/resources.ts";
 import type { StateStore, WriteOutcome } from "../../core/ports.ts";
 import type {
   LearnedLimit,
@@ -22,6 +24,7 @@ import {
   publishServedItem,
   readHeadItem,
 } from "./head-item.ts";
+import * as history from "./history-items.ts";
 
 export { HEAD_KEY } from "./head-item.ts";
 
@@ -63,6 +66,7 @@ const PROJECTION = (() => {
     "size",
     // The chain position item: the monitor's latest/safe/finalized and the served head.
     ...HEAD_ATTRIBUTES,
+    ...history.HISTORY_ATTRIBUTES,
   ];
   return {
     expression: attributes.map((_, index) => `#a${index}`).join(", "),
@@ -138,6 +142,7 @@ export class DynamoStateStore implements StateStore {
     const batchLimits = new Map<string, LearnedLimit>();
     const logsRanges = new Map<string, LearnedLimit>();
     let head: ChainHead | null = null;
+    const histories = new Map<string, ProviderHistory>();
     let startKey: Item | undefined;
     do {
       const page = await this.#client.send(
@@ -177,6 +182,8 @@ export class DynamoStateStore implements StateStore {
           if (until > now) {
             logsRanges.set(sk.slice("LOGSRANGE#".length), { value: num(item, "size"), until });
           }
+        } else if (history.readHistoryItem(sk, item, now, histories)) {
+          // a learned bound or a probe (docs/behaviour.md §16.3)
         } else if (sk === HEAD_KEY) {
           head = headFromItem(item);
         } else if (sk === MONITOR_KEY) {
@@ -185,7 +192,16 @@ export class DynamoStateStore implements StateStore {
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey);
-    return { providers, capabilities, quorum, monitorTickAt, batchLimits, logsRanges, head };
+    return {
+      providers,
+      capabilities,
+      quorum,
+      monitorTickAt,
+      batchLimits,
+      logsRanges,
+      head,
+      history: histories,
+    };
   }
 
   async readHealth(network: string, provider: string): Promise<ProviderHealth> {
@@ -316,6 +332,38 @@ export class DynamoStateStore implements StateStore {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
+  }
+
+  recordHistoryBound(
+    network: string,
+    provider: string,
+    resource: HistoryResource,
+    bound: LearnedBound,
+  ): Promise<void> {
+    return history.recordHistoryBound(
+      this.#partition(network),
+      provider,
+      resource,
+      bound,
+      this.#clock(),
+    );
+  }
+
+  forgetHistoryBound(
+    network: string,
+    provider: string,
+    resource: HistoryResource,
+    block: number,
+  ): Promise<void> {
+    return history.forgetHistoryBound(this.#partition(network), provider, resource, block);
+  }
+
+  recordHistoryProbe(network: string, provider: string, probe: HistoryProbe): Promise<void> {
+    return history.recordHistoryProbe(this.#partition(network), provider, probe);
+  }
+
+  #partition(network: string): history.Table {
+    return { client: this.#client, tableName: this.#table, pk: { S: networkKey(network) } };
   }
 
   async blacklistCapability(

@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "../http/cors.ts";
 import { DEFAULT_METHODS_DENY } from "../methods/deny-by-default.ts";
 import { boundIssues, PLATFORM_LIMITS } from "./config-bounds.ts";
+import { defineHistorySchemas } from "./history-schema.ts";
 import { providerUrlProblems } from "./provider-url.ts";
 import { withDefaults } from "./with-defaults.ts";
 
@@ -50,6 +51,7 @@ export function defineConfigSchemas() {
   );
 
   const nonEmptyString = z.string().check(z.minLength(1));
+  const { providerHistory, historyBounds } = defineHistorySchemas();
   const methodPatterns = z.array(nonEmptyString);
 
   const cooldown = withDefaults(
@@ -206,6 +208,7 @@ export function defineConfigSchemas() {
     quorum: quorum.full,
     events: events.full,
     hedge: hedge.full,
+    history_bounds: historyBounds.full,
     methods_deny: z._default(methodPatterns, [...DEFAULT_METHODS_DENY]),
     methods_allow: z.optional(methodPatterns),
   };
@@ -251,6 +254,7 @@ export function defineConfigSchemas() {
     quorum: z.optional(quorum.override),
     events: z.optional(events.override),
     hedge: z.optional(hedge.override),
+    history_bounds: z.optional(historyBounds.override),
     methods_deny: z.optional(methodPatterns),
     methods_allow: z.optional(methodPatterns),
   };
@@ -278,6 +282,8 @@ export function defineConfigSchemas() {
      * it takes (learned from its range errors).
      */
     max_logs_range: z.optional(positiveInt),
+    archive: z.optional(z.boolean()),
+    history: z.optional(providerHistory),
     methods_deny: z.optional(methodPatterns),
     methods_allow: z.optional(methodPatterns),
   });

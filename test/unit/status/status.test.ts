@@ -153,6 +153,7 @@ describe("the status JSON", () => {
         "blacklist",
         "capability_blacklists",
         "head",
+        "history",
         "in_quorum",
         "last_probe",
         "limits",
