@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "../http/cors.ts";
 import { DEFAULT_METHODS_DENY } from "../methods/deny-by-default.ts";
 import { boundIssues, PLATFORM_LIMITS } from "./config-bounds.ts";
+import { consensusIssues, defineConsensusSchema } from "./consensus-schema.ts";
 import { providerUrlProblems } from "./provider-url.ts";
 import { withDefaults } from "./with-defaults.ts";
 
@@ -68,6 +69,7 @@ export function defineConfigSchemas() {
       chain_unavailable: seconds,
       wrong_chain: seconds,
       capability: seconds,
+      inconsistent: seconds,
     },
     {
       rate_limit: 300,
@@ -84,6 +86,7 @@ export function defineConfigSchemas() {
       chain_unavailable: 86_400,
       wrong_chain: 600,
       capability: 86_400,
+      inconsistent: 300,
     },
   );
   const cooldownSecondsSchema = cooldown.full;
@@ -289,10 +292,12 @@ export function defineConfigSchemas() {
       providers: z
         .array(providerSchema)
         .check(z.minLength(1, "a network needs at least one provider")),
+      consensus: z.optional(defineConsensusSchema()),
       ...networkOverrideShape,
     })
     .check(
       z.superRefine((network, ctx) => {
+        for (const issue of consensusIssues(network)) ctx.addIssue({ code: "custom", ...issue });
         if (network.providers.every((provider) => provider.backup)) {
           ctx.addIssue({
             code: "custom",
