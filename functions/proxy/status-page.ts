@@ -49,6 +49,8 @@ const EVENT_LABELS: Readonly<Record<EventKind, string>> = {
   head_resumed: "head moving again",
   logs_missing_data: "log answer missing data",
   chain_reset: "chain position reset",
+  consensus_disputed: "answers disputed",
+  consensus_sat_out: "left out of consensus",
 };
 
 /** A kind's words; a kind this code does not know (a newer writer's) shows as stored. */

@@ -36,8 +36,7 @@ export const TWO_PROVIDERS: HarnessProviders = [
 ];
 
 /** A node whose answer to each call is `reply(call)`. */
-export const replying = (reply: (call: SentCall) => unknown) =>
-  resultFor((_, call) => reply(call));
+export const replying = (reply: (call: SentCall) => unknown) => resultFor((_, call) => reply(call));
 
 /** A node that answers every call with `error`, as anvil answers a call whose code reverts. */
 export const failingWith = (error: unknown) => (request: UpstreamRequest) => {

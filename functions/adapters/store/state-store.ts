@@ -55,6 +55,10 @@ const PROJECTION = (() => {
     "last_probe_at",
     "last_probe_result",
     "last_probe_detail",
+    // A read consensus's minority record (docs/behaviour.md §17.4).
+    "minority_count",
+    "minority_since",
+    "sit_out_until",
     "until",
     "provider",
     "method",
@@ -107,6 +111,15 @@ function healthFromItem(item: Item): ProviderHealth {
     probeGated: item.probe_gated?.BOOL ?? false,
     lastProbe,
     version: num(item, "version"),
+    ...(item.minority_since === undefined
+      ? {}
+      : {
+          consensus: {
+            count: num(item, "minority_count"),
+            since: num(item, "minority_since"),
+            sitOutUntil: num(item, "sit_out_until"),
+          },
+        }),
   };
 }
 
@@ -233,6 +246,16 @@ export class DynamoStateStore implements StateStore {
       values[":probeAt"] = { N: String(next.lastProbe.at) };
       values[":probeResult"] = { S: next.lastProbe.result };
       values[":probeDetail"] = { S: next.lastProbe.detail };
+    }
+    if (next.consensus) {
+      sets.push(
+        "minority_count = :minority",
+        "minority_since = :minoritySince",
+        "sit_out_until = :sitOut",
+      );
+      values[":minority"] = { N: String(next.consensus.count) };
+      values[":minoritySince"] = { N: String(next.consensus.since) };
+      values[":sitOut"] = { N: String(next.consensus.sitOutUntil) };
     }
     try {
       await this.#client.send(

@@ -3,6 +3,7 @@ import type { SelectionContext } from "../routing/selection.ts";
 import { HealthRecorder } from "./attempts/health-recorder.ts";
 import { ServableMethods } from "./attempts/servable.ts";
 import { AnswerCache } from "./cache/answer-cache.ts";
+import { ConsensusBook } from "./consensus/consensus-book.ts";
 import type { GatewayDeps } from "./gateway-deps.ts";
 import { HeadPublisher } from "./head/head-publication.ts";
 import { ObservedHeads } from "./head/observed-head.ts";
@@ -30,6 +31,8 @@ export class ContainerState {
   readonly hedging: Hedging;
   /** The log-attempt path's parts (docs/behaviour.md §12.12). */
   readonly reach: ReachDeps;
+  /** Read consensus's counts, incidents and events (docs/behaviour.md §17). */
+  readonly consensus: ConsensusBook;
   /** What every request's scope is drawn from beside the request and the state. */
   readonly scopeDeps: ScopeDeps;
 
@@ -44,6 +47,7 @@ export class ContainerState {
       demoted: (network, now) => health.demoted(network, now),
     });
     this.answers = new AnswerCache(deps);
+    this.consensus = new ConsensusBook(deps, health);
     this.scopeDeps = {
       random: deps.random,
       demoted: (network, now) => health.demoted(network, now),
