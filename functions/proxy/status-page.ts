@@ -232,6 +232,14 @@ function providerCard(
         .join(", "),
     ]);
   }
+  if (provider.consensus) {
+    const { agreed, minority, disputed, sit_out_until: out } = provider.consensus;
+    const sitting = out === null ? "" : ` · left out until ${clock.time(out)}`;
+    facts.push([
+      "consensus",
+      `${agreed} agreed · ${minority} minority · ${disputed} disputed${sitting}`,
+    ]);
+  }
   if (provider.last_probe) {
     const probe = provider.last_probe;
     facts.push(["last probe", `${probe.result} at ${clock.time(probe.at)}: ${probe.detail}`]);
