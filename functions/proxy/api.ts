@@ -104,7 +104,9 @@ export function internalErrorResult(
     // An unreadable body leaves the id null.
   }
   const body = errorResponse(rawId, ErrorCode.internal, "internal gateway error");
-  return withCors(json(500, body), event, origins);
+  // 503, not 500: what fails inside is mostly passing (a dependency, a container), and the
+  // next try may land on another container; clients retry a 503 (subsquid's not a 500).
+  return withCors(json(503, body), event, origins);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Config } from "../../core/config/config-schema.ts";
 import { type ConfigProblem, formatPath, parseConfig } from "../../core/config/network-model.ts";
 import { placeholderUses } from "../../core/config/placeholders.ts";
 import { duplicateKeys } from "../../core/jsonrpc/json-duplicate-keys.ts";
+import { reopenedByDefault } from "../../core/methods/deny-by-default.ts";
 
 /** A problem found in a config document; `hint` says how to fix it where the message does not. */
 export interface ConfigFileProblem extends ConfigProblem {
@@ -14,6 +15,8 @@ export interface ConfigFileReport {
   readonly problems: readonly ConfigFileProblem[];
   /** Present only when the file has no problem. */
   readonly summary?: { readonly networks: number; readonly providers: number };
+  /** What the file makes the gateway do that its author may not mean; never a failure. */
+  readonly warnings?: readonly ConfigFileProblem[];
 }
 
 export interface CheckOptions {
@@ -137,7 +140,40 @@ export async function checkConfigFile(
   if (problems.length > 0) return { file, problems };
   const networks = Object.values(result.config.networks);
   const providers = networks.reduce((sum, network) => sum + network.providers.length, 0);
-  return { file, problems, summary: { networks: networks.length, providers } };
+  const warnings = reopenedMethods(result.config);
+  return {
+    file,
+    problems,
+    summary: { networks: networks.length, providers },
+    ...(warnings.length > 0 ? { warnings } : {}),
+  };
+}
+
+/**
+ * A `methods_deny` of the file's own replaces the default deny list whole (docs/behaviour.md
+ * §8.2): one written to refuse one more method serves signing and node control to anyone.
+ */
+function reopenedMethods(config: Config): ConfigFileProblem[] {
+  const lists: Array<[string, readonly string[] | undefined]> = [
+    ["methods_deny", config.methods_deny],
+    ...Object.entries(config.networks).map(
+      ([name, network]): [string, readonly string[] | undefined] => [
+        `networks.${name}.methods_deny`,
+        network.methods_deny,
+      ],
+    ),
+  ];
+  return lists.flatMap(([path, deny]) => {
+    const reopened = deny === undefined ? [] : reopenedByDefault(deny);
+    if (reopened.length === 0) return [];
+    return [
+      {
+        path,
+        message: `replaces the default deny list whole and serves ${reopened.length} of its patterns to every caller: ${reopened.join(", ")}`,
+        hint: "methods that sign with the node's keys or change its state then reach the providers; list the ones this network must refuse again (docs/behaviour.md §8.2)",
+      },
+    ];
+  });
 }
 
 /** One line per problem: `file: json.path: message`, and the hint on the next line. */

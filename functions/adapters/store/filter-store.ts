@@ -25,17 +25,29 @@ import type {
 /**
  * The filters the gateway serves, in the state table (docs/architecture.md): one item per
  * filter, `FILTER#<network>#<owner>` / `<slot>`, the owner being the API key's name. An owner
- * has at most `max` slots in use, so its partition never holds more than that many items,
+ * has at most `max` slots in use, so its partition never holds more than that many filters,
  * whatever filters come and go: an install takes a slot whose filter expired (or a new one)
  * with a conditional write, and the id names the slot (`filter-id.ts`). Reads are consistent,
  * and every move is conditional on the version read. The DynamoDB TTL tidies expired items;
  * an expired one is never read as a filter meanwhile. Only GetItem, Query and UpdateItem.
+ *
+ * A log filter's criteria (up to 64 KiB of addresses and topics) are a second item of the slot,
+ * `logs#<slot>`, written once by the install that took the slot and naming its filter's id:
+ * DynamoDB bills a write by the whole item, so with the criteria in the filter's item every
+ * poll, extension and uninstall (even a refused one, with a wrong id) cost up to 64 write
+ * units, and every install's Query read each of the owner's filters whole (100 polls in one
+ * request: 6,200 units). The Query reads the slots' range only, so never the criteria. A
+ * slot's criteria item is overwritten when the slot is taken again, so an owner's partition
+ * holds at most `max` of them too.
  */
 
 type Item = Record<string, AttributeValue>;
 
 export const filterPartition = (network: string, owner: string) => `FILTER#${network}#${owner}`;
 const slotKey = (slot: number) => slot.toString(16).padStart(4, "0");
+/** Sorts after every slot's key (hex digits), so the slots' Query never reads one. */
+const criteriaKey = (slot: number) => `logs#${slotKey(slot)}`;
+const SLOT_KEYS = { ":first": { S: slotKey(0) }, ":last": { S: slotKey(FILTER_SLOTS - 1) } };
 
 /** Install rounds: each reads the slots in use and tries a free one (another install may take it). */
 const INSTALL_ROUNDS = 3;
@@ -51,7 +63,13 @@ const NAMES = {
   "#version": "version",
   "#expires": "expires_at",
   "#ttl": "ttl",
+  "#chain": "chain_reset_at",
 };
+/** Who made a filter's last move (advance's token). */
+const MOVER = { "#mover": "moved_by" };
+
+/** Bytes of the token a move writes, to know it for its own when its answer was lost. */
+const MOVE_TOKEN_BYTES = 12;
 
 export interface DynamoFilterStoreOptions {
   readonly client: DynamoDBClient;
@@ -91,7 +109,13 @@ export class DynamoFilterStore implements FilterStore {
         free[(this.#random(4).reduce((sum, byte) => sum * 256 + byte, 0) >>> 0) % free.length];
       if (slot === undefined) return null;
       const id = filterIdOf(slot, this.#random(FILTER_ID_RANDOM_BYTES));
-      if (await this.#take(pk, slot, id, filter, now)) return id;
+      // The id is random: a slot holding it is this install's own write, landed on a try whose
+      // answer was lost (the SDK sent it again), not another install's.
+      const taken =
+        (await this.#take(pk, slot, id, filter, now)) || (await this.#idIn(pk, slot)) === id;
+      if (!taken) continue;
+      if (filter.logs !== null) await this.#writeCriteria(pk, slot, id, filter.logs);
+      return id;
     }
     return null;
   }
@@ -104,15 +128,24 @@ export class DynamoFilterStore implements FilterStore {
   ): Promise<FilterRecord | null> {
     const ours = gatewayFilterId(id);
     if (ours === null) return null;
+    const pk = filterPartition(network, owner);
+    const slot = slotOfFilterId(ours);
+    // Both at once: a block filter's criteria read finds nothing, for a read unit.
+    const [item, criteria] = await Promise.all([
+      this.#get({ pk: { S: pk }, sk: { S: slotKey(slot) } }),
+      this.#get({ pk: { S: pk }, sk: { S: criteriaKey(slot) } }),
+    ]);
+    if (item === undefined || item.id?.S !== ours || num(item, "expires_at") <= now) return null;
+    // A filter written before its criteria moved out holds them itself.
+    const logs = item.logs ?? (criteria?.id?.S === ours ? criteria.logs : undefined);
+    return recordOf(item, logs);
+  }
+
+  async #get(key: Item): Promise<Item | undefined> {
     const { Item } = await this.#client.send(
-      new GetItemCommand({
-        TableName: this.#table,
-        Key: this.#key(network, owner, ours),
-        ConsistentRead: true,
-      }),
+      new GetItemCommand({ TableName: this.#table, Key: key, ConsistentRead: true }),
     );
-    if (Item === undefined || Item.id?.S !== ours || num(Item, "expires_at") <= now) return null;
-    return recordOf(Item);
+    return Item;
   }
 
   async advance(
@@ -125,30 +158,42 @@ export class DynamoFilterStore implements FilterStore {
     const ours = gatewayFilterId(id);
     if (ours === null) return false;
     const span = next.span === null ? "" : ", #span = :span";
-    return this.#conditional({
-      Key: this.#key(network, owner, ours),
-      UpdateExpression: `SET #cursor = :cursor, #seen = :seen, #version = :next, #expires = :expires, #ttl = :ttl${span}${next.span === null ? " REMOVE #span" : ""}`,
+    const key = this.#key(network, owner, ours);
+    // A token of this move: the SDK sends a write again when its answer is lost, and the
+    // second try fails the condition on the version the first one bumped. Without knowing the
+    // move for its own, the poll would report nothing and its blocks would never be reported.
+    const token = Buffer.from(this.#random(MOVE_TOKEN_BYTES)).toString("hex");
+    const moved = await this.#conditional({
+      Key: key,
+      UpdateExpression: `SET #cursor = :cursor, #seen = :seen, #version = :next, #expires = :expires, #ttl = :ttl, #mover = :mover${span}${next.span === null ? " REMOVE #span" : ""}`,
       ConditionExpression: "#id = :id AND #version = :version",
-      ExpressionAttributeNames: pick(
-        "#cursor",
-        "#seen",
-        "#version",
-        "#expires",
-        "#ttl",
-        "#span",
-        "#id",
-      ),
+      ExpressionAttributeNames: {
+        ...pick("#cursor", "#seen", "#version", "#expires", "#ttl", "#span", "#id"),
+        ...MOVER,
+      },
       ExpressionAttributeValues: {
         ":cursor": { N: String(next.cursor) },
         ":seen": { S: seenText(next.seen) },
         ":next": { N: String(version + 1) },
         ":expires": { N: String(next.expiresAt) },
         ":ttl": { N: ttlOf(next.expiresAt) },
+        ":mover": { S: token },
         ":id": { S: ours },
         ":version": { N: String(version) },
         ...(next.span === null ? {} : { ":span": { N: String(next.span) } }),
       },
     });
+    if (moved) return true;
+    const { Item } = await this.#client.send(
+      new GetItemCommand({
+        TableName: this.#table,
+        Key: key,
+        ConsistentRead: true,
+        ProjectionExpression: "#version, #mover",
+        ExpressionAttributeNames: { ...pick("#version"), ...MOVER },
+      }),
+    );
+    return Item?.moved_by?.S === token && num(Item, "version") === version + 1;
   }
 
   async uninstall(network: string, owner: string, id: string, now: number): Promise<boolean> {
@@ -173,6 +218,19 @@ export class DynamoFilterStore implements FilterStore {
     return { pk: { S: filterPartition(network, owner) }, sk: { S: slotKey(slotOfFilterId(id)) } };
   }
 
+  async #idIn(pk: string, slot: number): Promise<string | undefined> {
+    const { Item } = await this.#client.send(
+      new GetItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: pk }, sk: { S: slotKey(slot) } },
+        ConsistentRead: true,
+        ProjectionExpression: "#id",
+        ExpressionAttributeNames: pick("#id"),
+      }),
+    );
+    return Item?.id?.S;
+  }
+
   /** The owner's slots holding a filter that has not expired (a Query, page by page). */
   async #liveSlots(pk: string, now: number): Promise<Set<number>> {
     const live = new Set<number>();
@@ -181,10 +239,10 @@ export class DynamoFilterStore implements FilterStore {
       const page = await this.#client.send(
         new QueryCommand({
           TableName: this.#table,
-          KeyConditionExpression: "pk = :pk",
+          KeyConditionExpression: "pk = :pk AND sk BETWEEN :first AND :last",
           ProjectionExpression: "sk, #expires",
           ExpressionAttributeNames: pick("#expires"),
-          ExpressionAttributeValues: { ":pk": { S: pk } },
+          ExpressionAttributeValues: { ":pk": { S: pk }, ...SLOT_KEYS },
           ConsistentRead: true,
           ...(start ? { ExclusiveStartKey: start } : {}),
         }),
@@ -208,7 +266,8 @@ export class DynamoFilterStore implements FilterStore {
   ): Promise<boolean> {
     return this.#conditional({
       Key: { pk: { S: pk }, sk: { S: slotKey(slot) } },
-      UpdateExpression: `SET #id = :id, #kind = :kind, #first = :first, #cursor = :cursor, #seen = :seen, #version = :zero, #expires = :expires, #ttl = :ttl${filter.logs === null ? " REMOVE #logs, #span" : ", #logs = :logs REMOVE #span"}`,
+      UpdateExpression:
+        "SET #id = :id, #kind = :kind, #first = :first, #cursor = :cursor, #seen = :seen, #version = :zero, #expires = :expires, #ttl = :ttl, #chain = :chain REMOVE #logs, #span",
       ConditionExpression: "attribute_not_exists(#id) OR #expires <= :now",
       ExpressionAttributeNames: NAMES,
       ExpressionAttributeValues: {
@@ -221,9 +280,27 @@ export class DynamoFilterStore implements FilterStore {
         ":expires": { N: String(filter.expiresAt) },
         ":ttl": { N: ttlOf(filter.expiresAt) },
         ":now": { N: String(now) },
-        ...(filter.logs === null ? {} : { ":logs": { S: JSON.stringify(filter.logs) } }),
+        ":chain": { N: String(filter.chainResetAt) },
       },
     });
+  }
+
+  /** The criteria of the filter `id` that just took `slot`: only that install writes them. */
+  async #writeCriteria(
+    pk: string,
+    slot: number,
+    id: string,
+    logs: NonNullable<NewFilter["logs"]>,
+  ): Promise<void> {
+    await this.#client.send(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: pk }, sk: { S: criteriaKey(slot) } },
+        UpdateExpression: "SET #id = :id, #logs = :logs",
+        ExpressionAttributeNames: pick("#id", "#logs"),
+        ExpressionAttributeValues: { ":id": { S: id }, ":logs": { S: JSON.stringify(logs) } },
+      }),
+    );
   }
 
   /** A conditional UpdateItem: false when its condition failed. */
@@ -266,14 +343,14 @@ function seenOf(text: string | undefined): SeenBlock[] {
   });
 }
 
-function recordOf(item: Item): FilterRecord | null {
+function recordOf(item: Item, criteria: AttributeValue | undefined): FilterRecord | null {
   const kind = item.kind?.S;
   const id = item.id?.S;
   if ((kind !== "logs" && kind !== "blocks") || id === undefined) return null;
   try {
     const logs =
       kind === "logs"
-        ? (JSON.parse(item.logs?.S ?? "null") as { criteria: LogCriteria; to: FilterEnd } | null)
+        ? (JSON.parse(criteria?.S ?? "null") as { criteria: LogCriteria; to: FilterEnd } | null)
         : null;
     if (kind === "logs" && logs === null) return null;
     return {
@@ -286,6 +363,7 @@ function recordOf(item: Item): FilterRecord | null {
       span: item.span?.N === undefined ? null : Number(item.span.N),
       version: num(item, "version"),
       expiresAt: num(item, "expires_at"),
+      chainResetAt: num(item, "chain_reset_at"),
     };
   } catch {
     // Not an item this store wrote: no filter.

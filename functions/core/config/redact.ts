@@ -13,7 +13,7 @@ function isHarmlessSegment(segment: string): boolean {
   if (/^v\d+(\.\d+)?$/i.test(segment)) return true;
   // Words of letters joined by '-' or '_' with at most two digits in all: a route, not a key.
   const digits = segment.replace(/\D/g, "").length;
-  return /^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$/i.test(segment) && digits <= 2 && segment.length <= 24;
+  return /^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$/i.test(segment) && digits <= 2;
 }
 
 /** Keeps the origin; masks credentials, key-like path segments and every query value. */
@@ -80,11 +80,7 @@ export function redactTemplate(template: string): string {
 function secretReplacements(secrets: readonly string[]): Array<[string, string]> {
   const replacements: Array<[string, string]> = [];
   for (const secret of secrets) {
-    if (secret.length >= 4) {
-      replacements.push([secret, MASK]);
-      const encoded = encodeURIComponent(secret);
-      if (encoded !== secret) replacements.push([encoded, MASK]);
-    }
+    if (secret.length >= 4) replacements.push([secret, MASK], [encodeURIComponent(secret), MASK]);
   }
   return replacements;
 }

@@ -129,14 +129,16 @@ export function applyIncident(
       version: health.version + 1,
     };
   }
-  const until = now + incidentCooldownMs(reason, Math.max(1, health.strikes), policy, requestedMs);
-  // Within a second of the stored expiry it is the same incident seen again: no write.
-  if (state === "blacklisted" && until <= health.blacklistedUntil + SAME_INCIDENT_MS) return null;
+  // Out until its probe passes: a failure now changes nothing.
   if (state === "awaiting_probe") return null;
+  const until = now + incidentCooldownMs(reason, Math.max(1, health.strikes), policy, requestedMs);
+  // Within a second of the stored expiry it is the same incident seen again: no write. A later
+  // expiry is this failure's, and so is the reason.
+  if (until <= health.blacklistedUntil + SAME_INCIDENT_MS) return null;
   return {
     ...health,
     blacklistedUntil: until,
-    reason: until > health.blacklistedUntil ? reason : health.reason,
+    reason,
     probeGated: health.probeGated || !TIMER_ONLY.has(reason),
     version: health.version + 1,
   };

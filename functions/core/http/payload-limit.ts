@@ -42,7 +42,7 @@ function upperBound(value: unknown): number {
 }
 
 export function answerTooLargeMessage(bytes: number): string {
-  return `the answer is ${bytes} bytes once JSON-encoded, over the ${LAMBDA_RESPONSE_LIMIT_BYTES} bytes a Lambda function can return: ask for less (fewer calls in a batch, a narrower block range)`;
+  return `response too large: the answer is ${bytes} bytes once JSON-encoded, over the ${LAMBDA_RESPONSE_LIMIT_BYTES} bytes a Lambda function can return: ask for less (fewer calls in a batch, a narrower block range)`;
 }
 
 /**
@@ -53,13 +53,13 @@ export function answerTooLargeBody(request: ParsedRequest, bytes: number): strin
   const message = answerTooLargeMessage(bytes);
   switch (request.kind) {
     case "single":
-      return errorResponse(request.call.rawId, ErrorCode.internal, message);
+      return errorResponse(request.call.rawId, ErrorCode.responseTooLarge, message);
     case "error":
-      return errorResponse(request.rawId, ErrorCode.internal, message);
+      return errorResponse(request.rawId, ErrorCode.responseTooLarge, message);
     case "batch": {
       const answers = request.members
         .filter((member) => !isCall(member) || member.rawId !== null)
-        .map((member) => errorResponse(member.rawId, ErrorCode.internal, message));
+        .map((member) => errorResponse(member.rawId, ErrorCode.responseTooLarge, message));
       return `[${answers.join(",")}]`;
     }
   }

@@ -9,6 +9,8 @@ export const ErrorCode = {
   internal: -32603,
   /** EIP-1474 "limit exceeded". */
   limitExceeded: -32005,
+  /** geth's "response too large": an answer over what the server may send; ask for less. */
+  responseTooLarge: -32003,
   unauthorized: -32001,
 } as const;
 
@@ -81,11 +83,38 @@ const METHOD_NAME = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${METHOD_NAME_M
 /** A `\uD800`–`\uDFFF` escape: the cheap sign that a lone surrogate may be present. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
-function duplicateMember(text: string): string | null {
+const FOLDED_LETTERS: Readonly<Record<string, string>> = {
+  "\u017f": "s",
+  "\u212a": "k",
+  "\u0131": "i",
+  "\u0130": "i",
+};
+
+/**
+ * A member name as Go's encoding/json matches it to a field, as geth and erigon decode a
+ * request: in any case, with `ſ` (U+017F) for `s`, `K` (U+212A) for `k`, and `ı`, `İ` for `i`.
+ */
+function foldedName(name: string): string {
+  return name
+    .replace(/[\u017f\u212a\u0131\u0130]/g, (char) => FOLDED_LETTERS[char] ?? char)
+    .toLowerCase();
+}
+
+/**
+ * Why the member names would let an upstream read another call than the gateway checked: a
+ * significant member written twice (servers disagree on which wins), or written in another
+ * case (`"Method"`, `"PARAMS"`), which geth reads as the member itself, the last one winning,
+ * and anvil refuses.
+ */
+function ambiguousMember(text: string): string | null {
   const seen = new Set<string>();
   for (const name of memberNames(text)) {
-    if (!SIGNIFICANT_MEMBERS.has(name)) continue;
-    if (seen.has(name)) return name;
+    const folded = foldedName(name);
+    if (!SIGNIFICANT_MEMBERS.has(folded)) continue;
+    if (name !== folded) {
+      return `${JSON.stringify(name)} is another spelling of "${folded}" (geth reads member names in any case): write it "${folded}"`;
+    }
+    if (seen.has(name)) return `"${name}" appears twice`;
     seen.add(name);
   }
   return null;
@@ -118,10 +147,11 @@ function parseMember(
     return { position, rawId: "null", message: "invalid request: expected a JSON-RPC object" };
   }
   // Upstreams disagree on which duplicate wins, so one of them could run a method this
-  // gateway never checked (a denied one, say): such requests are refused.
-  const duplicate = duplicateMember(text);
-  if (duplicate !== null) {
-    return { position, rawId: "null", message: `invalid request: "${duplicate}" appears twice` };
+  // gateway never checked (a denied one, say), or answer other params than the cache's key
+  // names: such requests are refused.
+  const ambiguous = ambiguousMember(text);
+  if (ambiguous !== null) {
+    return { position, rawId: "null", message: `invalid request: ${ambiguous}` };
   }
   // Lone surrogates are not Unicode: upstreams refuse the whole body, a batch's other calls too.
   if (SURROGATE_ESCAPE.test(text) && hasLoneSurrogate(value)) {
@@ -194,7 +224,8 @@ export function parseRequest(body: string, limits: RequestLimits): ParsedRequest
       code: ErrorCode.invalidRequest,
       message: `request body of ${bytes} bytes is over the limit of ${limits.maxBodyBytes} bytes (max_body_bytes)`,
       rawId: "null",
-      status: 413,
+      // 400, not 413: clients retry a 413 (viem does), and the same body never fits.
+      status: 400,
     };
   }
   let value: unknown;
@@ -223,9 +254,10 @@ export function parseRequest(body: string, limits: RequestLimits): ParsedRequest
       return {
         kind: "error",
         code: ErrorCode.invalidRequest,
-        message: `batch of ${value.length} calls is over the limit of ${limits.maxBatch} (max_batch)`,
+        // "batch too large" as geth words it: a gateway in front of this one halves the batch.
+        message: `batch too large: ${value.length} calls, over the limit of ${limits.maxBatch} (max_batch)`,
         rawId: "null",
-        status: 413,
+        status: 400,
       };
     }
     const spans = arrayElementSpans(body);

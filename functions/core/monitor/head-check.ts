@@ -117,7 +117,13 @@ export async function runHeadCheck(
       const confirmers = [...candidates, ...readable.flat()].filter(
         (provider, at, all) => provider !== member && all.indexOf(provider) === at,
       );
-      return record(deps, options, network, stored, { member, observed, confirmers, timestamp });
+      const settled = await withFinalityConfirmed(options, observed, confirmers);
+      return record(deps, options, network, stored, {
+        member,
+        observed: settled,
+        confirmers,
+        timestamp,
+      });
     }
   }
   return null;
@@ -139,20 +145,26 @@ async function record(
   },
 ): Promise<ChainHead> {
   const { member, observed, confirmers, timestamp } = read;
+  // A reset is the one step back, and empties every cache: never on one provider's word while
+  // the network has others (down, behind or out for now), or a liar left alone would take the
+  // chain position to its own chain; a lone provider of a one-provider network is the chain.
+  const alone = confirmers.length === 0 && network.providers.length > 1;
   // One member alone cannot break finality: a liar would empty every cache each tick.
   const seen =
     observed.finalityBroken &&
-    !(await breakConfirmed(options, confirmers, stored?.finalized ?? null))
+    (alone || !(await breakConfirmed(options, confirmers, stored?.finalized ?? null)))
       ? { ...observed, finalityBroken: false }
       : observed;
   const now = deps.clock();
-  const restart = restartSeen(
-    stored,
-    observed.latest.number,
-    timestamp,
-    now,
-    network.settings.quorum.max_lag_seconds,
-  );
+  const restart =
+    !alone &&
+    restartSeen(
+      stored,
+      observed.latest.number,
+      timestamp,
+      now,
+      network.settings.quorum.max_lag_seconds,
+    );
   const head = advanceHead(stored, { ...seen, restartSeen: restart, at: now });
   const reset = resetSince(stored, head);
   await deps.monitorStore.writeHead(network.name, head, reset);
@@ -169,13 +181,17 @@ async function record(
     // The quorum's head is a publication of the served head too (when its turn has come).
     const delay = publicationDelayMs(network.settings.head_cache_ms);
     if (mayPublish(stored, head.latest.number, now, delay)) {
-      await deps.store.publishServed(
-        network.name,
-        head.latest.number,
-        now,
-        delay,
-        head.resetAt ?? 0,
-      );
+      // A publication is one source of the served head among others (the containers'): one
+      // given up (DynamoDB slow past the write margin) must not fail the tick, its probes and
+      // its heartbeat with it.
+      await deps.store
+        .publishServed(network.name, head.latest.number, now, delay, head.resetAt ?? 0)
+        .catch((error: unknown) =>
+          deps.telemetry.log("warn", "served head not published", {
+            network: network.name,
+            error: deps.scrub(error instanceof Error ? error.message : String(error)),
+          }),
+        );
     }
   }
   if (timestamp !== null) {
@@ -234,23 +250,83 @@ async function observe(
   const again = recheck ? blocks[3] : undefined;
   const finalAgain = recheckFinal ? blocks[recheck ? 4 : 3] : undefined;
   if (latest === undefined || "error" in latest) return null;
-  const position = (block: LatestBlock | undefined): BlockPosition | null =>
-    block === undefined || "error" in block
-      ? null
-      : { number: block.number, hash: block.hash ?? null };
   return {
     latest: { number: latest.number, hash: latest.hash ?? null },
-    safe: position(safe),
-    finalized: position(finalized),
+    safe: positionOf(safe),
+    finalized: positionOf(finalized),
     reorged: recheck && replaced(again, previous),
     finalityBroken: recheckFinal && replaced(finalAgain, previousFinal),
   };
 }
 
 /**
+ * The member's `safe` and `finalized`, each taken only as far as a second provider confirms
+ * (docs/behaviour.md §10.1): the lower of two claims that do not name different blocks at one
+ * height. The first other provider that answers is asked; when it and the member disagree at
+ * one height (one of them on another fork), a third settles it; when no two agree, none is
+ * taken this tick (the recorded ones stay). One provider calling its own head finalized would
+ * otherwise make fresh blocks immutable in every cache, and an ordinary reorg of them a
+ * confirmed finality break. With no other provider to ask, the member's claim stands.
+ */
+async function withFinalityConfirmed(
+  options: CallOptions,
+  observed: Observed,
+  others: readonly Provider[],
+): Promise<Observed> {
+  if (others.length === 0) return observed;
+  const claims: Array<{ safe: BlockPosition | null; finalized: BlockPosition | null }> = [
+    { safe: observed.safe, finalized: observed.finalized },
+  ];
+  let settled = { safe: null as BlockPosition | null, finalized: null as BlockPosition | null };
+  for (const other of others.slice(0, FINALITY_CONFIRMERS)) {
+    const [safe, finalized] = (await blocksAt(options, other, ["safe", "finalized"])).map(
+      positionOf,
+    );
+    if (safe === null && finalized === null) continue;
+    claims.push({ safe: safe ?? null, finalized: finalized ?? null });
+    settled = {
+      safe: agreed(claims.map((claim) => claim.safe)),
+      finalized: agreed(claims.map((claim) => claim.finalized)),
+    };
+    const open = (mine: BlockPosition | null, confirmed: BlockPosition | null) =>
+      mine !== null && confirmed === null;
+    if (!open(observed.safe, settled.safe) && !open(observed.finalized, settled.finalized)) break;
+  }
+  return { ...observed, ...settled };
+}
+
+/** Other providers asked, at most, to confirm the member's finality. */
+const FINALITY_CONFIRMERS = 2;
+
+function positionOf(block: LatestBlock | undefined): BlockPosition | null {
+  return block === undefined || "error" in block
+    ? null
+    : { number: block.number, hash: block.hash ?? null };
+}
+
+/** The highest position two of the claims agree on (the lower of the two); null for none. */
+function agreed(claims: ReadonlyArray<BlockPosition | null>): BlockPosition | null {
+  let best: BlockPosition | null = null;
+  for (const [index, mine] of claims.entries()) {
+    for (const theirs of claims.slice(index + 1)) {
+      const both = lowerOf(mine, theirs);
+      if (both !== null && (best === null || both.number > best.number)) best = both;
+    }
+  }
+  return best;
+}
+
+/** The lower of two claims; none when either is missing, or when they differ at one height. */
+function lowerOf(mine: BlockPosition | null, theirs: BlockPosition | null): BlockPosition | null {
+  if (mine === null || theirs === null) return null;
+  if (mine.number !== theirs.number) return mine.number < theirs.number ? mine : theirs;
+  return mine.hash === theirs.hash ? mine : null;
+}
+
+/**
  * Whether the first other provider that may be read (at the height read, else at the quorum head
  * or the member head below it) also has another block than the one recorded as finalized; true
- * when there is no other to ask, false when it does not answer.
+ * when there is no other to ask (a one-provider network), false when it does not answer.
  */
 async function breakConfirmed(
   options: CallOptions,

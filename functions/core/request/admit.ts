@@ -14,7 +14,7 @@ import type { GuardCounts } from "../status/guards.ts";
 import { pinBlockTags } from "./head/pin-tags.ts";
 import { logQueryOf, spanOf } from "./logs/logs-range.ts";
 import { pinnedLogRange } from "./logs/logs-tags.ts";
-import { openCall } from "./open-call.ts";
+import { note, openCall } from "./open-call.ts";
 import { wrongChainAnswer } from "./send/sent-transactions.ts";
 import type { OpenCall, RequestScope } from "./vocabulary.ts";
 
@@ -77,20 +77,26 @@ export function admitCalls(
     }
     const { call } = range;
     const order = attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
+    if (order.length === 0 && network.providers.length === 0) {
+      // Every provider failed, none being in service: the gateway's "all providers failed"
+      // (502, which every client retries), as when they are all down; a secret may resolve at
+      // the next config load.
+      const entry = openCall(call, order, call === member ? null : member);
+      note(
+        entry,
+        `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`,
+      );
+      open.push(entry);
+      continue;
+    }
     if (order.length === 0) {
       immediate.set(
         member.position,
-        network.providers.length === 0
-          ? errorResponse(
-              member.rawId ?? "null",
-              ErrorCode.internal,
-              `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`,
-            )
-          : errorResponse(
-              member.rawId ?? "null",
-              ErrorCode.methodNotFound,
-              `method ${member.method} is not served by any provider of ${network.name}`,
-            ),
+        errorResponse(
+          member.rawId ?? "null",
+          ErrorCode.methodNotFound,
+          `method ${member.method} is not served by any provider of ${network.name}`,
+        ),
       );
       continue;
     }

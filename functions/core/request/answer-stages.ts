@@ -22,7 +22,10 @@ export const respond: Stage = {
         immediate: flight.immediate,
         used: scope.used,
         attempts: flight.upstreamCalls,
-        servedHead: scope.servedHead.answer,
+        // Attested when `latest` was pinned to it or it answered itself: a provider's own
+        // `latest` may show a block above it (docs/behaviour.md §2.4).
+        servedHead:
+          scope.pin?.latest ?? (flight.fromHead.size > 0 ? scope.servedHead.answer : null),
       },
       flight.container.deps,
     );

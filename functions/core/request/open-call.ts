@@ -98,6 +98,13 @@ export function passSlot(entry: OpenCall, why: string): void {
   call.lastError = why;
 }
 
+/** The call walks no further (`why` follows what went wrong): it fails as its providers did. */
+export function giveUp(entry: OpenCall, why: string): void {
+  const call = writable(entry);
+  call.lastError = `${call.lastError}; then ${why}`;
+  call.next = call.order.length;
+}
+
 /**
  * `original` takes what its resend as written got (docs/behaviour.md §10.4): the attempts and
  * failures; an answer, marked as answered unpinned (the cache keeps nothing under the pinned

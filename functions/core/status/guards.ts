@@ -4,8 +4,9 @@ import type { Telemetry } from "../ports.ts";
  * What the guards of docs/behaviour.md §8 refused, counted per network in this container: the
  * status route shows the counts (`guards`), and each refusal is the metric `guard_refusals`
  * (dimensions `network`, `guard`). A guard is named by the config key that bounds it; the
- * one fixed rule, an answer computed from the caller's own input kept out of the shared tier,
- * is `cache_callers_answer`.
+ * fixed rules are named by what they keep: an answer computed from the caller's own input kept
+ * out of the shared tier (`cache_callers_answer`), a request's filter calls past
+ * `FILTER_CALLS_PER_REQUEST` and its sends past `LEDGER_CLAIMS_PER_REQUEST`.
  */
 export const GUARDS = [
   "methods_deny",
@@ -16,6 +17,8 @@ export const GUARDS = [
   "cache_shared_item_bytes",
   "cache_memory_request_bytes",
   "cache_callers_answer",
+  "filter_calls_per_request",
+  "ledger_claims_per_request",
 ] as const;
 
 export type Guard = (typeof GUARDS)[number];

@@ -252,3 +252,57 @@ describe("filters behind API keys", () => {
     expect(keys.filter((key) => key.startsWith("FILTER#devnet#alice "))).toHaveLength(1);
   });
 });
+
+describe("what one request may make the filter store do", () => {
+  it("regression: a batch of 100 filter calls made 100 reads and writes of the filter store; now a request serves 16 of them, the rest -32005 in place with nothing done", async () => {
+    const post = async (body: unknown) =>
+      (await (
+        await fetch(`${stack.url}/devnet`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        })
+      ).json()) as Array<{
+        id: number;
+        result?: unknown;
+        error?: { code: number; message: string };
+      }>;
+    const live = async () =>
+      (await tableKeys({ client: stack.store.client, tableName: stack.store.tableName })).filter(
+        (key) => key.startsWith("FILTER#devnet#* "),
+      ).length;
+    const before = await live();
+    const installs = await post(
+      Array.from({ length: 20 }, (_, id) => ({ jsonrpc: "2.0", id, method: "eth_newBlockFilter" })),
+    );
+    const ids = installs.flatMap((answer) =>
+      typeof answer.result === "string" ? [answer.result] : [],
+    );
+    expect(ids).toHaveLength(16);
+    expect(installs.slice(16).map((answer) => answer.error?.code)).toEqual([
+      -32005, -32005, -32005, -32005,
+    ]);
+    expect(installs[16]?.error?.message).toContain("16 filter calls one request may make");
+    expect((await live()) - before).toBeLessThanOrEqual(16);
+    const status = (await (await fetch(`${stack.url}/devnet/status`)).json()) as {
+      guards: Record<string, number>;
+    };
+    expect(status.guards.filter_calls_per_request).toBe(4);
+    // Polls and uninstalls count alike; the ones refused moved and removed nothing.
+    const removed = await post(
+      [...ids, ...ids.slice(0, 4)].map((id, n) => ({
+        jsonrpc: "2.0",
+        id: n,
+        method: "eth_uninstallFilter",
+        params: [id],
+      })),
+    );
+    expect(removed.map((answer) => answer.result ?? answer.error?.code)).toEqual([
+      ...ids.map(() => true),
+      -32005,
+      -32005,
+      -32005,
+      -32005,
+    ]);
+  });
+});

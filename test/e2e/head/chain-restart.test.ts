@@ -21,6 +21,7 @@ const hex = (n: number) => `0x${n.toString(16)}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let port: number;
+let lonePort: number;
 let node: AnvilNode;
 let lone: AnvilNode;
 let stack: LocalStack;
@@ -46,8 +47,9 @@ async function hashAt(number: number): Promise<unknown> {
 
 beforeAll(async () => {
   port = await findFreePort();
+  lonePort = await findFreePort();
   node = await devnet();
-  lone = await startAnvil({ chainId: CHAIN_ID, blockTimeSeconds: 1 });
+  lone = await startAnvil({ chainId: CHAIN_ID, blockTimeSeconds: 1, port: lonePort });
   await Promise.all([
     node.rpc("anvil_mine", [hex(OLD_HEAD)]),
     lone.rpc("anvil_mine", [hex(NEW_HEAD)]),
@@ -125,4 +127,17 @@ describe("a devnet restarted 300 blocks lower under the same chain id", () => {
     if (process.env.REPORT_FIGURES)
       console.info("chain restart followed after ms", followedAfterMs);
   }, 90_000);
+
+  it("regression: one provider alone on a live chain far lower, while the others were down for a few checks, reset the chain position to its chain (its block at the finalized height 'broke finality', confirmed by nobody); now a reset needs a second provider while the network has one", async () => {
+    const before = (await client.status(stack.url, "devnet")).served_head;
+    expect(before.chain_reset_at).not.toBeNull();
+    // The only one answering: a devnet of its own, live, far below the recorded head.
+    lone = await startAnvil({ chainId: CHAIN_ID, blockTimeSeconds: 1, port: lonePort });
+    await node.stop();
+    // More than CHAIN_RESTART_CHECKS (3) checks of 2 s with only the lone provider answering.
+    await sleep(10_000);
+    const after = (await client.status(stack.url, "devnet")).served_head;
+    expect(after.chain_reset_at).toBe(before.chain_reset_at);
+    expect(after.latest).toBeGreaterThanOrEqual(before.latest ?? 0);
+  }, 30_000);
 });

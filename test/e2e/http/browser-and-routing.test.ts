@@ -205,7 +205,8 @@ describe("an answer too large for Lambda once JSON-escaped", () => {
       error: { code: number; message: string };
     };
     expect(parsed.id).toBe("logs-1");
-    expect(parsed.error.code).toBe(-32603);
+    // geth's "response too large", which no client retries: the same call never fits.
+    expect(parsed.error.code).toBe(-32003);
     expect(parsed.error.message).toContain(`over the ${LAMBDA_RESPONSE_LIMIT_BYTES} bytes`);
     expect(parsed.error.message).toContain("ask for less");
   });
@@ -222,7 +223,7 @@ describe("an answer too large for Lambda once JSON-escaped", () => {
 
   it("is never cached in GET mode", async () => {
     const answer = await send(`${stack.url}/bulky/get/eth_getLogs/%5B%7B%7D%5D`);
-    expect(JSON.parse(answer.text)).toMatchObject({ id: 1, error: { code: -32603 } });
+    expect(JSON.parse(answer.text)).toMatchObject({ id: 1, error: { code: -32003 } });
     expect(answer.headers["cache-control"]).toBe("no-store");
   });
 });
@@ -262,12 +263,12 @@ describe("the handler's own CORS headers (for a caller that reaches it without A
     });
   });
 
-  it("are on the catch-all 500, which carries the caller's id", () => {
+  it("are on the catch-all 503, which carries the caller's id", () => {
     const result = internalErrorResult(
       event("POST", "/devnet", { origin: APP }, call("eth_chainId", [], "c-1")),
       [APP],
     );
-    expect(result.statusCode).toBe(500);
+    expect(result.statusCode).toBe(503);
     expect(result.headers).toMatchObject({ "access-control-allow-origin": APP });
     expect(JSON.parse(result.body ?? "")).toEqual({
       jsonrpc: "2.0",

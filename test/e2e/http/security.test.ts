@@ -39,6 +39,8 @@ const DEFAULT_DENIED = [
   "eth_signTransaction",
   "eth_signTypedData_v4",
   "eth_accounts",
+  // regression: anvil's alias of eth_accounts handed out its unlocked accounts
+  "eth_requestAccounts",
   "anvil_setBalance",
   "anvil_impersonateAccount",
   "anvil_dumpState",
@@ -448,6 +450,28 @@ describe("methods, limits and upstream choice", () => {
       expect(prefixed.headers["x-gateway-attempts"]).toBe("0");
     });
 
+    // geth and erigon decode a request with Go's encoding/json: a member name matches in any
+    // case and the last one wins, so geth ran "Method" (and answered "PARAMS") where the gateway
+    // had checked "method" (and cached under "params"). anvil refuses such a member.
+    it('regression: a member "Method" after "method" went to the provider, which geth would read as the method; now -32600 in place, nothing sent, the batch\'s others served', async () => {
+      const sneaky = `{"jsonrpc":"2.0","id":1,"method":"eth_chainId","Method":"eth_sendTransaction","params":[{"from":"${DEPLOYER}","to":"0x00000000000000000000000000000000000000aa","value":"0x1"}]}`;
+      const plain = { jsonrpc: "2.0", id: 2, method: "eth_getBalance", params: [DEPLOYER, "0x1"] };
+      const answer = await send(`${stack.url}/devnet`, {
+        body: `[${sneaky},${JSON.stringify(plain)}]`,
+      });
+      const members = rpcBatch(answer);
+      expect(members[0]).toMatchObject({ id: null, error: { code: -32600 } });
+      expect(members[0]?.error?.message).toContain('"Method" is another spelling of "method"');
+      expect(JSON.stringify(members[1])).toBe(await direct(nodeB, plain));
+      expect(answer.headers["x-gateway-attempts"]).toBe("1");
+      const single = await send(`${stack.url}/devnet`, {
+        body: `{"jsonrpc":"2.0","id":"p","method":"eth_getCode","params":["${DEPLOYER}","0x1"],"PARAMS":["0x00000000000000000000000000000000000000aa","0x1"]}`,
+      });
+      expect(single.status).toBe(400);
+      expect(rpc(single)).toMatchObject({ id: null, error: { code: -32600 } });
+      expect(single.headers["x-gateway-attempts"]).toBeUndefined();
+    });
+
     it("a network's methods_allow serves only the listed methods; the deny list still wins", async () => {
       const allowed = await send(`${stack.url}/allowlist`, { body: call("eth_chainId") });
       expect(rpc(allowed).result).toBe(CHAIN_ID_HEX);
@@ -488,23 +512,24 @@ describe("methods, limits and upstream choice", () => {
   });
 
   describe("size limits", () => {
-    it("a body over max_body_bytes: 413 -32600 naming the limit", async () => {
+    // 400, not 413: viem retries a 413, and the same body never fits (docs/behaviour.md §2.5).
+    it("a body over max_body_bytes: 400 -32600 naming the limit", async () => {
       const body = call("eth_getBalance", ["x".repeat(3000), "latest"]);
       const answer = await send(`${stack.url}/devnet`, { body });
-      expect(answer.status).toBe(413);
+      expect(answer.status).toBe(400);
       const error = rpc(answer).error;
       expect(error?.code).toBe(-32600);
       expect(error?.message).toContain("max_body_bytes");
       expect(error?.message).toContain("2048");
     });
 
-    it("a batch over max_batch: 413 -32600 naming the limit; at the limit it is served", async () => {
+    it("a batch over max_batch: 400 -32600 naming the limit; at the limit it is served", async () => {
       const batch = (size: number) =>
         JSON.stringify(
           Array.from({ length: size }, (_, id) => ({ jsonrpc: "2.0", id, method: "eth_chainId" })),
         );
       const over = await send(`${stack.url}/devnet`, { body: batch(6) });
-      expect(over.status).toBe(413);
+      expect(over.status).toBe(400);
       expect(rpc(over).error?.code).toBe(-32600);
       expect(rpc(over).error?.message).toContain("max_batch");
       expect(rpc(over).error?.message).toContain("5");
@@ -519,7 +544,7 @@ describe("methods, limits and upstream choice", () => {
       ["streamed without Content-Length", "small"],
       ["with Content-Length (fault shim `result`)", "small-shim"],
     ])(
-      "an upstream answer over max_response_bytes, %s: -32603 naming the limit, not retried",
+      "an upstream answer over max_response_bytes, %s: -32003 naming the limit, not retried",
       async (_how, network) => {
         const count = () => (network === "small" ? big.count() : bigShim.requests);
         const before = count();
@@ -527,7 +552,7 @@ describe("methods, limits and upstream choice", () => {
         expect(answer.status).toBe(200);
         const member = rpc(answer);
         expect(member.id).toBe(9);
-        expect(member.error?.code).toBe(-32603);
+        expect(member.error?.code).toBe(-32003);
         expect(member.error?.message).toContain("max_response_bytes");
         expect(member.error?.message).toContain("2000");
         expect(answer.text).not.toContain(BIG_RESULT.slice(0, 100));
@@ -891,7 +916,7 @@ describe("an oversized upstream answer with Content-Length does not crash the pr
   // RequestAbortedError (UND_ERR_ABORTED) as an unhandled 'error' event and the process died
   // before answering. Fixed by 277affb (adapter on node:http). Run in a child process,
   // because the failure mode is an uncaught exception.
-  it("the gateway answers -32603 and its process lives on", async () => {
+  it("the gateway answers -32003 and its process lives on", async () => {
     const module = (path: string) => JSON.stringify(new URL(path, import.meta.url).href);
     const script = `
       const { startLocalStack } = await import(${module("../../../local/stack.ts")});
@@ -929,6 +954,6 @@ describe("an oversized upstream answer with Content-Length does not crash the pr
     clearTimeout(timer);
     expect(stderr).not.toContain("Request aborted");
     expect(code, stderr.slice(-2000)).toBe(0);
-    expect(stderr).toMatch(/ANSWER 200 .*-32603.*max_response_bytes/);
+    expect(stderr).toMatch(/ANSWER 200 .*-32003.*max_response_bytes/);
   }, 40_000);
 });

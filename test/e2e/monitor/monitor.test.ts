@@ -222,10 +222,10 @@ async function scenario(label: string, providers: readonly ProviderSpec[]) {
   const statsStore = new DynamoStatsStore(tables);
   const telemetry = recordingTelemetry();
   const scrub = makeScrubber(urlRedactions(model), [SECRET]);
-  const newMonitor = (recorder: Telemetry = telemetry): Monitor =>
+  const newMonitor = (recorder: Telemetry = telemetry, stateStore: typeof store = store): Monitor =>
     createMonitor({
       model: () => model,
-      store,
+      store: stateStore,
       monitorStore,
       statsStore,
       upstream,
@@ -465,6 +465,34 @@ describe("head-block quorum", () => {
   });
 });
 
+describe("a served-head publication that fails", () => {
+  it("regression: a publication given up after 250 ms (DynamoDB slow) failed the whole tick: no probes, no heartbeat (the monitor looked stalled); now it is logged and the tick goes on", async () => {
+    const s = await scenario("slow-publish", [
+      { name: "a", node: 0, priority: 2 },
+      { name: "b", node: 1, priority: 1 },
+    ]);
+    await s.tick();
+    // The store as the adapter is when DynamoDB answers the publication late: "Request aborted".
+    const slow = new Proxy(s.store, {
+      get(target, property) {
+        if (property === "publishServed") {
+          return () => Promise.reject(new Error("Request aborted"));
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    s.clock.advance(INTERVAL_MS);
+    // A new head: the tick publishes it as the served head.
+    await advanceChains(INTERVAL_MS / 1000);
+    await s.newMonitor(s.telemetry, slow).tick();
+    expect(s.telemetry.logs.map((line) => line.message)).not.toContain(
+      "monitor tick failed for a network",
+    );
+    expect((await s.status()).monitor.last_tick_at).toBe(new Date(s.clock.now).toISOString());
+  });
+});
+
 describe("probe-gated recovery", () => {
   it("an expired blacklist gets no traffic until the probe passes; a node still stuck fails it and its cooldown doubles", async () => {
     const s = await scenario("probe", [
@@ -621,10 +649,11 @@ describe("probe-gated recovery", () => {
       const before = Object.values(s.shims).map((shim) => shim.requests);
       s.clock.advance(INTERVAL_MS);
       await s.tick();
-      // Exactly the quorum check, one request per provider (the fork check is off here), and
-      // the head check's one batch to the first member at the head (a): no probe.
+      // Exactly the quorum check, one request per provider (the fork check is off here), the
+      // head check's one batch to the first member at the head (a), and b's confirmation of
+      // its finality (docs/behaviour.md §10.1): no probe.
       expect(Object.values(s.shims).map((shim) => shim.requests)).toEqual(
-        before.map((count, index) => count + (index === 0 ? 2 : 1)),
+        before.map((count) => count + 2),
       );
     }
     expect(s.metricValues("probe_results")).toEqual([]);

@@ -458,3 +458,46 @@ describe("two fronts over one node: the one at the head stops showing its head b
     expect(after.served_head.finality_broken_at).not.toBeNull();
   });
 });
+
+describe("a provider that calls its own head finalized (two fronts over one node)", () => {
+  let chain: AnvilNode;
+  let stack: Awaited<ReturnType<typeof gateway>>;
+
+  beforeAll(async () => {
+    chain = await startAnvil({ chainId: 31337 });
+    cleanups.push(() => chain.stop());
+    // anvil's finalized block is 64 below its head, its safe block 32 below.
+    await chain.rpc("anvil_mine", ["0x64"]);
+    const claimsHeadFinal = await startLyingFront(chain.url, async (call, forward) => {
+      const [tag, full] = Array.isArray(call.params) ? call.params : [];
+      if (call.method === "eth_getBlockByNumber" && (tag === "finalized" || tag === "safe")) {
+        return { result: await chain.rpc("eth_getBlockByNumber", ["latest", full]) };
+      }
+      return forward();
+    });
+    const honest = await startLyingFront(chain.url, (_call, forward) => forward());
+    cleanups.push(
+      () => claimsHeadFinal.close(),
+      () => honest.close(),
+    );
+    stack = await gateway([
+      { name: "claims-head-final", url: claimsHeadFinal.url, priority: 2 },
+      { name: "honest", url: honest.url, priority: 1 },
+    ]);
+  });
+
+  it("regression: its finalized block (its head) became the chain position's, so answers near the head were kept as immutable; now finality goes only as far as a second provider confirms", async () => {
+    const status = await stack.tick();
+    const head = Number(await chain.rpc("eth_blockNumber"));
+    expect(status.served_head.latest).toBe(head);
+    expect(status.served_head.finalized).toBe(head - 64);
+  });
+
+  it("regression: an ordinary one-block reorg at the head then broke that 'finality', confirmed by the honest provider, and reset the chain position and every cache; now nothing breaks", async () => {
+    await stack.tick();
+    await chain.rpc("anvil_reorg", [1, []]);
+    const status = await stack.tick();
+    expect(status.served_head.finality_broken_at).toBeNull();
+    expect(status.events.filter((event) => event.kind === "chain_reset")).toEqual([]);
+  });
+});

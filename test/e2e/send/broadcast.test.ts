@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
+import { tableKeys } from "../../support/gateway-table.ts";
 
 /**
  * Broadcast and the transaction ledger (docs/behaviour.md §4.12): three anvil nodes with the
@@ -130,5 +131,30 @@ describe("with the accepting provider's answer lost", () => {
     expect(await mempoolsHolding(hash)).toBe(0);
     expect((await send(raw, 2)).result).toBe(hash);
     expect(await mempoolsHolding(hash)).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe("what one request may write to the ledger", () => {
+  it("regression: a batch of 100 raw 'transactions' of random hex wrote 200 ledger items (a claim and an outcome each); now at most 16 sends of a request are claimed, and every one still gets the provider's answer", async () => {
+    const ledgerItems = async () =>
+      (await tableKeys({ client: stack.store.client, tableName: stack.store.tableName })).filter(
+        (key) => key.startsWith("TX#"),
+      ).length;
+    const before = await ledgerItems();
+    const batch = Array.from({ length: 100 }, (_, id) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "eth_sendRawTransaction",
+      params: [`0x${(0xdead0000 + id).toString(16).padStart(16, "0")}`],
+    }));
+    const response = await fetch(`${stack.url}/devnet`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(batch),
+    });
+    const answers = (await response.json()) as Array<{ id: number; error?: { code: number } }>;
+    expect(answers.map((answer) => answer.id)).toEqual(batch.map((call) => call.id));
+    expect(answers.every((answer) => answer.error?.code === -32602)).toBe(true);
+    expect((await ledgerItems()) - before).toBe(16);
   });
 });

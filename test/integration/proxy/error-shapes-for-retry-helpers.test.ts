@@ -39,7 +39,10 @@ const TABLE: Readonly<
   "all providers failed": { code: -32603, should: "retryable" },
   "all providers failed for one call of a batch": { code: -32603, should: "retryable" },
   "request deadline passed": { code: -32603, should: "retryable" },
-  "max_upstream_calls reached": { code: -32005, should: "retryable" },
+  "max_upstream_calls reached on retries of failing providers": {
+    code: -32603,
+    should: "retryable",
+  },
   "eth_getLogs toBlock that is no block number": { code: -32602, should: "fatal" },
   "eth_getLogs toBlock above the chain head": { code: -32602, should: "fatal" },
   "eth_getLogs needing more pieces than max_upstream_calls": { code: -32005, should: "narrow" },
@@ -48,7 +51,8 @@ const TABLE: Readonly<
     code: "an error",
     should: "retryable",
   },
-  "answer over Lambda's 6 MB": { code: -32603, should: "fatal" },
+  "upstream answer over max_response_bytes": { code: -32003, should: "fatal" },
+  "answer over Lambda's 6 MB": { code: -32003, should: "fatal" },
   "internal gateway error": { code: -32603, should: "retryable" },
   // API Gateway's own answers ({"message": …}), in front of the function.
   "API Gateway integration timeout": { code: null, should: "retryable" },
@@ -61,24 +65,12 @@ const TABLE: Readonly<
  * turns red (to be made `it` again) once the shape is right.
  */
 const WRONG_TODAY: ReadonlyMap<string, string> = new Map([
-  // viem retries any HTTP 413 (its rule), whatever the code: a 400 would not be retried.
-  ["body over max_body_bytes / viem", "HTTP 413"],
-  ["batch over max_batch / viem", "HTTP 413"],
-  // viem retries -32603 (an internal error may pass): "ask for less" wants a code it does not retry.
-  ["answer over Lambda's 6 MB / viem", "-32603 for an answer that can only be asked for smaller"],
-  // subsquid retries only 429/502/503/504, "rate limit" or "timed out" texts: a 200 with -32603 or -32005 is fatal to it.
-  ["no provider in service (a secret did not resolve) / subsquid", "HTTP 200 with -32603"],
-  ["max_upstream_calls reached / subsquid", "HTTP 200 with -32005"],
-  // subsquid fails a whole batch on its first member's error, retried only as above.
+  // subsquid fails a whole batch on any member's error its text does not mark as passing, and
+  // retries only an HTTP 429/502/503/504. The batch's other calls were answered: a 502 for the
+  // whole batch would fail them too for clients that take the status for every member
+  // (ethers' batching rejects every call of a non-2xx answer) and make viem ask them all again,
+  // resends included. Kept as the batch's answer, 200, each call with its own outcome.
   ["all providers failed for one call of a batch / subsquid", "HTTP 200, a member's -32603"],
-  ["internal gateway error / subsquid", "HTTP 500"],
-  // subsquid narrows a log range on "query returned more than" or "response is too big" (then a "Try with this block range [a, b]" hint).
-  ["eth_getLogs needing more pieces than max_upstream_calls / subsquid", "message not recognised"],
-  ["eth_getLogs answer over max_response_bytes / subsquid", "message not recognised"],
-  // The gateway passes the provider's `[]` on: no error at all (issue 25, log answers checked against the block).
-  ["eth_getLogs every provider answers without the logs (missing data) / shape", "a [] result"],
-  ["eth_getLogs every provider answers without the logs (missing data) / viem", "a [] result"],
-  ["eth_getLogs every provider answers without the logs (missing data) / subsquid", "a [] result"],
 ]);
 
 /**

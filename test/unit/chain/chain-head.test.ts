@@ -4,6 +4,7 @@ import {
   type ChainHead,
   type ChainObservation,
   cacheGeneration,
+  mayPublish,
   newerHead,
   publicationDelayMs,
   reachableHead,
@@ -229,5 +230,19 @@ describe("reachableHead", () => {
     { name: "one more block per block time since", head: stored, now: 3_500, expected: 111 },
   ])("$name", ({ head, now, expected }) => {
     expect(reachableHead(head, now, 1_000)).toBe(expected);
+  });
+});
+
+describe("mayPublish: the served head only moves up, at most once per delay (docs/behaviour.md §10)", () => {
+  // `stored` published 100 at 1; the delay is 2_500 ms.
+  it.each<[string, ChainHead | null, number, number, boolean]>([
+    ["nothing published yet: any block", null, 5, 0, true],
+    ["a higher block once the delay passed", stored, 101, 9_000, true],
+    ["a higher block exactly the delay later", stored, 101, 2_501, true],
+    ["a higher block before the delay passed", stored, 101, 2_500, false],
+    ["a lower block, however late", stored, 90, 1_000_000, false],
+    ["the same block again", stored, 100, 1_000_000, false],
+  ])("%s", (_name, head, block, now, expected) => {
+    expect(mayPublish(head, block, now, 2_500)).toBe(expected);
   });
 });

@@ -10,6 +10,7 @@ import {
   type QuorumSettings,
   type RequestWindow,
 } from "../../../functions/core/chain/quorum.ts";
+import { isFailingOften } from "../../../functions/core/health/failing-often.ts";
 
 const NOW = 1_800_000_000_000;
 const TICK_MS = 15_000;
@@ -467,6 +468,23 @@ describe("computeQuorum: across ticks", () => {
       now: NOW + TICK_MS,
     });
     expect(second.memory.a?.lastChainIdCheckAt).toBe(NOW);
+  });
+});
+
+describe("failing often by missed checks (docs/behaviour.md §5.3)", () => {
+  const quiet = { requests: 0, errors: 0 };
+  it.each<[string, boolean[], boolean]>([
+    ["2 of the last 4 missed", [false, false, true, true], true],
+    ["1 of the last 4 missed", [false, false, false, true], false],
+    // A history kept under a larger missed_checks: only the newest 4 count.
+    ["older misses do not count", [true, true, true, true, false, false, false, true], false],
+    [
+      "recent misses in a longer history do",
+      [false, false, false, false, true, true, false, false],
+      true,
+    ],
+  ])("%s", (_name, checks, expected) => {
+    expect(isFailingOften(quiet, checks, SETTINGS.failing_often)).toBe(expected);
   });
 });
 

@@ -42,6 +42,25 @@ describe("cooldown = base × 2^(strikes − 1), capped (docs/behaviour.md §6)",
   });
 });
 
+describe("a provider's state (docs/behaviour.md §6)", () => {
+  it("starts healthy: no strike, no blacklist, no probe gate, never written", () => {
+    expect(HEALTHY).toEqual({
+      strikes: 0,
+      blacklistedUntil: 0,
+      reason: null,
+      probeGated: false,
+      lastProbe: null,
+      version: 0,
+    });
+    expect(healthState(HEALTHY, T0)).toBe("healthy");
+  });
+
+  it("is healthy whenever no reason is recorded: the reason is what marks a blacklist", () => {
+    const unmarked = { ...HEALTHY, blacklistedUntil: T0 + MIN, probeGated: true, strikes: 2 };
+    expect(healthState(unmarked, T0)).toBe("healthy");
+  });
+});
+
 describe("incidents", () => {
   it("a first incident blacklists with strike 1 and a probe gate", () => {
     const next = applyIncident(HEALTHY, "rate_limit", T0, policy);
@@ -54,9 +73,57 @@ describe("incidents", () => {
     });
   });
 
-  it("failures during an active blacklist add no strike (one strike per incident)", () => {
-    const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
-    expect(applyIncident(first, "connection", T0 + 1000, policy)?.strikes ?? first.strikes).toBe(1);
+  // Connection at T0: blacklisted for 2 min at strike 1, probe-gated. A rate limit here asks
+  // for 10 min.
+  it.each<[string, CooldownReason, number, number | null]>([
+    ["the same failure again: the same incident, nothing written", "connection", T0 + 1000, null],
+    ["a timeout ending later (3 min): expiry moved, no strike", "timeout", T0 + MIN, T0 + 4 * MIN],
+    ["a 403 (24 h): expiry moved, no strike", "forbidden", T0 + MIN, T0 + MIN + 24 * 60 * MIN],
+    ["a rate limit asking 10 min: expiry moved, no strike", "rate_limit", T0 + MIN, T0 + 11 * MIN],
+  ])(
+    "failures during an active blacklist add no strike (one strike per incident): %s",
+    (_name, reason, at, until) => {
+      const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
+      const requested = reason === "rate_limit" ? 10 * MIN : undefined;
+      expect(applyIncident(first, reason, at, policy, requested)).toEqual(
+        until === null
+          ? null
+          : {
+              ...first,
+              strikes: 1,
+              blacklistedUntil: until,
+              reason,
+              probeGated: true,
+              version: 2,
+            },
+      );
+    },
+  );
+
+  it("during a timer-only blacklist a later-ending failure needing a probe gates it; a timer-only one does not", () => {
+    const forbidden = applyIncident(HEALTHY, "forbidden", T0, policy) as ProviderHealth;
+    expect(forbidden.probeGated).toBe(false);
+    const chain = applyIncident(forbidden, "chain_unavailable", T0 + MIN, policy);
+    expect(chain).toMatchObject({ reason: "chain_unavailable", probeGated: false, strikes: 1 });
+    const timedOut = applyIncident(forbidden, "timeout", T0 + 24 * 60 * MIN - 1, policy);
+    expect(timedOut).toMatchObject({ reason: "timeout", probeGated: true, strikes: 1 });
+  });
+
+  it("a failure during a later strike's blacklist is timed at that strike", () => {
+    const third: ProviderHealth = {
+      ...HEALTHY,
+      strikes: 3,
+      reason: "connection",
+      blacklistedUntil: T0 + MIN,
+      probeGated: true,
+      version: 7,
+    };
+    // timeout at strike 3: 3 min × 4 = 12 min.
+    expect(applyIncident(third, "timeout", T0, policy)).toMatchObject({
+      strikes: 3,
+      blacklistedUntil: T0 + 12 * MIN,
+      version: 8,
+    });
   });
 
   it("a later-expiring failure extends the expiry (e.g. a 403), an earlier one does not", () => {
@@ -110,9 +177,17 @@ describe("success and probes", () => {
 
   it("a probe pass un-blacklists but keeps strikes until traffic succeeds", () => {
     const first = applyIncident(HEALTHY, "connection", T0, policy) as ProviderHealth;
-    const passed = applyProbePass(first, { at: T0 + 2 * MIN, result: "pass", detail: "ok" });
+    const probe = { at: T0 + 2 * MIN, result: "pass", detail: "ok" } as const;
+    const passed = applyProbePass(first, probe);
     expect(healthState(passed, T0 + 2 * MIN)).toBe("healthy");
-    expect(passed.strikes).toBe(1);
+    expect(passed).toEqual({
+      strikes: 1,
+      reason: null,
+      blacklistedUntil: 0,
+      probeGated: false,
+      lastProbe: probe,
+      version: first.version + 1,
+    });
   });
 
   it("a probe fail is the next strike with a doubled cooldown", () => {
@@ -127,6 +202,7 @@ describe("success and probes", () => {
       strikes: 2,
       blacklistedUntil: T0 + 2 * MIN + 4 * MIN,
       probeGated: true,
+      version: first.version + 1,
     });
     expect(failed.lastProbe?.result).toBe("fail");
   });

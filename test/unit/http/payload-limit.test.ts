@@ -68,8 +68,10 @@ describe("answerTooLargeBody", () => {
       jsonrpc: "2.0",
       id: "q-7",
       error: {
-        code: -32603,
-        message: expect.stringMatching(/7000000 bytes .* over the 6291556 bytes .* ask for less/),
+        code: -32003,
+        message: expect.stringMatching(
+          /^response too large: .*7000000 bytes .* over the 6291556 bytes .* ask for less/,
+        ),
       },
     });
   });

@@ -49,13 +49,13 @@ describe("parseRequest: gateway errors of docs/behaviour.md §2", () => {
       "batch over max_batch",
       JSON.stringify(Array(4).fill({ jsonrpc: "2.0", id: 1, method: "m" })),
       -32600,
-      413,
+      400,
     ],
     [
       "body over max_body_bytes",
       `{"jsonrpc":"2.0","id":1,"method":"m","params":["${"x".repeat(2000)}"]}`,
       -32600,
-      413,
+      400,
     ],
   ])("%s", (_name, body, code, status) => {
     const parsed = parseRequest(body, limits);
@@ -66,6 +66,52 @@ describe("parseRequest: gateway errors of docs/behaviour.md §2", () => {
     expect(() =>
       JSON.parse(errorResponse(parsed.rawId, parsed.code, parsed.message)),
     ).not.toThrow();
+  });
+
+  // geth and erigon decode a request with Go's encoding/json, which matches a member name to
+  // its field in any case (and `ſ` as `s`, `K` as `k`), the last one winning: geth ran
+  // `"Method"` or answered `"PARAMS"` while the gateway checked and cached `"method"` and
+  // `"params"` (checked with Go 1.19's decoder and geth's jsonrpcMessage struct).
+  it.each([
+    ["Method", '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","Method":"eth_sendTransaction"}'],
+    ["METHOD alone", '{"jsonrpc":"2.0","id":1,"METHOD":"eth_sendTransaction"}'],
+    [
+      "PARAMS",
+      '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0xa","0x1"],"PARAMS":["0xb","0x1"]}',
+    ],
+    [
+      "param\u017f (long s)",
+      '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0xa"],"param\u017f":["0xb"]}',
+    ],
+    ["Id", '{"jsonrpc":"2.0","id":1,"Id":2,"method":"eth_chainId"}'],
+    ["\u0131d (dotless i)", '{"jsonrpc":"2.0","id":1,"\u0131d":2,"method":"eth_chainId"}'],
+    ["JsonRpc", '{"jsonrpc":"2.0","JsonRpc":"1.0","id":1,"method":"eth_chainId"}'],
+    [
+      "escaped in the text",
+      '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","\\u004dethod":"admin_peers"}',
+    ],
+  ])(
+    "regression: a member named %s is another spelling of a significant one: refused, as nodes read it differently",
+    (_name, body) => {
+      const single = parseRequest(body, limits);
+      expect(single).toMatchObject({ kind: "error", code: -32600, status: 400 });
+      expect(single.kind === "error" && single.message).toContain("another spelling of");
+      const batch = parseRequest(
+        `[${body},{"jsonrpc":"2.0","id":9,"method":"eth_chainId"}]`,
+        limits,
+      );
+      expect(batch.kind === "batch" && batch.members.map(isCall)).toEqual([false, true]);
+    },
+  );
+
+  it("members that only look like the significant ones are left alone (the node reads or refuses them)", () => {
+    for (const name of ["methods", "param", "ids", "method ", "jsonrpc2"]) {
+      const parsed = parseRequest(
+        `{"jsonrpc":"2.0","id":1,"method":"eth_chainId",${JSON.stringify(name)}:1}`,
+        limits,
+      );
+      expect(parsed.kind).toBe("single");
+    }
   });
 
   it("keeps the caller's id on an invalid single request", () => {

@@ -40,6 +40,23 @@ describe("the default deny list", () => {
     "evm_revert",
     "evm_increaseTime",
     "tenderly_setBalance",
+    // regression: forgotten by the list, found in anvil's, geth's and besu's method tables
+    // (an attack on npm start, 4 containers: anvil handed out its accounts to eth_requestAccounts)
+    "eth_requestAccounts",
+    "eth_pendingTransactions",
+    "wallet_sendTransaction",
+    "wallet_sendCalls",
+    "odyssey_sendTransaction",
+    "debug_backtraceAt",
+    "debug_sync",
+    "les_addBalance",
+    "les_setClientParams",
+    "eth_submitWork",
+    "eth_submitHashrate",
+    "db_putString",
+    "shh_newIdentity",
+    "shh_post",
+    "txpool_besuPendingTransactions",
     // the node's administration and runtime
     "admin_addPeer",
     "miner_start",

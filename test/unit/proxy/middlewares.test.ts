@@ -55,7 +55,7 @@ describe("jsonRpcErrorBoundary", () => {
       jsonRpcErrorBoundary(recorded, () => ["*"]),
     );
     const result = await handler(rpcEvent(body), context);
-    expect(result.statusCode).toBe(500);
+    expect(result.statusCode).toBe(503);
     expect(result.body).toBe(
       `{"jsonrpc":"2.0","id":${id},"error":{"code":-32603,"message":"internal gateway error"}}`,
     );

@@ -85,6 +85,8 @@ function network(fields: Partial<NetworkStatus> = {}): NetworkStatus {
       cache_shared_item_bytes: 0,
       cache_memory_request_bytes: 0,
       cache_callers_answer: 0,
+      filter_calls_per_request: 0,
+      ledger_claims_per_request: 0,
     },
     ...fields,
   };

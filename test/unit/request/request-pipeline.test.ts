@@ -852,7 +852,10 @@ describe("max_upstream_calls", () => {
       resultFor(() => "0x1"),
     );
     const response = await h.rpc(batch(...Array.from({ length: 6 }, (_, i) => call(i))));
-    const answers = JSON.parse(response.body) as Array<{ id: number; error?: { code: number } }>;
+    const answers = JSON.parse(response.body) as Array<{
+      id: number;
+      error?: { code: number; message: string };
+    }>;
     expect(answers.map((a) => a.error?.code ?? "ok")).toEqual([
       "ok",
       "ok",
@@ -861,6 +864,11 @@ describe("max_upstream_calls", () => {
       -32005,
       -32005,
     ]);
+    // In place: each refused call keeps its own id, and its error names the limit and its value.
+    expect(answers.slice(4).map((a) => a.id)).toEqual([4, 5]);
+    for (const refused of answers.slice(4)) {
+      expect(refused.error?.message).toContain("max_upstream_calls (4 upstream calls)");
+    }
     expect(h.upstream.callsTo(P1)).toBe(4);
   });
 });

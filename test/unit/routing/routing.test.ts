@@ -181,6 +181,121 @@ describe("explainRouting: each provider's slot and reason", () => {
     ]);
   });
 
+  it("a provider the quorum snapshot does not know at all is out of quorum as no_answer", () => {
+    const s = state(
+      {},
+      {
+        quorum: {
+          head: 100,
+          headTimestamp: 1000,
+          members: ["a", "c", "bk"],
+          excluded: {},
+          heads: {},
+          computedAt: NOW - 1000,
+        },
+      },
+    );
+    expect(explain(s).find(([name]) => name === "b")).toEqual([
+      "b",
+      "emergency",
+      "out of quorum (no_answer); tried only when no candidate answers",
+    ]);
+  });
+
+  it("in emergency, providers with no expiry ahead keep the configured order, a lapsed one too", () => {
+    // a's blacklist lapses exactly now (awaiting its probe); b is out of quorum.
+    const s = state(
+      { a: blacklisted("timeout", NOW) },
+      {
+        quorum: {
+          head: 100,
+          headTimestamp: 1000,
+          members: ["c", "bk"],
+          excluded: { b: "behind" },
+          heads: {},
+          computedAt: NOW - 1000,
+        },
+      },
+    );
+    expect(explain(s).map(([name, slot]) => `${name}:${slot}`)).toEqual([
+      "c:candidate",
+      "bk:backup",
+      "a:emergency",
+      "b:emergency",
+    ]);
+  });
+
+  it("the priority reason names the priority_match key that set the priority", () => {
+    const matched = network([
+      { name: "m", url: "http://m.test", priority_match: { eth_call: 3, eth_getLogs: 7 } },
+    ]);
+    const body = '[{"method":"eth_call"},{"method":"eth_getLogs"}]';
+    const [entry] = explainRouting(matched.providers, "eth_call", context(state()), body);
+    expect(entry?.reason).toBe('priority 7 from priority_match "eth_getLogs"');
+  });
+
+  it("block-aware: a provider that cannot have reached the call's block goes after those that can, before emergency", () => {
+    const s = state({ a: blacklisted("timeout", NOW + 60_000) });
+    const reachable = (provider: string) => ({ b: 99, c: 100 })[provider] ?? null;
+    const routed = (block: number | null) =>
+      explainRouting(configuredOrder(net), "eth_call", { ...context(s), reachable }, "", block).map(
+        ({ provider, slot, reason }) => [provider.name, slot, reason],
+      );
+    expect(routed(100)).toEqual([
+      ["c", "candidate", "priority 1"],
+      ["bk", "backup", "backup: tried after the primaries while a primary is a candidate"],
+      [
+        "b",
+        "behind",
+        "cannot have reached block 100 yet (known head 99); tried after those that can",
+      ],
+      [
+        "a",
+        "emergency",
+        `blacklisted (timeout) until ${iso(NOW + 60_000)}; tried only when no candidate answers`,
+      ],
+    ]);
+    // At the block a provider reached, or with no block, nobody is behind.
+    expect(routed(99).map(([name, slot]) => `${name}:${slot}`)).toEqual([
+      "b:candidate",
+      "c:candidate",
+      "bk:backup",
+      "a:emergency",
+    ]);
+    expect(routed(null).map(([name, slot]) => `${name}:${slot}`)).toEqual(
+      routed(99).map(([name, slot]) => `${name}:${slot}`),
+    );
+    expect(
+      attemptOrder(configuredOrder(net), "eth_call", { ...context(s), reachable }, 100).map(
+        (slot) => slot.provider.name,
+      ),
+    ).toEqual(["c", "bk", "b", "a"]);
+  });
+
+  it("the configured order: primaries by priority, then tiebreak_weight, then as written; backups last", () => {
+    const configured = network([
+      { name: "bk", url: "http://bk.test", backup: true, priority: 9 },
+      { name: "light", url: "http://l.test", priority: 2, tiebreak_weight: 1 },
+      { name: "first", url: "http://f.test", priority: 1 },
+      { name: "heavy", url: "http://h.test", priority: 2, tiebreak_weight: 3 },
+      { name: "second", url: "http://s.test", priority: 1 },
+      { name: "top", url: "http://t.test", priority: 5 },
+    ]);
+    const expected = ["top", "heavy", "light", "first", "second", "bk"];
+    expect(configuredOrder(configured).map((provider) => provider.name)).toEqual(expected);
+    const reversed = { ...configured, providers: [...configured.providers].reverse() };
+    expect(configuredOrder(reversed).map((provider) => provider.name)).toEqual(expected);
+  });
+
+  it("the active provider: a demoted one while it is the only candidate; never one not serving eth_blockNumber", () => {
+    expect(activeProvider(net, context(state(), ["a", "b", "c"]))?.name).toBe("a");
+    const noHeads = network([
+      { name: "archive", url: "http://x.test", priority: 5, methods_deny: ["eth_blockNumber"] },
+      { name: "plain", url: "http://p.test", priority: 1 },
+    ]);
+    expect(activeProvider(noHeads, { ...context(state()), network: noHeads })?.name).toBe("plain");
+  });
+
   it("the attempt order and the active provider are the explanation's order", () => {
     const s = state({ a: blacklisted("timeout", NOW + 60_000) });
     const ctx = context(s);

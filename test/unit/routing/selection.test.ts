@@ -74,10 +74,66 @@ describe("priority and priority_match (docs/behaviour.md §3.3)", () => {
     ['{"method":"eth_chainId"}', "a", 2, "logs", 1],
     ['{"method":"eth_getLogs"}', "logs", 99, "a", 2],
     ['[{"method":"eth_call"},{"method":"eth_getLogs"}]', "logs", 99, "a", 2],
+    // Every matching key counts, the highest wins, whichever is written first.
+    ['[{"method":"eth_getLogs"},{"method":"eth_call"}]', "logs", 99, "a", 2],
   ])("body %s → %s first", (body, first, firstPriority, second, secondPriority) => {
     const ranked = rankProviders(net.providers, body, sequence(0.5));
     expect(ranked.map((p) => p.name)).toEqual([first, second]);
     expect(ranked.map((p) => effectivePriority(p, body))).toEqual([firstPriority, secondPriority]);
+  });
+});
+
+describe("rankProviders: primaries before backups, then priority (docs/behaviour.md §3)", () => {
+  // Every backup outranks every primary by priority, and some draws favour the backups.
+  const net = network([
+    { name: "low", url: "http://low.test", priority: 1 },
+    { name: "backup-high", url: "http://bh.test", backup: true, priority: 9 },
+    { name: "high", url: "http://high.test", priority: 2 },
+    { name: "backup-low", url: "http://bl.test", backup: true, priority: 5 },
+  ]);
+  it.each([[[0.5]], [[0.1, 0.9, 0.2, 0.8]], [[0.01, 0.99, 0.01, 0.99]]])(
+    "whatever the weighted draw (%j)",
+    (draws) => {
+      expect(rankProviders(net.providers, "", sequence(...draws)).map((p) => p.name)).toEqual([
+        "high",
+        "low",
+        "backup-high",
+        "backup-low",
+      ]);
+    },
+  );
+
+  it("within one priority and one draw, the configured order", () => {
+    const tied = network([
+      { name: "x", url: "http://x.test" },
+      { name: "y", url: "http://y.test" },
+      { name: "z", url: "http://z.test" },
+    ]);
+    expect(rankProviders(tied.providers, "", sequence(0.5)).map((p) => p.name)).toEqual([
+      "x",
+      "y",
+      "z",
+    ]);
+    // Whatever order they are handed in.
+    const reversed = [...tied.providers].reverse();
+    expect(rankProviders(reversed, "", sequence(0.5)).map((p) => p.name)).toEqual(["x", "y", "z"]);
+  });
+
+  it("a priority_match raising a backup above every primary still leaves it after them", () => {
+    const matched = network([
+      { name: "primary", url: "http://p.test", priority: 1 },
+      {
+        name: "logs-backup",
+        url: "http://lb.test",
+        backup: true,
+        priority_match: { eth_getLogs: 99 },
+      },
+    ]);
+    const body = '{"method":"eth_getLogs"}';
+    expect(rankProviders(matched.providers, body, sequence(0.5)).map((p) => p.name)).toEqual([
+      "primary",
+      "logs-backup",
+    ]);
   });
 });
 

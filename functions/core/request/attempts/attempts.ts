@@ -4,7 +4,7 @@ import { methodSpec } from "../../methods/catalogue.ts";
 import type { Upstream, UpstreamResult } from "../../ports.ts";
 import { attemptHedged, type SentAttempt } from "../hedge/hedged-attempt.ts";
 import type { RequestHedging } from "../hedge/hedging.ts";
-import { answer } from "../open-call.ts";
+import { answer, giveUp } from "../open-call.ts";
 import { SEND_RAW_TRANSACTION } from "../send/sent-transactions.ts";
 import type { AttemptGroup, OpenCall } from "../vocabulary.ts";
 import { callBudgetError, withinCallBudget } from "./call-budget.ts";
@@ -88,7 +88,13 @@ export async function runAttempts(loop: AttemptLoop): Promise<number> {
     });
     for (const group of refused) {
       for (const entry of group.calls) {
-        answer(entry, errorResponse(entry.call.rawId ?? "null", over.code, over.message));
+        if (entry.failures.length === 0) {
+          answer(entry, errorResponse(entry.call.rawId ?? "null", over.code, over.message));
+          continue;
+        }
+        // Its providers failed it, and the budget ran out on its retries: a failure of the
+        // providers (502 when every call failed, which clients retry), not the caller's to fix.
+        giveUp(entry, over.reached);
       }
     }
     if (sent.length === 0) return attempts;

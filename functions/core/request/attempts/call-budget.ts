@@ -34,9 +34,9 @@ export function withinCallBudget<T>(
 export function callBudgetError(settings: Pick<Settings, "max_upstream_calls">): {
   readonly code: number;
   readonly message: string;
+  /** What happened, for the last error of a call its providers had failed before. */
+  readonly reached: string;
 } {
-  return {
-    code: LIMIT_EXCEEDED,
-    message: `this request reached max_upstream_calls (${settings.max_upstream_calls} upstream calls): send fewer calls per batch`,
-  };
+  const reached = `this request reached max_upstream_calls (${settings.max_upstream_calls} upstream calls)`;
+  return { code: LIMIT_EXCEEDED, message: `${reached}: send fewer calls per batch`, reached };
 }

@@ -369,10 +369,10 @@ function key(network: string, provider: string): string {
  */
 export async function settleWrites(writes: readonly Promise<unknown>[], wait: Wait): Promise<void> {
   if (writes.length === 0) return;
+  // Writes done first cut the wait short, so no timer outlives the request.
   const settled = new AbortController();
   await Promise.race([
     Promise.allSettled(writes).then(() => settled.abort()),
     wait(HEALTH_WRITE_WAIT_MS, settled.signal),
   ]);
-  settled.abort();
 }

@@ -73,11 +73,12 @@ export function judgeAttempt(
 ): AttemptJudgement {
   if (!result.ok) {
     if ("tooLarge" in result) {
-      const message = `the upstream answer is over the limit of ${result.limit} bytes (max_response_bytes); ask for less, e.g. a smaller block range`;
+      const message = `response too large: the upstream answer is over the limit of ${result.limit} bytes (max_response_bytes); ask for less, e.g. a smaller block range`;
       return {
         outcomes: calls.map((entry) => ({
           kind: "answer",
-          text: errorResponse(entry.call.rawId ?? "null", ErrorCode.internal, message),
+          // geth's code for it: no client retries an answer that can only be asked smaller.
+          text: errorResponse(entry.call.rawId ?? "null", ErrorCode.responseTooLarge, message),
         })),
         success: null,
         failure: null,

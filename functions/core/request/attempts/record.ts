@@ -1,7 +1,7 @@
 import { methodSpec } from "../../methods/catalogue.ts";
 import type { UpstreamResult } from "../../ports.ts";
 import type { ContainerState } from "../container-state.ts";
-import { headStatedBy, mayRaiseHead } from "../head/observed-head.ts";
+import { mayRaiseHead } from "../head/observed-head.ts";
 import { answerFrom, failed, keep, note } from "../open-call.ts";
 import type { AttemptGroup, AttemptRecord, RequestScope } from "../vocabulary.ts";
 import { learnBatchLimit, refusedAsTooLarge } from "./batch-limits.ts";
@@ -58,11 +58,9 @@ export function recordAttempt(
   });
   for (const { info } of judgement.okAnswers) container.servable.answered(network, info.method);
   if (mayRaiseHead(provider, slot.emergency, scope.context)) {
-    for (const { info, member } of judgement.okAnswers) {
-      const block = headStatedBy(info, member);
-      if (block !== null)
-        container.observed.observe(network.name, provider, block, scope.context.now);
-      container.reach.checks.keepAnswered(network.name, info, member);
+    for (const answered of judgement.okAnswers) {
+      container.observed.observeAnswer(network.name, provider, answered, scope.context.now);
+      container.reach.checks.keepAnswered(network.name, answered.info, answered.member);
     }
   }
   const attempt: AttemptRecord = {

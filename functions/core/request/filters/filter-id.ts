@@ -1,3 +1,5 @@
+import type { OpenCall } from "../vocabulary.ts";
+
 /**
  * The ids of filters the gateway holds (docs/behaviour.md §14): `0x`, a slot of four hex
  * digits (where the filter is stored among its owner's), then 128 random bits as 32 hex
@@ -34,4 +36,25 @@ export function gatewayFilterId(id: unknown): string | null {
 /** The slot a gateway filter id names (the id as `gatewayFilterId` gives it). */
 export function slotOfFilterId(id: string): number {
   return Number.parseInt(id.slice(2, 6), 16);
+}
+
+/** The calls of a request this step answers: installs, and calls naming a gateway id. */
+export function servedHere(entry: OpenCall): boolean {
+  if (entry.answer !== null) return false;
+  switch (entry.info.method) {
+    case "eth_newFilter":
+    case "eth_newBlockFilter":
+      return true;
+    case "eth_getFilterChanges":
+    case "eth_getFilterLogs":
+    case "eth_uninstallFilter":
+      return idOf(entry) !== null;
+    default:
+      return false;
+  }
+}
+
+export function idOf(entry: OpenCall): string | null {
+  const params = entry.info.params;
+  return gatewayFilterId(Array.isArray(params) ? params[0] : undefined);
 }

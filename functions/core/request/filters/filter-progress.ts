@@ -1,3 +1,4 @@
+import type { ChainHead } from "../../chain/chain-head.ts";
 import type { BlockRange } from "../logs/logs-range.ts";
 import type { FilterEnd, LogCriteria } from "./filter-criteria.ts";
 
@@ -5,6 +6,17 @@ import type { FilterEnd, LogCriteria } from "./filter-criteria.ts";
  * A filter's progress along the chain (docs/behaviour.md §14), pure arithmetic: the blocks a
  * poll covers, the blocks it remembers to notice a reorg, and where a reorg sends it back.
  */
+
+/**
+ * Whether `record` was installed on a chain that has since restarted (docs/behaviour.md
+ * §10.7): the restarted node has no such filter either. A reset for a broken finality is a
+ * deep reorg of the same chain, which the filter's own reorg handling reports.
+ */
+export function installedBeforeRestart(record: FilterRecord, chain: ChainHead | null): boolean {
+  const resetAt = chain?.resetAt ?? 0;
+  const restarted = resetAt > (chain?.finalityBrokenAt ?? 0);
+  return restarted && record.chainResetAt < resetAt;
+}
 
 /** A block a filter reported on, as it was then: its hash, and how many logs it gave. */
 export interface SeenBlock {
@@ -31,6 +43,11 @@ export interface FilterRecord {
   readonly version: number;
   /** When the filter expires unless polled (ms). */
   readonly expiresAt: number;
+  /**
+   * The chain position's last reset when the filter was installed (`resetAt`, ms; 0: none): a
+   * chain restarted since then is another chain, on which the filter does not exist.
+   */
+  readonly chainResetAt: number;
 }
 
 /** What a poll writes back, conditional on the version it read. */

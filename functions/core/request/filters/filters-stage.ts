@@ -1,6 +1,7 @@
 import { upstreamCallBudget } from "../attempts/call-budget.ts";
 import type { InFlight, Stage } from "../in-flight.ts";
-import { servedHere, serveFilterCalls } from "./filters.ts";
+import { servedHere } from "./filter-id.ts";
+import { serveFilterCalls } from "./filters.ts";
 
 /**
  * Filters the gateway holds (docs/behaviour.md §14), answered before the attempt loop from its

@@ -3,12 +3,14 @@ import { LAMBDA_RESPONSE_LIMIT_BYTES, serializedBytes } from "../../http/payload
 import { ErrorCode, errorResponse } from "../../jsonrpc/jsonrpc.ts";
 import {
   FILTER_BLOCKS_PER_POLL,
+  FILTER_CALLS_PER_REQUEST,
   FILTER_EXTEND_AFTER_FRACTION,
   FILTER_POLL_MAX_BLOCKS,
 } from "../../policies.ts";
 import type { FilterStore, NewFilter, Telemetry } from "../../ports.ts";
 import { logsRangeOf } from "../../routing/learned-limits.ts";
 import { type SelectionContext, whyNotCandidate } from "../../routing/selection.ts";
+import type { GuardCounts } from "../../status/guards.ts";
 import type { InternalCall } from "../logs/logs-queries.ts";
 import { GET_LOGS, quantity } from "../logs/logs-range.ts";
 import { answer } from "../open-call.ts";
@@ -20,9 +22,9 @@ import {
   NODE_ERROR,
   readLogFilter,
 } from "./filter-criteria.ts";
-import { gatewayFilterId } from "./filter-id.ts";
+import { idOf, servedHere } from "./filter-id.ts";
 import { type PollOutcome, pollFilter } from "./filter-polls.ts";
-import type { FilterRecord } from "./filter-progress.ts";
+import { type FilterRecord, installedBeforeRestart } from "./filter-progress.ts";
 import { readRangeLogs } from "./filter-range.ts";
 import { FilterReads } from "./filter-reads.ts";
 
@@ -50,6 +52,8 @@ export interface FilterRequest {
     readonly clock: () => number;
     readonly telemetry: Telemetry;
     readonly scrub: (text: string) => string;
+    /** Where the calls over `FILTER_CALLS_PER_REQUEST` are counted. */
+    readonly guards: GuardCounts;
   };
   /** Serves one request text through the pipeline as an internal call. */
   readonly handle: (text: string, internal: InternalCall) => Promise<{ readonly body: string }>;
@@ -59,33 +63,16 @@ export interface FilterRequest {
 export const ANY_CALLER = "*";
 
 const FILTER_NOT_FOUND = { code: NODE_ERROR, message: "filter not found" };
+const OVER_FILTER_CALLS = {
+  code: ErrorCode.limitExceeded,
+  message: `over the ${FILTER_CALLS_PER_REQUEST} filter calls one request may make (installs, polls, uninstalls): nothing was done for this one; send it in another request`,
+};
 /** Room in Lambda's response for the envelope and headers around a filter's changes. */
 const RESPONSE_ENVELOPE_BYTES = 16_384;
 
 const result = (value: string) => `{"jsonrpc":"2.0","id":null,"result":${value}}`;
 const failure = (error: { readonly code: number; readonly message: string }) =>
   errorResponse("null", error.code, error.message);
-
-/** The calls of a request this step answers: installs, and calls naming a gateway id. */
-export function servedHere(entry: OpenCall): boolean {
-  if (entry.answer !== null) return false;
-  switch (entry.info.method) {
-    case "eth_newFilter":
-    case "eth_newBlockFilter":
-      return true;
-    case "eth_getFilterChanges":
-    case "eth_getFilterLogs":
-    case "eth_uninstallFilter":
-      return idOf(entry) !== null;
-    default:
-      return false;
-  }
-}
-
-function idOf(entry: OpenCall): string | null {
-  const params = entry.info.params;
-  return gatewayFilterId(Array.isArray(params) ? params[0] : undefined);
-}
 
 /** Answers the filter calls the gateway serves; returns the upstream calls their reads made. */
 export async function serveFilterCalls(
@@ -107,7 +94,12 @@ export async function serveFilterCalls(
     used: request.used,
   });
   const served = new FilterCalls(request, store, reads);
-  for (const entry of ours) {
+  for (const [index, entry] of ours.entries()) {
+    if (index >= FILTER_CALLS_PER_REQUEST) {
+      request.deps.guards.refused(request.network.name, "filter_calls_per_request");
+      answer(entry, failure(OVER_FILTER_CALLS));
+      continue;
+    }
     try {
       answer(entry, await served.answer(entry));
     } catch (error) {
@@ -231,10 +223,11 @@ class FilterCalls {
     const owner = this.#owner;
     const max = network.settings.max_filters_per_key;
     const now = this.#now();
+    const chainResetAt = this.#request.context.state.head?.resetAt ?? 0;
     const id = await this.#store.install(
       network.name,
       owner,
-      { ...filter, seen: [], span: null, expiresAt: now + this.#idleMs() },
+      { ...filter, seen: [], span: null, expiresAt: now + this.#idleMs(), chainResetAt },
       max,
       now,
     );
@@ -251,8 +244,23 @@ class FilterCalls {
     return this.#request.network.settings.filter_idle_seconds * 1000;
   }
 
-  async #changes(id: string): Promise<string> {
+  /**
+   * The owner's filter, or null when there is none, or it was installed on a chain that has
+   * since restarted (docs/behaviour.md §10.7): the restarted node has no such filter either, and
+   * a client told "filter not found" installs a new one on the new chain, where this one would
+   * wait, silent, for the new chain to pass the old one's blocks. Such a filter is uninstalled.
+   */
+  async #filter(id: string): Promise<FilterRecord | null> {
     const record = await this.#store.read(...this.#where(id), this.#now());
+    if (record === null || !installedBeforeRestart(record, this.#request.context.state.head)) {
+      return record;
+    }
+    await this.#store.uninstall(...this.#where(id), this.#now());
+    return null;
+  }
+
+  async #changes(id: string): Promise<string> {
+    const record = await this.#filter(id);
     if (record === null) return failure(FILTER_NOT_FOUND);
     const at = await this.#positions();
     if (at === null) return this.#noHead();
@@ -343,7 +351,7 @@ class FilterCalls {
   }
 
   async #allLogs(id: string): Promise<string> {
-    const record = await this.#store.read(...this.#where(id), this.#now());
+    const record = await this.#filter(id);
     // geth's answer for a block filter too: it has no logs to give.
     if (record === null || record.logs === null) return failure(FILTER_NOT_FOUND);
     const at = await this.#positions();

@@ -14,21 +14,26 @@ import { settleBlockNumbers } from "./served-head.ts";
 
 /**
  * Keeps the served head moving (docs/behaviour.md §10.2), off the request path: after each
- * request this container publishes the highest head a quorum member showed it (in any answer
- * that shows one, `headStatedBy`) or a provider answered to `eth_blockNumber`, when it may be
- * (higher than the newest publication, a delay after it, within the reachable head); and when
- * nothing was published for half a block time (or a delay, on faster chains) it asks one
- * quorum member for `eth_blockNumber` in the background, so the head moves whatever the
- * traffic. Nothing here is awaited by a caller; every try is paced per network and container.
+ * request this container publishes the highest head a quorum member showed it as a block (in
+ * any answer that shows one, `headStatedBy`, a bare `eth_blockNumber` left out), when it may
+ * be (higher than the newest publication, a delay after it, within the reachable head); and
+ * when nothing was published for half a block time (or a delay, on faster chains) it asks one
+ * quorum member for its latest block in the background, so the head moves whatever the
+ * traffic. A number alone is not a block: a front whose `eth_blockNumber` ran a few blocks
+ * ahead of its blocks held the served head there, above every provider, and every log query
+ * up to it failed. Nothing here is awaited by a caller; every try is paced per network and
+ * container.
  */
 
 /** The poll's id says whose call it is, in a provider's logs and in tests' fronts. */
 export const HEAD_POLL_BODY =
-  '{"jsonrpc":"2.0","id":"gateway-head","method":"eth_blockNumber","params":[]}';
+  '{"jsonrpc":"2.0","id":"gateway-head","method":"eth_getBlockByNumber","params":["latest",false]}';
 const HEX_QUANTITY = /^0x[0-9a-f]{1,13}$/i;
+const HASH = /^0x[0-9a-f]{64}$/i;
 const NONE: ReadonlySet<string> = new Set();
-/** An `eth_blockNumber` answer is a few dozen bytes: anything longer is not one. */
-const POLL_MAX_RESPONSE_BYTES = 4096;
+const NO_NUMBERS = { answered: null, handedOut: null } as const;
+/** A block without its transactions is a few KB (its logs bloom alone is 512 bytes). */
+const POLL_MAX_RESPONSE_BYTES = 65_536;
 
 export interface HeadPublisherDeps {
   readonly store: Pick<StateStore, "publishServed">;
@@ -69,20 +74,22 @@ export class HeadPublisher {
   ): void {
     const blockTimeMs = network.settings.block_time_seconds * 1000;
     const reachable = reachableHead(state.head, this.#deps.clock(), blockTimeMs);
-    const answered = settleBlockNumbers(calls.open, calls.view, fromHead, reachable);
-    this.afterRequest(network, state, checkIntervalSeconds, answered);
+    const numbers = settleBlockNumbers(calls.open, calls.view, fromHead, reachable);
+    this.afterRequest(network, state, checkIntervalSeconds, numbers);
   }
 
   /**
-   * Publishes the highest head seen (`answered`: a provider's `eth_blockNumber` in this
-   * request; and this container's sightings of quorum members), and polls when the head
-   * stood still for half a block time.
+   * Publishes the highest head this container saw a quorum member show as a block, and polls
+   * when the head stood still for half a block time. Of the bare `eth_blockNumber` answers of
+   * this request, one handed to a caller as it is (before any publication) is published, since
+   * a caller was told it exists; any other only while the monitor's quorum is not in force
+   * (then no member's block can be told from another's, and it is the one source left).
    */
   afterRequest(
     network: Network,
     state: NetworkState,
     checkIntervalSeconds: number,
-    answered: number | null,
+    numbers: { readonly answered: number | null; readonly handedOut: number | null } = NO_NUMBERS,
   ): void {
     const head = state.head;
     // Before the monitor's first chain position there is no reachable head to bound a number.
@@ -90,8 +97,11 @@ export class HeadPublisher {
     const now = this.#deps.clock();
     // Sightings need no demotions; a poll's choice of member does (computed only then).
     const context: SelectionContext = { network, state, now, checkIntervalSeconds, demoted: NONE };
-    const sighted = this.#deps.observed.highest(network, context);
-    const seen = Math.max(answered ?? -1, sighted ?? -1);
+    const sighted = this.#deps.observed.highestBlock(network, context);
+    const numbered = quorumInForce(state, now, checkIntervalSeconds)
+      ? numbers.handedOut
+      : numbers.answered;
+    const seen = Math.max(numbered ?? -1, sighted ?? -1);
     if (seen >= 0) this.#publish(network, head, seen, now);
     this.#pollWhenStill(network, head, context);
   }
@@ -125,7 +135,7 @@ export class HeadPublisher {
   }
 
   /**
-   * Asks one quorum member for `eth_blockNumber` when nothing was published for half a block
+   * Asks one quorum member for its latest block when nothing was published for half a block
    * time (at least a publication delay: no container publishes more often), plus a share of
    * `head_cache_ms` drawn each time, and this container has not asked within half a block
    * time; one poll in flight per network at most.
@@ -177,13 +187,13 @@ export class HeadPublisher {
       });
   }
 
-  /** A quorum member that is a candidate for `eth_blockNumber`, drawn at random; or null. */
+  /** A quorum member that is a candidate for `eth_getBlockByNumber`, drawn at random; or null. */
   #memberToAsk(network: Network, context: SelectionContext): Provider | null {
     const members = context.state.quorum?.members ?? [];
     const candidates = network.providers.filter(
       (provider) =>
         members.includes(provider.name) &&
-        whyNotCandidate(provider, "eth_blockNumber", context) === null,
+        whyNotCandidate(provider, "eth_getBlockByNumber", context) === null,
     );
     if (candidates.length === 0) return null;
     const index = Math.floor(this.#deps.random() * candidates.length);
@@ -191,12 +201,19 @@ export class HeadPublisher {
   }
 }
 
-/** The block number of an `eth_blockNumber` answer, or null for anything else. */
+/** The number of the block a poll's answer shows (with its hash), or null for anything else. */
 function blockNumberOf(body: string): number | null {
   try {
-    const result = (JSON.parse(body) as { result?: unknown })?.result;
-    return typeof result === "string" && HEX_QUANTITY.test(result)
-      ? Number.parseInt(result, 16)
+    const result = (JSON.parse(body) as { result?: unknown })?.result as
+      | { number?: unknown; hash?: unknown }
+      | null
+      | undefined;
+    const { number, hash } = result ?? {};
+    return typeof number === "string" &&
+      HEX_QUANTITY.test(number) &&
+      typeof hash === "string" &&
+      HASH.test(hash)
+      ? Number.parseInt(number, 16)
       : null;
   } catch {
     return null;

@@ -24,7 +24,7 @@ export const loneBlockNumber: Stage = {
     const { network, state, started, container } = flight;
     const alone = loneServedHeadCall(flight.request, network, state, started);
     if (alone === null) return;
-    container.heads.afterRequest(network, state, flight.model.checkIntervalSeconds, null);
+    container.heads.afterRequest(network, state, flight.model.checkIntervalSeconds);
     flight.answerEarly(answerLoneCall({ network, alone, state, started }, container.deps));
   },
 };
@@ -91,7 +91,7 @@ export const holdBack: Stage = {
     flight.held = holdBackAboveServedHead(
       flight.open,
       flight.network,
-      flight.scope.servedHead.answer,
+      flight.scope.pin,
       flight.container.deps.telemetry,
     );
   },

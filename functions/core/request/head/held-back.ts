@@ -3,7 +3,7 @@ import { arrayElementSpans, memberValueSpan } from "../../jsonrpc/json-raw.ts";
 import { blockRefOf } from "../../methods/block-ref.ts";
 import type { Telemetry } from "../../ports.ts";
 import { answer } from "../open-call.ts";
-import type { GatewayResponse, OpenCall } from "../vocabulary.ts";
+import type { GatewayResponse, OpenCall, PinnedTags } from "../vocabulary.ts";
 
 /**
  * The chain as of the served head (docs/behaviour.md §10.4, read-your-writes): an answer that
@@ -46,16 +46,20 @@ const NOT_SEEN_YET = '{"jsonrpc":"2.0","id":null,"result":null}';
 const QUOTED_QUANTITY = /^"0x[0-9a-f]{1,64}"$/i;
 
 /**
- * Replaces the answers of `open` that show a block above `servedHead` with `null`, counts
- * them, and returns how many; nothing while there is no served head, or when tags are not
- * pinned (`latest` is then the provider's, and the gateway presents no head of its own).
+ * Replaces the answers of `open` that show a block above the served head `latest` is pinned
+ * to with `null`, counts them, and returns how many; nothing while `latest` is not pinned to
+ * it (no served head, pinning off, a chain position too stale to pin to, no candidate that
+ * has reached it): `latest` is then the provider's, and the gateway presents no head of its
+ * own; held below a copy that no longer moves (DynamoDB unreadable), a receipt would wait for
+ * as long as the outage lasts.
  */
 export function holdBackAboveServedHead(
   open: readonly OpenCall[],
   network: Network,
-  servedHead: number | null,
+  pin: PinnedTags | null,
   telemetry: Telemetry,
 ): number {
+  const servedHead = pin?.latest ?? null;
   if (servedHead === null || !network.settings.pin_block_tags) return 0;
   let held = 0;
   for (const entry of open) {

@@ -96,9 +96,31 @@ export class ObservedHeads {
    * known head (a stalled monitor's snapshot lets no provider raise it).
    */
   readonly #shown = new Map<string, Map<string, Observation>>();
+  /**
+   * Heads a quorum member showed as a block (a block, a header, a receipt's or a log's block),
+   * not only as a number: what the served head is published from (docs/behaviour.md §10.2).
+   */
+  readonly #blocks = new Map<string, Map<string, Observation>>();
 
-  observe(network: string, provider: string, block: number, now: number): void {
+  /**
+   * A head a provider stated: `asBlock` when the answer showed the block itself, not a bare
+   * `eth_blockNumber` (a front whose number runs ahead of its blocks states such numbers).
+   */
+  observe(network: string, provider: string, block: number, now: number, asBlock = true): void {
     record(this.#heads, network, provider, block, now);
+    if (asBlock) record(this.#blocks, network, provider, block, now);
+  }
+
+  /** The head an answer stated (`headStatedBy`), observed for its provider. */
+  observeAnswer(
+    network: string,
+    provider: string,
+    answered: { readonly info: CallInfo; readonly member: unknown },
+    now: number,
+  ): void {
+    const block = headStatedBy(answered.info, answered.member);
+    if (block === null) return;
+    this.observe(network, provider, block, now, answered.info.method !== "eth_blockNumber");
   }
 
   showed(network: string, provider: string, block: number, now: number): void {
@@ -128,6 +150,11 @@ export class ObservedHeads {
   /** The highest observed head in force, or null. */
   highest(network: Network, context: SelectionContext): number | null {
     return highestSighting(this.sightings(network, context));
+  }
+
+  /** The highest head in force that a provider showed as a block, or null. */
+  highestBlock(network: Network, context: SelectionContext): number | null {
+    return highestSighting(stillInForce(this.#blocks.get(network.name), network, context));
   }
 }
 

@@ -59,23 +59,24 @@ export function answerFromServedHead(
 
 /**
  * The request's `eth_blockNumber` calls that went to providers: answered with the served head
- * when there is one (a provider's number is for publishing, not for this caller), else with the
- * provider's own. A call every provider failed, one of them by answering a number behind the
+ * when there is one (a provider's number is not this caller's), else with the provider's own. A call every provider failed, one of them by answering a number behind the
  * served head, gets the served head too: that provider is alive, and the served head is what
  * the caller would have got from any answer. With no served head yet but a publication too
  * young to serve, the caller gets that publication: it is the served head a delay later, and a
  * provider's higher number handed out now would be followed by that lower one. With no
  * publication at all, a provider's number beyond the reachable head (`reachableHead`: no chain
  * can be there yet) is not handed out either: the caller gets the newest block known to exist.
- * Returns the highest block a provider answered, to publish, or null.
+ * Returns the highest block a provider answered (`answered`), and the highest of those a
+ * caller was handed as it is (`handedOut`: a caller was told it exists), or null.
  */
 export function settleBlockNumbers(
   open: readonly OpenCall[],
   view: ServedHeadView,
   fromHead: ReadonlySet<OpenCall>,
   reachable: number | null,
-): number | null {
+): { readonly answered: number | null; readonly handedOut: number | null } {
   let highest: number | null = null;
+  let handedOut: number | null = null;
   for (const entry of open) {
     if (entry.info.method !== BLOCK_NUMBER || fromHead.has(entry)) continue;
     if (entry.answer === null) {
@@ -91,9 +92,9 @@ export function settleBlockNumbers(
     else if (view.published !== null) answer(entry, blockNumberAnswer(view.published));
     else if (reachable !== null && answered > reachable) {
       answer(entry, blockNumberAnswer(view.newest));
-    }
+    } else handedOut = Math.max(handedOut ?? 0, answered);
   }
-  return highest;
+  return { answered: highest, handedOut };
 }
 
 function resultNumber(text: string): number | null {
@@ -163,19 +164,30 @@ export function tagsToPin(
 /**
  * Whether a request needs a fresh copy of the chain position (docs/behaviour.md §10.2): an
  * `eth_blockNumber`, a call whose block is `latest`, `safe` or `finalized` (named or left
- * out), pinned to the served head, or a lookup whose answer is held back above it (a block, a
- * receipt, a transaction): each must agree with every head any container showed, so it waits
- * for a copy no older than `head_cache_ms`. Any other call (state at a number or hash, logs,
- * fees, traces, sends) needs the served head only to attest its answer: it takes the copy in
- * hand.
+ * out), pinned to the served head, a lookup whose answer is held back above it (a block, a
+ * receipt, a transaction), or a filter install or poll (it reports up to the served head, and
+ * a filter of a chain restarted since is gone, §14): each must agree with every head any
+ * container showed, so it waits for a copy no older than `head_cache_ms`. Any other call
+ * (state at a number or hash, logs, fees, traces, sends) needs the served head only to attest
+ * its answer: it takes the copy in hand.
  */
 export function needsFreshHead(calls: ReadonlyArray<Call | InvalidMember>): boolean {
   return calls.some(
     (call) =>
       isCall(call) &&
-      (call.method === "eth_blockNumber" || mayBeHeldBack(call.method) || namesPinnedTag(call)),
+      (call.method === "eth_blockNumber" ||
+        mayBeHeldBack(call.method) ||
+        FILTER_CALLS.has(call.method) ||
+        namesPinnedTag(call)),
   );
 }
+
+const FILTER_CALLS: ReadonlySet<string> = new Set([
+  "eth_newFilter",
+  "eth_newBlockFilter",
+  "eth_getFilterChanges",
+  "eth_getFilterLogs",
+]);
 
 const PINNED_TAGS: ReadonlySet<string> = new Set(["latest", "safe", "finalized"]);
 

@@ -182,7 +182,10 @@ async function serveInternally(
  * a cut query up to it is not refused, and the check of its last piece (logs-reach.ts)
  * decides whether the block exists.
  */
-function blocksSinceSnapshot(scope: LogQueryScope): number {
+export function blocksSinceSnapshot(scope: {
+  readonly network: Network;
+  readonly context: SelectionContext;
+}): number {
   const quorum = scope.context.state.quorum;
   if (quorum === null) return 0;
   const blockTimeMs = scope.network.settings.block_time_seconds * 1000;
@@ -263,17 +266,15 @@ function settle(
     case "error_answer":
       answer(entry, outcome.text);
       return;
+    // Both start with the words indexers narrow a log range on (subsquid's processor: "response
+    // is too big", then the "Try with this block range [a, b]" hint; docs/behaviour.md §12.8).
     case "too_large": {
-      const hint =
-        outcome.fits === null
-          ? ""
-          : ` Try with this block range [${quantity(outcome.fits.from)}, ${quantity(outcome.fits.to)}].`;
       answer(
         entry,
         errorResponse(
           "null",
           ErrorCode.limitExceeded,
-          `the logs of blocks ${rangeText(query)} are more than this gateway can return in one answer: narrow your range.${hint}`,
+          `response is too big: the logs of blocks ${rangeText(query)} are more than this gateway can return in one answer: narrow your range.${rangeHint(outcome.fits)}`,
         ),
       );
       return;
@@ -284,8 +285,15 @@ function settle(
       const why =
         outcome.needed <= upstreamCalls.max
           ? `${need}, more than the ${Math.max(0, upstreamCalls.left)} left of this request's max_upstream_calls (${upstreamCalls.max}): send fewer calls per batch`
-          : `${need}, over max_upstream_calls (${upstreamCalls.max}): narrow your range`;
-      answer(entry, errorResponse("null", ErrorCode.limitExceeded, why));
+          : `${need}, over max_upstream_calls (${upstreamCalls.max}): narrow your range.${rangeHint(firstPieces(query, outcome.size, upstreamCalls.left))}`;
+      answer(
+        entry,
+        errorResponse(
+          "null",
+          ErrorCode.limitExceeded,
+          `response is too big for one request: ${why}`,
+        ),
+      );
       return;
     }
     case "failed": {
@@ -301,6 +309,19 @@ function settle(
       return;
     }
   }
+}
+
+function rangeHint(range: BlockRange | null): string {
+  return range === null
+    ? ""
+    : ` Try with this block range [${quantity(range.from)}, ${quantity(range.to)}].`;
+}
+
+/** The first part of `query` whose pieces of `size` (aligned, §12.4) are at most `pieces`. */
+function firstPieces(query: LogQuery, size: number, pieces: number): BlockRange | null {
+  if (pieces < 1) return null;
+  const end = (Math.floor(query.from / size) + pieces) * size - 1;
+  return end >= query.to ? null : { from: query.from, to: end };
 }
 
 /**

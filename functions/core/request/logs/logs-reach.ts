@@ -15,7 +15,7 @@ import {
 import type { CheckCall } from "./checks/logs-check.ts";
 import type { LogChecks } from "./checks/logs-check-state.ts";
 import { CompanionUpstream } from "./checks/logs-companions.ts";
-import type { InternalCall } from "./logs-queries.ts";
+import { blocksSinceSnapshot, type InternalCall } from "./logs-queries.ts";
 import { logQueryOf, quantity } from "./logs-range.ts";
 
 /**
@@ -298,6 +298,9 @@ function keepAboveHeadRefusal(
   // providers' (502, retry), not the caller's.
   const { state, now, checkIntervalSeconds } = scope.context;
   if (!quorumInForce(state, now, checkIntervalSeconds)) return;
+  // Nor is a block the chain can have made since the snapshot: another container, on a newer
+  // copy of the state, may have served it as the head (docs/behaviour.md §12.9).
+  if (block <= knownHead + blocksSinceSnapshot(scope)) return;
   keep(entry, {
     text: errorResponse(
       entry.call.rawId ?? "null",

@@ -2,8 +2,13 @@ import { ALREADY_KNOWN } from "../../classify/classify-patterns.ts";
 import type { Settings } from "../../config/config-schema.ts";
 import type { Provider } from "../../config/network-model.ts";
 import { parseJsonOrUndefined, withId } from "../../jsonrpc/json-raw.ts";
-import { BROADCAST_DELAY_MS, BROADCAST_WAIT_MS } from "../../policies.ts";
+import {
+  BROADCAST_DELAY_MS,
+  BROADCAST_WAIT_MS,
+  LEDGER_CLAIMS_PER_REQUEST,
+} from "../../policies.ts";
 import type { LedgerEntry, Telemetry, TransactionLedger, Upstream, Wait } from "../../ports.ts";
+import type { GuardCounts } from "../../status/guards.ts";
 import { answer } from "../open-call.ts";
 import type { OpenCall } from "../vocabulary.ts";
 import { SEND_RAW_TRANSACTION } from "./sent-transactions.ts";
@@ -40,17 +45,25 @@ function hashAnswer(hash: string): string {
 async function claimSends(
   open: readonly OpenCall[],
   network: string,
-  ledger: TransactionLedger | undefined,
+  deps: Pick<SendDeps, "ledger" | "telemetry" | "guards">,
   now: number,
-  telemetry: Telemetry,
 ): Promise<Send[]> {
   const sends: Send[] = [];
+  let claims = 0;
   for (const entry of open) {
     if (entry.info.method !== SEND_RAW_TRANSACTION) continue;
     const params = entry.info.params;
     const tx = readRawTransaction(Array.isArray(params) ? params[0] : undefined);
     if (tx === null) continue;
-    const existing = ledger ? await claimOrSkip(ledger, network, tx.hash, now, telemetry) : null;
+    // Any hex is a hash to claim, and a claim is two writes: past the bound, sent unclaimed.
+    let ledger = deps.ledger;
+    if (ledger !== undefined && claims++ >= LEDGER_CLAIMS_PER_REQUEST) {
+      deps.guards.refused(network, "ledger_claims_per_request");
+      ledger = undefined;
+    }
+    const existing = ledger
+      ? await claimOrSkip(ledger, network, tx.hash, now, deps.telemetry)
+      : null;
     const resend = existing !== "unavailable" && existing?.status === "accepted";
     if (resend) answer(entry, hashAnswer(tx.hash));
     sends.push({
@@ -213,6 +226,8 @@ function resultOf(text: string): unknown {
 
 export interface SendDeps extends BroadcastDeps {
   readonly ledger?: TransactionLedger;
+  /** Where the sends past `LEDGER_CLAIMS_PER_REQUEST` are counted. */
+  readonly guards: GuardCounts;
   readonly clock: () => number;
   readonly telemetry: Telemetry;
   /** Masks secret values in an answer (an upstream may echo its own URL) before it is stored. */
@@ -240,7 +255,7 @@ export async function startSends(
   network: string,
   deps: SendDeps,
 ): Promise<SendsInFlight> {
-  const sends = await claimSends(open, network, deps.ledger, deps.clock(), deps.telemetry);
+  const sends = await claimSends(open, network, deps, deps.clock());
   if (sends.length === 0) return NO_SENDS;
   const planned = plannedCopies(sends, deps.settings, open.length);
   const copies = new AbortController();

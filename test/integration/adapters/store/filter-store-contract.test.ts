@@ -12,6 +12,7 @@ import {
   startDynalite,
   startDynamoDbLocal,
 } from "../../../../local/dynamodb.ts";
+import { type DynamoFront, startDynamoFront } from "../../../support/dynamo-front.ts";
 import { tableKeys } from "../../../support/gateway-table.ts";
 import { MemoryFilterStore } from "../../../support/memory-filter-store.ts";
 
@@ -30,6 +31,8 @@ interface Backend {
   readonly store: FilterStore;
   /** Items the backend holds for an owner, when it can tell (DynamoDB). */
   readonly items?: (network: string, owner: string) => Promise<number>;
+  /** Capacity units consumed so far, as DynamoDB bills them (DynamoDB only). */
+  readonly units?: () => { readonly read: number; readonly write: number };
   close(): Promise<void>;
 }
 
@@ -39,7 +42,21 @@ async function dynamoBackend(start: () => Promise<LocalDynamoDb>): Promise<Backe
     client: createDynamoClient({ endpoint: dynamo.endpoint }),
     tableName: dynamo.tableName,
   };
+  // Every command asks DynamoDB what it consumed, and the answers are added up.
+  const units = { read: 0, write: 0 };
+  table.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = "TOTAL";
+      const result = await next(args);
+      const consumed = (result.output as { ConsumedCapacity?: { CapacityUnits?: number } })
+        .ConsumedCapacity?.CapacityUnits;
+      units[context.commandName === "UpdateItemCommand" ? "write" : "read"] += consumed ?? 0;
+      return result;
+    },
+    { step: "initialize" },
+  );
   return {
+    units: () => ({ ...units }),
     store: new DynamoFilterStore(table),
     items: async (network, owner) =>
       (await tableKeys(table)).filter((key) =>
@@ -73,6 +90,7 @@ const LOG_FILTER: NewFilter = {
   seen: [],
   span: null,
   expiresAt: LATER,
+  chainResetAt: 0,
 };
 
 const BLOCK_FILTER: NewFilter = {
@@ -83,6 +101,7 @@ const BLOCK_FILTER: NewFilter = {
   seen: [],
   span: null,
   expiresAt: LATER,
+  chainResetAt: 0,
 };
 
 const SEEN = [
@@ -226,6 +245,52 @@ describe.each(backends)("the filter store contract on %s", (_name, start, skip) 
   });
 
   it.skipIf(skip)(
+    "regression: a filter's 64 KiB of criteria were in the item every poll rewrites: a poll, an extension or an uninstall cost 62 write units, and an install's Query read every filter of the key whole; now they cost the small slot item, and the criteria are read, never rewritten",
+    async () => {
+      if (!backend.units) return;
+      const net = fresh();
+      const address = Array.from(
+        { length: 1400 },
+        (_, n) => `0x${n.toString(16).padStart(40, "0")}`,
+      );
+      const big: NewFilter = {
+        ...LOG_FILTER,
+        logs: { criteria: { address, topics: [] }, to: { kind: "tag", tag: "latest" } },
+      };
+      const ids: string[] = [];
+      for (let n = 0; n < 10; n++)
+        ids.push((await store.install(net, "key-a", big, 10, NOW)) as string);
+      const spent = async (work: () => Promise<unknown>) => {
+        const before = backend.units?.() ?? { read: 0, write: 0 };
+        await work();
+        const after = backend.units?.() ?? { read: 0, write: 0 };
+        return { read: after.read - before.read, write: after.write - before.write };
+      };
+      // Ten filters of 62 KB each: the Query read 155 units, and the install wrote 62.
+      const install = await spent(() => store.install(net, "key-a", BLOCK_FILTER, 11, NOW));
+      expect(install.read).toBeLessThanOrEqual(2);
+      expect(install.write).toBeLessThanOrEqual(2);
+      const id = ids[0] as string;
+      expect((await store.read(net, "key-a", id, NOW))?.logs).toEqual(big.logs);
+      const next = { cursor: 22, seen: SEEN, span: null, expiresAt: LATER + 1000 };
+      expect(
+        (await spent(() => store.advance(net, "key-a", id, 0, next))).write,
+      ).toBeLessThanOrEqual(2);
+      expect((await spent(() => store.uninstall(net, "key-a", id, NOW))).write).toBeLessThanOrEqual(
+        2,
+      );
+      expect(await store.read(net, "key-a", id, NOW)).toBeNull();
+      // Its slot, the only free one of eleven, taken again: the new filter's criteria, not the old.
+      const again = (await store.install(net, "key-a", LOG_FILTER, 11, NOW)) as string;
+      expect(again.slice(0, 6)).toBe(id.slice(0, 6));
+      expect((await store.read(net, "key-a", again, NOW))?.logs).toEqual(LOG_FILTER.logs);
+      for (const other of ids.slice(1)) {
+        expect((await store.read(net, "key-a", other, NOW))?.logs).toEqual(big.logs);
+      }
+    },
+  );
+
+  it.skipIf(skip)(
     "a filter whose place another took after it expired is gone for its old id",
     async () => {
       const net = fresh();
@@ -237,4 +302,58 @@ describe.each(backends)("the filter store contract on %s", (_name, start, skip) 
       expect((await store.read(net, "key-a", taken, NOW))?.kind).toBe("blocks");
     },
   );
+});
+
+describe("the DynamoDB filter store when a write lands and its answer is lost (the SDK sends it again)", () => {
+  let dynamo: LocalDynamoDb;
+  let front: DynamoFront;
+  let store: DynamoFilterStore;
+
+  beforeAll(async () => {
+    dynamo = await startDynalite({ tableName: "filters" });
+    front = await startDynamoFront(dynamo.endpoint);
+    store = new DynamoFilterStore({
+      client: createDynamoClient({ endpoint: front.endpoint }),
+      tableName: dynamo.tableName,
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await front?.close();
+    await dynamo?.close();
+  });
+
+  it("regression: a poll's move that landed, sent again, failed its condition (its own version bump) and was taken for another poll's: the poll reported nothing and its logs were never reported; now the move is known for its own", async () => {
+    const id = (await store.install("net", "key-a", LOG_FILTER, 10, NOW)) as string;
+    front.loseAnswers("UpdateItem");
+    const next = { cursor: 22, seen: SEEN, span: null, expiresAt: LATER };
+    expect(await store.advance("net", "key-a", id, 0, next)).toBe(true);
+    expect((await store.read("net", "key-a", id, NOW))?.cursor).toBe(22);
+  });
+
+  it("regression: an install that landed, sent again, found its slot taken (by itself) and took another: one filter held two slots; now it holds one", async () => {
+    front.loseAnswers("UpdateItem");
+    const id = await store.install("net", "key-c", LOG_FILTER, 10, NOW);
+    expect(id).not.toBeNull();
+    expect(await store.read("net", "key-c", id as string, NOW)).not.toBeNull();
+    const slots = (
+      await tableKeys({
+        client: createDynamoClient({ endpoint: dynamo.endpoint }),
+        tableName: dynamo.tableName,
+      })
+    ).filter((key) => key.startsWith(`${filterPartition("net", "key-c")} `));
+    // The slot and its criteria item (docs/behaviour.md §14.9): one filter, one slot.
+    expect(slots.filter((key) => !key.includes(" logs#"))).toHaveLength(1);
+  });
+
+  it("another poll's move at the same version is still another's, even with the same blocks", async () => {
+    const id = (await store.install("net", "key-b", LOG_FILTER, 10, NOW)) as string;
+    const next = { cursor: 22, seen: SEEN, span: null, expiresAt: LATER };
+    const other = new DynamoFilterStore({
+      client: createDynamoClient({ endpoint: dynamo.endpoint }),
+      tableName: dynamo.tableName,
+    });
+    expect(await other.advance("net", "key-b", id, 0, next)).toBe(true);
+    expect(await store.advance("net", "key-b", id, 0, next)).toBe(false);
+  });
 });

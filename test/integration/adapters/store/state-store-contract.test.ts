@@ -213,6 +213,27 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
     },
   );
 
+  it.skipIf(skip)(
+    "the served head never goes back: 100 published, then 90 later is refused and 100 kept (docs/behaviour.md §10)",
+    async () => {
+      const net = fresh();
+      await backend.writeHead(net, position());
+      expect(await store.publishServed(net, 100, NOW - 10_000, 0, 0)).toBe(true);
+      expect(await store.publishServed(net, 90, NOW, 2_500, 0)).toBe(false);
+      expect(await store.publishServed(net, 100, NOW, 2_500, 0)).toBe(false);
+      expect(await store.readHead(net)).toMatchObject({
+        served: { block: 100, at: NOW - 10_000 },
+        previousServed: null,
+      });
+      // Higher and old enough: published, the one before kept beside it.
+      expect(await store.publishServed(net, 101, NOW, 2_500, 0)).toBe(true);
+      expect(await store.readHead(net)).toMatchObject({
+        served: { block: 101, at: NOW },
+        previousServed: { block: 100, at: NOW - 10_000 },
+      });
+    },
+  );
+
   it.skipIf(skip)("a learned batch limit only shrinks until it expires", async () => {
     const net = fresh();
     await store.recordBatchLimit(net, "p", 10, NOW + 60_000);

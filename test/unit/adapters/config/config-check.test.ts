@@ -9,6 +9,7 @@ import {
   checkConfigFile,
   loadConfigFile,
 } from "../../../../functions/adapters/config/config-file.ts";
+import { DEFAULT_METHODS_DENY } from "../../../../functions/core/config/config-schema.ts";
 
 let directory: string;
 
@@ -201,6 +202,32 @@ describe("checkConfigFile", () => {
     expect(JSON.stringify(set)).not.toContain("s3cr3t-value");
   });
 
+  it("regression: a network's methods_deny written to refuse one more method silently served eth_sendTransaction, anvil_* and the rest of the default list; now the check warns, naming them", async () => {
+    const config = validConfig();
+    (config.networks.ethereum as Record<string, unknown>).methods_deny = ["debug_traceCall"];
+    config.methods_deny = ["eth_*", "admin_*"];
+    const report = await check(config);
+    expect(report.problems).toEqual([]);
+    expect(report.summary).toBeDefined();
+    const [top, network, ...rest] = report.warnings ?? [];
+    expect(rest).toEqual([]);
+    expect(top?.path).toBe("methods_deny");
+    // eth_* keeps every eth_ pattern refused; the others are served
+    expect(top?.message).not.toContain("eth_sendTransaction*");
+    expect(top?.message).toContain("anvil_*");
+    expect(network?.path).toBe("networks.ethereum.methods_deny");
+    expect(network?.message).toContain("eth_sendTransaction*, ");
+    expect(network?.message).toContain("anvil_*");
+    expect(network?.hint).toContain("§8.2");
+    const kept = validConfig();
+    (kept.networks.ethereum as Record<string, unknown>).methods_deny = [
+      ...DEFAULT_METHODS_DENY,
+      "debug_traceCall",
+    ];
+    expect((await check(kept)).warnings).toBeUndefined();
+    expect((await check(validConfig())).warnings).toBeUndefined();
+  });
+
   it("reports a file that cannot be read", async () => {
     const report = await checkConfigFile(join(directory, "nope.json"));
     expect(pathsAndMessages(report)).toEqual([["(root)", "cannot read the file (ENOENT)"]]);
@@ -262,6 +289,21 @@ describe("npm run config:check", () => {
     const { code, stdout } = await run([good]);
     expect(code).toBe(0);
     expect(stdout).toBe(`ok ${good} (1 networks, 2 providers)\n`);
+  });
+
+  it("prints a warning and still exits 0", async () => {
+    const open = validConfig();
+    (open.networks.ethereum as Record<string, unknown>).methods_deny = [];
+    const file = join(directory, "cli-open.json");
+    await writeFile(file, JSON.stringify(open));
+    const { code, stdout, stderr } = await run([file]);
+    expect(code).toBe(0);
+    expect(stdout).toBe(`ok ${file} (1 networks, 2 providers)\n`);
+    expect(stderr).toMatch(
+      new RegExp(
+        `^warning: ${file}: networks\\.ethereum\\.methods_deny: replaces the default deny list whole`,
+      ),
+    );
   });
 
   it("prints file: path: message per problem and exits 1", async () => {

@@ -43,6 +43,7 @@ describe("upstream call budget (max_upstream_calls)", () => {
       code: -32005,
       message:
         "this request reached max_upstream_calls (50 upstream calls): send fewer calls per batch",
+      reached: "this request reached max_upstream_calls (50 upstream calls)",
     });
   });
 

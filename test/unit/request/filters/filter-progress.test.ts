@@ -1,12 +1,15 @@
 import { describe, expect, it } from "vitest";
+import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
 import {
   filterIdOf,
   gatewayFilterId,
   slotOfFilterId,
 } from "../../../../functions/core/request/filters/filter-id.ts";
 import {
+  type FilterRecord,
   forkPoint,
   type Header,
+  installedBeforeRestart,
   keepSeen,
   oneChain,
   pollRange,
@@ -159,5 +162,27 @@ describe("filter ids", () => {
     [0, 15],
   ])("refuses slot %i with %i random bytes", (slot, bytes) => {
     expect(() => filterIdOf(slot, new Uint8Array(bytes))).toThrow(RangeError);
+  });
+});
+
+describe("a filter installed before the chain restarted (docs/behaviour.md §10.7)", () => {
+  const record = (chainResetAt: number) => ({ chainResetAt }) as FilterRecord;
+  const chain = (resetAt: number, finalityBrokenAt: number) =>
+    ({ resetAt, finalityBrokenAt }) as ChainHead;
+  it.each<[string, number, ChainHead | null, boolean]>([
+    ["no chain position yet", 0, null, false],
+    ["never reset", 0, chain(0, 0), false],
+    ["restarted after the install: gone", 100, chain(200, 0), true],
+    ["installed after the restart", 200, chain(200, 0), false],
+    ["installed after an earlier restart", 300, chain(200, 0), false],
+    [
+      "the reset was a broken finality (a deep reorg of the same chain)",
+      100,
+      chain(200, 200),
+      false,
+    ],
+    ["a restart after an older broken finality", 100, chain(300, 200), true],
+  ])("%s", (_case, installedAt, head, expected) => {
+    expect(installedBeforeRestart(record(installedAt), head)).toBe(expected);
   });
 });

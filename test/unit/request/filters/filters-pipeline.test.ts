@@ -277,6 +277,43 @@ describe("a filter outlives its providers", () => {
   });
 });
 
+describe("a chain restarted under the same chain id (docs/behaviour.md §10.7)", () => {
+  it("regression: a filter installed before the restart waited, reporting [], until the new chain passed its old blocks, and never reported the new chain's logs below them; now it is gone (geth's filter not found, as the restarted node answers), and the client installs a new one", async () => {
+    const t = setup({ chain: new FakeChain(40) });
+    /** The chain position at `block`, as the monitor and the publications leave it. */
+    const at = (block: number, resetAt = 0) => {
+      t.store.setHead("net", {
+        latest: { number: block, hash: t.chain.block(block)?.hash ?? null },
+        safe: null,
+        finalized: null,
+        served: { block, at: t.clock() - 3000 },
+        previousServed: null,
+        updatedAt: t.clock(),
+        reorgSeenAt: resetAt,
+        resetAt,
+      });
+      t.advance(2000);
+    };
+    at(40);
+    const id = (await t.call("eth_newFilter", [{ address: CONTRACT }])).result;
+    t.chain.mine(3);
+    at(43);
+    expect(logsText(await t.changes(id))).toEqual(t.chain.logsOf(41, 43));
+    // The devnet restarts 30 blocks lower: every block replaced, the chain shorter.
+    t.chain.reorg(43, { grow: -30 });
+    const reset = t.clock();
+    at(t.chain.head, reset);
+    const after = await t.call("eth_getFilterChanges", [id]);
+    expect(after.error).toEqual({ code: -32000, message: "filter not found" });
+    const fresh = (await t.call("eth_newFilter", [{ address: CONTRACT }])).result;
+    t.chain.mine(2);
+    at(t.chain.head, reset);
+    expect(logsText(await t.changes(fresh))).toEqual(
+      t.chain.logsOf(t.chain.head - 1, t.chain.head),
+    );
+  });
+});
+
 describe("errors in nodes' shapes", () => {
   it("an unknown id, one a digit off, an expired filter and an uninstalled one are geth's filter not found", async () => {
     const t = setup();

@@ -274,10 +274,15 @@ describe("the short path across containers whose copies of the state differ in a
     });
     const chainHead = () => 100 + Math.floor((now - NOW) / 1000);
     const upstream = new ScriptedUpstream(() => undefined);
+    // The served head's poll asks for the latest block (docs/behaviour.md §10.2).
     for (const url of [P1, P2, P3])
       upstream.script(
         url,
-        resultFor(() => `0x${chainHead().toString(16)}`),
+        resultFor((method) =>
+          method === "eth_getBlockByNumber"
+            ? { number: `0x${chainHead().toString(16)}`, hash: `0x${"ab".repeat(32)}` }
+            : `0x${chainHead().toString(16)}`,
+        ),
       );
     const telemetry: Telemetry = {
       log: () => undefined,

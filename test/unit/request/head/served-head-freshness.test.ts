@@ -136,6 +136,29 @@ describe("heads seen in answers are published", () => {
     expect((await h.served())?.block).toBe(100);
   });
 
+  it("regression: a quorum member whose eth_blockNumber ran 6 ahead of its blocks published its number (a caller's call, the poll), the served head ran ahead of every provider, and indexers asking logs up to eth_blockNumber failed at every poll; now only a block shown publishes", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 5_000 } });
+    const ahead = chainNode({ head: 100 });
+    h.upstream.script(P1, (request, n) =>
+      request.body.includes('"eth_blockNumber"')
+        ? {
+            ok: true,
+            status: 200,
+            body: request.body.replace(/"method".*$/, `"result":"${hex(106)}"}`),
+            elapsedMs: 1,
+          }
+        : ahead(request, n),
+    );
+    h.upstream.script(P2, chainNode({ head: 100 }));
+    for (let round = 0; round < 4; round++) {
+      await h.rpc("eth_blockNumber", [], round);
+      await h.rpc("eth_getBalance", ["0x01", "latest"], round);
+      await h.settle();
+      h.advance(1_500);
+    }
+    expect((await h.served())?.block).toBe(100);
+  });
+
   it("publications are paced: answers showing newer heads within one delay make one write", async () => {
     const h = harness({ served: { block: 100, at: NOW - 5_000 } });
     const node = { head: 101 };
@@ -178,7 +201,7 @@ describe("the background poll when the head stands still", () => {
     poll.release({
       ok: true,
       status: 200,
-      body: '{"jsonrpc":"2.0","id":"gateway-head","result":"0x65"}',
+      body: `{"jsonrpc":"2.0","id":"gateway-head","result":{"number":"0x65","hash":"${HASH}"}}`,
       elapsedMs: 5,
     });
     await h.settle();
@@ -199,14 +222,14 @@ describe("the background poll when the head stands still", () => {
     poll.release({
       ok: true,
       status: 200,
-      body: `{"jsonrpc":"2.0","id":"gateway-head","result":"${hex(120)}"}`,
+      body: `{"jsonrpc":"2.0","id":"gateway-head","result":{"number":"${hex(120)}","hash":"${HASH}"}}`,
       elapsedMs: 30_000,
     });
     await h.settle();
     expect((await h.served())?.block).toBe(100);
   });
 
-  it("only a quorum member that may serve eth_blockNumber is asked", async () => {
+  it("only a quorum member that may serve eth_getBlockByNumber is asked", async () => {
     const h = harness({ served: { block: 100, at: NOW - 5_000 } });
     h.store.setQuorum("net", {
       head: 100,
@@ -232,9 +255,10 @@ describe("the background poll when the head stands still", () => {
 
   it.each([
     [
-      "a number beyond the reachable head",
-      '{"jsonrpc":"2.0","id":"gateway-head","result":"0x2710"}',
+      "a block beyond the reachable head",
+      `{"jsonrpc":"2.0","id":"gateway-head","result":{"number":"0x2710","hash":"${HASH}"}}`,
     ],
+    ["a bare number (no block)", '{"jsonrpc":"2.0","id":"gateway-head","result":"0x65"}'],
     ["garbage", "<html>502</html>"],
   ])("a poll answering %s publishes nothing and counts a failure", async (_name, body) => {
     const h = harness({ served: { block: 100, at: NOW - 5_000 } });
@@ -294,6 +318,16 @@ describe("answers above the served head are held back (read-your-writes)", () =>
     });
   });
 
+  it("regression: with the chain position stale (DynamoDB unreadable, the monitor stalled), latest went upstream unpinned, yet receipts stayed held below the served head of the last copy, for as long as it lasted; now nothing is held while latest is not pinned to it", async () => {
+    // The monitor's last write is over three check intervals old: tags are no longer pinned.
+    const h = harness({ head: { updatedAt: NOW - 10 * 60_000 } });
+    h.upstream.script(P1, chainNode({ head: 104, txBlock: 103 }));
+    expect((await h.rpc("eth_getTransactionReceipt", [TX])).result).toMatchObject({
+      blockNumber: hex(103),
+    });
+    expect(h.count("answers_held_back")).toBe(0);
+  });
+
   it("with pin_block_tags off nothing is held: the gateway presents no head of its own", async () => {
     const h = harness({ network: { pin_block_tags: false } });
     h.upstream.script(P1, chainNode({ head: 104, txBlock: 103 }));
@@ -349,6 +383,15 @@ describe("x-gateway-head", () => {
     const hit = await h.rpc("eth_getBlockByNumber", [hex(90), false]);
     expect(hit.response.headers["x-gateway-cache"]).toBe("hit-memory");
     expect(hit.response.headers["x-gateway-head"]).toBe(hex(100));
+  });
+
+  it("regression: absent when latest went to a provider unpinned (no candidate seen at the served head yet): the provider's block 104 came with x-gateway-head 103, a head below the very block it answered", async () => {
+    const h = harness({ served: { block: 103, at: NOW - 1_000 } });
+    h.upstream.script(P1, chainNode({ head: 104 }));
+    h.upstream.script(P2, chainNode({ head: 104 }));
+    const { response, result } = await h.rpc("eth_getBlockByNumber", ["latest", false]);
+    expect(result).toMatchObject({ number: hex(104) });
+    expect(response.headers["x-gateway-head"]).toBeUndefined();
   });
 
   it("absent while there is no served head, and under diagnostic_headers false", async () => {

@@ -102,10 +102,10 @@ describe("a provider whose log index leaves out the newest blocks (an empty list
     expect(response.status).toBe(200);
     expect(blocksOf(response.body)).toEqual(range(95, HEAD));
     expect(response.headers["x-gateway-provider"]).toBe("p2");
-    // p1's batch (the logs and six headers), p1's receipts of block 100, p2's batch.
+    // p1's batch (the logs and six headers), p2's receipts of block 100, p2's batch.
     expect(response.headers["x-gateway-attempts"]).toBe("3");
     expect(h.seen.p1.get("eth_getBlockByNumber")).toBe(6);
-    expect(h.seen.p1.get("eth_getBlockReceipts")).toBe(1);
+    expect(h.seen.p2.get("eth_getBlockReceipts")).toBe(1);
     // Missing data is "behind": no strike.
     expect((await h.store.readNetwork("net")).providers.get("p1")?.strikes ?? 0).toBe(0);
     expect(h.container.logCheckCounts("net").get("p1")).toMatchObject({
@@ -178,12 +178,54 @@ describe("a provider whose log index leaves out the newest blocks (an empty list
     expect(h.seen.p1.get("eth_getBlockByHash")).toBe(1);
   });
 
+  it("regression: a provider whose receipts leave out the same logs settled its own bloom hit as a false positive, and its short answer was the caller's; now the tie-break asks another provider first", async () => {
+    const h = setup({ logsMissingFrom: () => 99, receiptsAsItsLogs: true });
+    const response = await h.rpc(getLogs(1, 97, HEAD));
+    expect(blocksOf(response.body)).toEqual(range(97, HEAD));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.seen.p2.get("eth_getBlockReceipts")).toBe(1);
+    expect(h.seen.p1.get("eth_getBlockReceipts")).toBeUndefined();
+  });
+
   it("regression: a stale fork's logs (another block hash at the height) were believed; now dropped", async () => {
     const h = setup({ staleHash: `0x${"99".repeat(32)}` });
     const response = await h.rpc(getLogs(1, 97, HEAD));
     expect(blocksOf(response.body)).toEqual(range(97, HEAD));
     expect(response.headers["x-gateway-provider"]).toBe("p2");
     expect(h.events[0]).toMatchObject({ kind: "logs_missing_data", reason: "stale_log" });
+  });
+});
+
+describe("fresh blocks the chain position calls final (a chain of instant finality, or one provider claiming its head as finalized)", () => {
+  const finalAtHead = (h: ReturnType<typeof setup>) =>
+    h.store.setHead("net", {
+      latest: { number: HEAD, hash: hashOf(HEAD) },
+      safe: { number: HEAD, hash: hashOf(HEAD) },
+      finalized: { number: HEAD, hash: hashOf(HEAD) },
+      served: null,
+      previousServed: null,
+      updatedAt: NOW,
+      reorgSeenAt: 0,
+    });
+
+  it("regression: a log index that leaves out the newest blocks answered [] for them and, the blocks being final, nothing was checked (the indexer scene's lost log); now a block within logs_check_window_blocks of the head is checked as near the head is", async () => {
+    const h = setup({ logsMissingFrom: () => 99 });
+    finalAtHead(h);
+    const response = await h.rpc(getLogs(1, 99, HEAD));
+    expect(blocksOf(response.body)).toEqual(range(99, HEAD));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.container.logCheckCounts("net").get("p1")?.missing_data).toBe(1);
+  });
+
+  it("regression: a backend behind, clamping, was believed for a final toBlock (its provider had once been seen there); now it must show toBlock in the same batch", async () => {
+    let backend = HEAD;
+    const h = setup({ head: () => backend });
+    finalAtHead(h);
+    backend = HEAD - 2;
+    const response = await h.rpc(getLogs(1, 97, HEAD));
+    expect(blocksOf(response.body)).toEqual(range(97, HEAD));
+    expect(response.headers["x-gateway-provider"]).toBe("p2");
+    expect(h.container.logCheckCounts("net").get("p1")?.reach_failures).toBe(1);
   });
 });
 
@@ -195,9 +237,10 @@ describe("a bloom that says a filter may be in a block that has none of its logs
     const first = await h.rpc(getLogs(1, 97, HEAD));
     expect(blocksOf(first.body)).toEqual([97, 98, 100]);
     expect(first.headers["x-gateway-provider"]).toBe("p1");
-    expect(h.seen.p1.get("eth_getBlockReceipts")).toBe(1);
+    // Asked of the next provider: the answer's own would vouch for itself.
+    expect(h.seen.p2.get("eth_getBlockReceipts")).toBe(1);
     await h.rpc(getLogs(2, 98, 99));
-    expect(h.seen.p1.get("eth_getBlockReceipts")).toBe(1);
+    expect(h.seen.p2.get("eth_getBlockReceipts")).toBe(1);
     expect(h.container.logCheckCounts("net").get("p1")).toMatchObject({
       bloom_false_positives: 2,
       missing_data: 0,

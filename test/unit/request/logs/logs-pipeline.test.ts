@@ -300,6 +300,16 @@ describe("a provider that clamps toBlock to its head without a word (anvil, olde
     expect(h.upstream.blockChecks).toHaveLength(2);
   });
 
+  it("regression: a toBlock the chain can have made since the monitor's snapshot (another container's newer copy served it), no provider showing it yet, was the caller's invalid params (-32602, fatal to viem); now the providers' failure (502, retried)", async () => {
+    const h = harness(P1_THEN_P2, FAST_BLOCKS);
+    // The snapshot is 5 s old at 7,990: blocks up to 7,995 can exist by now.
+    h.store.setQuorum("net", quorumAt(7_990, ["p1", "p2"], 5_000));
+    h.upstream.node(P1, { head: 7_992 }).node(P2, { head: 7_992 });
+    const response = await h.rpc(getLogs(1, 7_990, 7_994));
+    expect(response.status).toBe(502);
+    expect(resultOf(response.body).error?.code).toBe(-32603);
+  });
+
   it("a dropped answer is never cached: asked again once the provider has the block, the caller gets the whole range", async () => {
     const h = harness([{ name: "p1", url: P1 }], FAST_BLOCKS);
     h.store.setQuorum("net", quorumAt(8_005, ["p1"], 20_000, { p1: 7_960 }));
@@ -718,6 +728,16 @@ describe("what the caller gets when the query cannot be served", () => {
     expect(h.upstream.calls).toHaveLength(0);
   });
 
+  it("regression: its words were not those indexers narrow a range on (subsquid's processor gave up); now 'response is too big', and the first part whose pieces fit", async () => {
+    const h = harness([{ name: "p1", url: P1, max_logs_range: 1_000 }], { max_upstream_calls: 20 });
+    h.upstream.node(P1, {});
+    const response = await h.rpc(getLogs(1, 500, 99_999));
+    const { message } = (JSON.parse(response.body) as { error: { message: string } }).error;
+    expect(message).toMatch(/^response is too big for one request: /);
+    // Pieces are cut at multiples of 1,000: 500-999 and 19 more make 20 calls.
+    expect(message).toContain("Try with this block range [0x1f4, 0x4e1f].");
+  });
+
   it("logs over the response limit get the gateway's 'narrow your range' error with a range that fits", async () => {
     const perLog = logsIn(0, 0)[0]?.length ?? 0;
     const h = harness([{ name: "p1", url: P1, max_logs_range: 10_000 }], {
@@ -729,6 +749,7 @@ describe("what the caller gets when the query cannot be served", () => {
     const response = await h.rpc(getLogs(1, 0, 99_999));
     const error = (JSON.parse(response.body) as { error: { code: number; message: string } }).error;
     expect(error.code).toBe(-32005);
+    expect(error.message).toMatch(/^response is too big: /);
     expect(error.message).toContain("narrow your range");
     expect(error.message).toContain("Try with this block range [0x0, 0x270f]");
   });
@@ -750,10 +771,12 @@ describe("a batch whose log queries spend the request's calls", () => {
       error: { code: number; message: string };
     }>;
     expect(first?.error.message).toContain("all providers failed for eth_getLogs");
-    expect(second?.error).toEqual({
-      code: -32005,
-      message:
-        "this request reached max_upstream_calls (4 upstream calls): send fewer calls per batch",
-    });
+    // Its one call failed, and its retries found the budget spent: the providers' failure
+    // (retryable), naming the configured limit.
+    expect(second?.error.code).toBe(-32603);
+    expect(second?.error.message).toContain("all providers failed for eth_getLogs");
+    expect(second?.error.message).toContain(
+      "then this request reached max_upstream_calls (4 upstream calls)",
+    );
   });
 });

@@ -1,4 +1,5 @@
-import { keccak256, parseGwei, type TransactionSerializable } from "viem";
+import { encode } from "@ethereumjs/rlp";
+import { bytesToHex, keccak256, parseGwei, type TransactionSerializable } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { readRawTransaction } from "../../../../functions/core/request/send/transactions.ts";
@@ -68,5 +69,35 @@ describe("readRawTransaction", () => {
   it("bytes that are not RLP still get their hash, with no chain id", () => {
     expect(readRawTransaction("0xc3ffff")).toEqual({ hash: keccak256("0xc3ffff"), chainId: null });
     expect(readRawTransaction("0x02ff")).toEqual({ hash: keccak256("0x02ff"), chainId: null });
+  });
+});
+
+describe("readRawTransaction at the edges of the encoding", () => {
+  const hex = (bytes: Uint8Array) => bytesToHex(bytes);
+  const typed = (type: number, chainId: Uint8Array | number) =>
+    hex(new Uint8Array([type, ...encode([chainId, 1, 2])]));
+  /** A legacy transaction's 9 fields (or as many as given) with `v` in place 7. */
+  const legacy = (v: number, fields = 9) =>
+    hex(encode(Array.from({ length: fields }, (_, index) => (index === 6 ? v : 1))));
+
+  it.each<[string, string, number | null]>([
+    ["type byte 0x7f, the last a type may take", typed(0x7f, 5), 5],
+    ["a chain id of 6 bytes", typed(2, new Uint8Array([1, 0, 0, 0, 0, 0])), 2 ** 40],
+    [
+      "a chain id of 7 bytes is none a chain has",
+      typed(2, new Uint8Array([1, 0, 0, 0, 0, 0, 0])),
+      null,
+    ],
+    ["legacy with v 35: chain 0", legacy(35), 0],
+    ["legacy with v 36: chain 0", legacy(36), 0],
+    ["legacy with v 37: chain 1", legacy(37), 1],
+    ["legacy with v 28: no chain", legacy(28), null],
+    ["a legacy list of 8 fields is no transaction of any chain", legacy(37, 8), null],
+  ])("%s", (_name, raw, chainId) => {
+    expect(readRawTransaction(raw)).toEqual({ hash: keccak256(raw as `0x${string}`), chainId });
+  });
+
+  it("text before the 0x is not hex", () => {
+    expect(readRawTransaction("tx0x02c0")).toBeNull();
   });
 });

@@ -46,15 +46,18 @@ export function bloomsRead(chainId: number, setting: Settings["logs_bloom"]): bo
 }
 
 /**
- * Whether a block is not yet final: above the chain position's finalized block, or (finality
- * unknown) within `logs_check_window_blocks` of the head the gateway knows (any block, when
- * no head is known).
+ * Whether a block is near the head, where its log answers are checked as fresh: above the
+ * chain position's finalized block, or within `logs_check_window_blocks` of the head the
+ * gateway knows, whatever the chain calls final (any block, when neither is known). A fresh
+ * block is where a log index lags; a chain of instant finality, or one provider that calls
+ * its own head finalized, would otherwise leave the newest blocks unchecked.
  */
 export function notFinal(block: number, scope: RequestScope): boolean {
   const finalized = scope.context.state.head?.finalized?.number ?? null;
-  if (finalized !== null) return block > finalized;
+  if (finalized !== null && block > finalized) return true;
   const head = scope.quorumHead;
-  return head === null || block > head - scope.network.settings.logs_check_window_blocks;
+  if (head === null) return finalized === null;
+  return block > head - scope.network.settings.logs_check_window_blocks;
 }
 
 /**

@@ -13,10 +13,11 @@ import type { BlockHeader } from "./logs-headers.ts";
 
 export /**
  * Each bloom hit, newest first, within `logs_check_receipts`: the block's receipts (from the
- * answer's provider, else the next one), filtered by the query, show whether the block has a
- * matching log (the provider is missing data) or the bloom lied (remembered, so no query asks
- * again). A hit no receipts settle leaves the answer in use: a bloom that lies must never make
- * every provider fail.
+ * next provider of the call's order, else the answer's own: a provider whose receipts leave
+ * out what its logs leave out would otherwise clear itself), filtered by the query, show
+ * whether the block has a matching log (the provider is missing data) or the bloom lied
+ * (remembered, so no query asks again). A hit no receipts settle leaves the answer in use: a
+ * bloom that lies must never make every provider fail.
  */
 async function tieBreak(
   hits: readonly BlockHeader[],
@@ -33,7 +34,7 @@ async function tieBreak(
       continue;
     }
     let outcome: "present" | "absent" | "unknown" = "unknown";
-    for (const slot of [check.slot, check.other]) {
+    for (const slot of [check.other, check.slot]) {
       if (slot === null || budget <= 0 || outcome !== "unknown") continue;
       budget--;
       outcome = await receiptsSay(header, filter, slot, check);

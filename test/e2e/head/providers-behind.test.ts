@@ -1,12 +1,16 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
-import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { GatewayClient, rpcCall } from "../support/gateway-client.ts";
-import { type FrontCall, startLyingFront } from "../support/lying-front.ts";
+import type { LocalStack } from "../../../local/stack.ts";
+import { GatewayClient, rpcCall } from "../../support/gateway-client.ts";
+import { type FrontCall, startLyingFront } from "../../support/lying-front.ts";
+import {
+  type MultiContainerStack,
+  multiContainerStack,
+} from "../../support/multi-container-stack.ts";
 
 /**
- * The unpinned resend and "behind is not a failed request" attacked on the local stack: four
- * proxy containers over one DynamoDB, the monitor ticking every second, anvil mining a block a
+ * Providers behind every numbered block (docs/behaviour.md §5.3, §10.4, §10.5): the unpinned
+ * resend and "behind is not a failed request" on the local stack: four proxy containers over
+ * one DynamoDB, the monitor ticking every second, anvil mining a block a
  * second behind two fronts that forward every call to it and, on cue, answer "header not found"
  * to every call naming a block number (pinned by the gateway or named by the caller), while the
  * monitor's `latest` checks pass. Fixed bugs are "regression: …"; the rest pins what held.
@@ -48,36 +52,28 @@ async function startFront(nodeUrl: string): Promise<Front> {
   return Object.assign(front, lying);
 }
 
-let node: AnvilNode;
 let first: Front;
 let second: Front;
+let scene: MultiContainerStack;
 let stack: LocalStack;
 const client = new GatewayClient();
 
 beforeAll(async () => {
-  node = await startAnvil({ chainId: CHAIN_ID, blockTimeSeconds: 1 });
-  await node.rpc("anvil_mine", ["0x64"]);
-  first = await startFront(node.url);
-  second = await startFront(node.url);
-  stack = await startLocalStack({
+  scene = await multiContainerStack({
     containers: 4,
-    monitor: true,
-    config: {
-      check_interval_seconds: 1,
-      networks: {
-        devnet: {
-          chain_id: CHAIN_ID,
-          block_time_seconds: 1,
-          quorum: { failing_often: { min_requests: 20, window_seconds: 60 } },
-          providers: [
-            // Asked first whenever it is a candidate.
-            { name: "first", url: first.url, priority: 2 },
-            { name: "second", url: second.url, priority: 1 },
-          ],
-        },
-      },
+    chain: { chainId: CHAIN_ID, blockTimeSeconds: 1, mine: 100 },
+    network: { quorum: { failing_often: { min_requests: 20, window_seconds: 60 } } },
+    providers: async (chain) => {
+      first = await startFront(chain.url);
+      second = await startFront(chain.url);
+      return [
+        // Asked first whenever it is a candidate.
+        { name: "first", url: first.url, priority: 2 },
+        { name: "second", url: second.url, priority: 1 },
+      ];
     },
   });
+  ({ stack } = scene);
   await untilProviders((providers) => providers.get("first")?.quorum_reason === null, 30);
   // Tags are pinned once a served head is published and a publication delay (2.5 s) old.
   for (
@@ -97,10 +93,9 @@ beforeEach(() => {
 });
 
 afterAll(async () => {
-  await stack?.close();
+  await scene?.close();
   await first?.close();
   await second?.close();
-  await node?.stop();
   await client.close();
 });
 
