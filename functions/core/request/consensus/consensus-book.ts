@@ -81,8 +81,9 @@ export class ConsensusBook {
   /**
    * `slot`'s provider answered against the agreed answer: counted, the metric, and an
    * `inconsistent` incident (one strike, as any) whose write also counts it in its shared
-   * minority record; when that starts a sit-out, an event says so. Emergency attempts
-   * penalise nobody. `detail` names the block and both answers' digests.
+   * minority record; when that starts a sit-out, an event says so. Unlike a failure, a wrong
+   * answer counts in emergency use too: a blacklisted provider that answers is still answering
+   * wrongly. `detail` names the block and both answers' digests.
    */
   minority(
     network: Network,
@@ -102,7 +103,6 @@ export class ConsensusBook {
       provider: provider.name,
       detail: this.#deps.scrub(detail),
     });
-    if (slot.emergency) return;
     const rule: MinorityRule = {
       limit: settings.minority_limit,
       windowMs: settings.minority_window_seconds * 1000,
