@@ -83,7 +83,9 @@ export class ConsensusBook {
    * `inconsistent` incident (one strike, as any) whose write also counts it in its shared
    * minority record; when that starts a sit-out, an event says so. Unlike a failure, a wrong
    * answer counts in emergency use too: a blacklisted provider that answers is still answering
-   * wrongly. `detail` names the block and both answers' digests.
+   * wrongly. `detail` names the block and both answers' digests. `penalise` false (a call that
+   * runs the caller's code, whose answer may depend on a node's settings, such as its gas cap):
+   * counted and logged only, so a caller cannot frame an honest provider.
    */
   minority(
     network: Network,
@@ -91,6 +93,7 @@ export class ConsensusBook {
     slot: AttemptSlot,
     detail: string,
     writes: Promise<unknown>[],
+    penalise = true,
   ): void {
     const provider = slot.provider;
     this.#count(network.name, provider.name, "minority");
@@ -102,7 +105,9 @@ export class ConsensusBook {
       network: network.name,
       provider: provider.name,
       detail: this.#deps.scrub(detail),
+      penalised: penalise,
     });
+    if (!penalise) return;
     const rule: MinorityRule = {
       limit: settings.minority_limit,
       windowMs: settings.minority_window_seconds * 1000,

@@ -1,6 +1,7 @@
 import type { ConsensusConfig } from "../../config/consensus-schema.ts";
 import { isRecord } from "../../jsonrpc/envelope.ts";
 import { ErrorCode, errorResponse } from "../../jsonrpc/jsonrpc.ts";
+import { methodSpec } from "../../methods/catalogue.ts";
 import type { InFlight } from "../in-flight.ts";
 import { answer, answerFrom, keep, note } from "../open-call.ts";
 import type { Decision } from "./agreement.ts";
@@ -34,12 +35,15 @@ export function settleConsensusCall(
       if (winner === undefined) return;
       handBack(original, winner);
       book.agreed(network, providersOf(decision.voters));
+      // The caller's code may read what nodes legitimately differ on (gasleft() under each
+      // node's gas cap): its minority is no proof of a wrong answer (as §4.6's force-rotate).
+      const penalise = !methodSpec(method).runsCallersCode;
       for (const index of decision.minority) {
         const cast = casts[index];
         const slot = cast?.ballot.answeredBy;
         if (cast === undefined || slot === null || slot === undefined) continue;
         const detail = `${method} at ${where}: answered ${shownVote(cast.vote)} where ${providersOf(decision.voters).join(", ")} agreed on ${shownVote(winner.vote)}`;
-        book.minority(network, settings, slot, detail, flight.scope.writes);
+        book.minority(network, settings, slot, detail, flight.scope.writes, penalise);
       }
       book.called(network, "agreed");
       request?.settled(original, { kind: "agreed", by: voters.length });

@@ -34,6 +34,8 @@ export const consensusApart: Stage = {
     const ballots: OpenCall[] = [];
     for (const entry of flight.routed) {
       if (entry.answer !== null || !settings.methods.includes(entry.info.method)) continue;
+      // A notification gets no answer: nothing to agree on, and nothing to pay twice for.
+      if (entry.call.rawId === null) continue;
       if (!pinnedToABlock(entry.call)) {
         request.settled(entry, { kind: "unpinned" });
         continue;

@@ -335,6 +335,25 @@ describe("read consensus in the pipeline", () => {
     expect(response.headers["x-gateway-consensus"]).toBe("short");
   });
 
+  it('regression: a lone consensus notification went to two providers and, with no answer to compare, got a 502 "all providers failed"; now it goes as any notification: one provider, 204', async () => {
+    const h = harness({ p1: honest, p2: honest, p3: honest });
+    const response = await h.rpc(
+      JSON.stringify({ jsonrpc: "2.0", method: "eth_getBalance", params: [ADDRESS, hex(50)] }),
+    );
+    expect(response.status).toBe(204);
+    expect(h.calls()).toEqual({ p1: 1, p2: 0, p3: 0 });
+  });
+
+  it("regression: an eth_call whose code reads what nodes legitimately differ on (gasleft() under each node's gas cap) let a caller get an honest provider struck as inconsistent; its minority is now counted, not penalised", async () => {
+    const otherCap: Answers = (c) => (c.method === "eth_call" ? "0x2b" : honest(c));
+    const h = harness({ p1: honest, otherCap, p3: honest });
+    const response = await h.rpc(call(1, "eth_call", [{ to: ADDRESS, data: "0x" }, hex(50)]));
+    expect(parse(response.body).result).toBe("0x2a");
+    expect(await h.health("otherCap")).toBeUndefined();
+    expect(h.container.consensus.counts("net").get("otherCap")).toMatchObject({ minority: 1 });
+    expect(h.metric("consensus_minority")).toHaveLength(1);
+  });
+
   it("a hedge goes within the participant's own share: a slow provider's hedge is another provider than the other participant's", async () => {
     const timer = manualTimer();
     const h = harness({ p1: honest, p2: honest, p3: honest }, undefined, HEDGED, timer.timer);
