@@ -79,35 +79,36 @@ export class ConsensusBook {
   }
 
   /**
-   * `slot`'s provider answered against the agreed answer: counted, the metric, and an
+   * A vote against the agreed answer: counted, the metric and a warning, every time. `penalised`
+   * false (a call that runs the caller's code, whose answer may depend on a node's settings,
+   * such as its gas cap): nothing more, so a caller cannot frame an honest provider.
+   */
+  minorityVote(network: Network, provider: string, detail: string, penalised: boolean): void {
+    this.#count(network.name, provider, "minority");
+    this.#deps.telemetry.count("consensus_minority", { network: network.name, provider });
+    this.#deps.telemetry.log("warn", "read consensus: provider in the minority", {
+      network: network.name,
+      provider,
+      detail: this.#deps.scrub(detail),
+      penalised,
+    });
+  }
+
+  /**
+   * The request found `slot`'s provider in the minority (once, however many of its calls): an
    * `inconsistent` incident (one strike, as any) whose write also counts it in its shared
    * minority record; when that starts a sit-out, an event says so. Unlike a failure, a wrong
    * answer counts in emergency use too: a blacklisted provider that answers is still answering
-   * wrongly. `detail` names the block and both answers' digests. `penalise` false (a call that
-   * runs the caller's code, whose answer may depend on a node's settings, such as its gas cap):
-   * counted and logged only, so a caller cannot frame an honest provider.
+   * wrongly. `detail` names the block and both answers' digests.
    */
-  minority(
+  inconsistent(
     network: Network,
     settings: ConsensusConfig,
     slot: AttemptSlot,
     detail: string,
     writes: Promise<unknown>[],
-    penalise = true,
   ): void {
     const provider = slot.provider;
-    this.#count(network.name, provider.name, "minority");
-    this.#deps.telemetry.count("consensus_minority", {
-      network: network.name,
-      provider: provider.name,
-    });
-    this.#deps.telemetry.log("warn", "read consensus: provider in the minority", {
-      network: network.name,
-      provider: provider.name,
-      detail: this.#deps.scrub(detail),
-      penalised: penalise,
-    });
-    if (!penalise) return;
     const rule: MinorityRule = {
       limit: settings.minority_limit,
       windowMs: settings.minority_window_seconds * 1000,

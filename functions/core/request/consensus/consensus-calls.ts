@@ -28,6 +28,11 @@ export class ConsensusRequest {
   readonly pieces: ConsensusOutcome[] = [];
   /** The request this one is an internal call of, which hears of its outcomes. */
   readonly parent: ConsensusRequest | undefined;
+  /**
+   * Providers this request found in the minority, each with its first minority's slot and
+   * detail: one incident each, however many of its calls (a batch's lies are one incident).
+   */
+  readonly minority = new Map<string, { readonly slot: AttemptSlot; readonly detail: string }>();
 
   constructor(parent: ConsensusRequest | undefined) {
     this.parent = parent;

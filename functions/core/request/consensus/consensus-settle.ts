@@ -43,7 +43,10 @@ export function settleConsensusCall(
         const slot = cast?.ballot.answeredBy;
         if (cast === undefined || slot === null || slot === undefined) continue;
         const detail = `${method} at ${where}: answered ${shownVote(cast.vote)} where ${providersOf(decision.voters).join(", ")} agreed on ${shownVote(winner.vote)}`;
-        book.minority(network, settings, slot, detail, flight.scope.writes, penalise);
+        book.minorityVote(network, slot.provider.name, detail, penalise);
+        if (penalise && !request?.minority.has(slot.provider.name)) {
+          request?.minority.set(slot.provider.name, { slot, detail });
+        }
       }
       book.called(network, "agreed");
       request?.settled(original, { kind: "agreed", by: voters.length });

@@ -100,6 +100,15 @@ async function agree(
     const cast = [...before, ...castsOf(call.ballots.slice(before.length), pathsOf(call))];
     settleConsensusCall(flight, settings, call, decide(cast, rule, true), cast);
   }
+  for (const { slot, detail } of request.minority.values()) {
+    flight.container.consensus.inconsistent(
+      flight.network,
+      settings,
+      slot,
+      detail,
+      flight.scope.writes,
+    );
+  }
 }
 
 /**

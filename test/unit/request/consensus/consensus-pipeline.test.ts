@@ -354,6 +354,18 @@ describe("read consensus in the pipeline", () => {
     expect(h.metric("consensus_minority")).toHaveLength(1);
   });
 
+  it("regression: a batch of 40 balances the liar lied on wrote 40 inconsistent incidents (40 compare-and-set rounds on one item); now one per provider per request, each vote still counted", async () => {
+    const h = harness({ p1: honest, liar: offByOne, p3: honest });
+    const body = `[${Array.from({ length: 40 }, (_, i) => balance(i, hex(10 + i))).join(",")}]`;
+    const response = await h.rpc(body);
+    const answers = JSON.parse(response.body) as Array<{ result: string }>;
+    expect(answers.every((a) => a.result === hex(1000))).toBe(true);
+    expect(h.store.healthWrites.filter((w) => w.provider === "liar")).toHaveLength(1);
+    expect(await h.health("liar")).toMatchObject({ strikes: 1, consensus: { count: 1 } });
+    expect(h.container.consensus.counts("net").get("liar")?.minority).toBe(40);
+    expect(h.metric("consensus_minority")).toHaveLength(40);
+  });
+
   it("a hedge goes within the participant's own share: a slow provider's hedge is another provider than the other participant's", async () => {
     const timer = manualTimer();
     const h = harness({ p1: honest, p2: honest, p3: honest }, undefined, HEDGED, timer.timer);
