@@ -6,8 +6,8 @@ import { metricsNamed, parseEmf, valuesOf } from "../../support/emf.ts";
 import { type FrontAnswer, type FrontCall, startLyingFront } from "../../support/lying-front.ts";
 
 /**
- * Read consensus end to end (docs/behaviour.md §17): the local stack (the real handlers, DynamoDB
- * API, the monitor off) on three fronts over one anvil chain. On `liars`, one front lies on a
+ * Read consensus end to end (docs/behaviour.md §17): the local stack (the real handlers, two
+ * containers over one DynamoDB API, the monitor off) on three fronts over one anvil chain. On `liars`, one front lies on a
  * share of its answers (a balance off by one wei, a log dropped from an eth_getLogs, a receipt's
  * status flipped); with consensus on, no wrong answer is served in over a thousand calls, the liar
  * collects `inconsistent` strikes and leaves consensus routing, the honest fronts never get one.
@@ -147,6 +147,8 @@ beforeAll(async () => {
     front(50),
   ]);
   stack = await startLocalStack({
+    // Two containers over one DynamoDB, as Lambda runs them: the sit-out is the shared state's.
+    containers: 2,
     writeMetrics: (line) => metricLines.push(line),
     config: {
       // Every call goes upstream: these are the calls consensus is measured on.
@@ -281,7 +283,8 @@ describe("read consensus over three fronts on one chain", () => {
 
     const shown = await status("liars");
     const byName = Object.fromEntries(shown.providers.map((p) => [p.name, p]));
-    expect(byName.liar?.consensus.minority).toBe(lies.told);
+    // Counts are the answering container's; the sit-out and the events are shared.
+    expect(byName.liar?.consensus.minority).toBeGreaterThan(0);
     expect(byName.liar?.consensus.sit_out_until).not.toBeNull();
     expect(byName["honest-a"]?.consensus.minority).toBe(0);
     expect(byName["honest-b"]?.consensus.minority).toBe(0);
