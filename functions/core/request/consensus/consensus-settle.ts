@@ -103,7 +103,7 @@ export function settleConsensusCall(
       return;
     }
     case "no_votes":
-      noVotes(flight, call, casts);
+      noVotes(call, casts);
       book.called(network, "no_votes");
       request?.settled(original, { kind: "no_votes" });
   }
@@ -119,7 +119,7 @@ function handBack(original: ConsensusCall["original"], cast: BallotCast): void {
  * could be misled by); a result nobody could compare is not served; with no answer at all the
  * call ends as any call whose providers all failed.
  */
-function noVotes(flight: InFlight, call: ConsensusCall, casts: readonly BallotCast[]): void {
+function noVotes(call: ConsensusCall, casts: readonly BallotCast[]): void {
   const { original } = call;
   const error = casts.find((cast) => isRecord(cast.member) && "error" in cast.member);
   if (error !== undefined) {
