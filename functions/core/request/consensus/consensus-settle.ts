@@ -3,7 +3,7 @@ import { isRecord } from "../../jsonrpc/envelope.ts";
 import { ErrorCode, errorResponse } from "../../jsonrpc/jsonrpc.ts";
 import { methodSpec } from "../../methods/catalogue.ts";
 import type { InFlight } from "../in-flight.ts";
-import { answer, answerFrom, keep, note } from "../open-call.ts";
+import { answer, answerFrom, failed, keep, note } from "../open-call.ts";
 import type { Decision } from "./agreement.ts";
 import { type BallotCast, shownVote, whereOf } from "./ballots.ts";
 import type { ConsensusCall } from "./consensus-calls.ts";
@@ -117,7 +117,8 @@ function handBack(original: ConsensusCall["original"], cast: BallotCast): void {
 /**
  * No answer to compare: an error a provider answered goes back as is (it is no value anyone
  * could be misled by); a result nobody could compare is not served; with no answer at all the
- * call ends as any call whose providers all failed.
+ * call ends as any call whose providers all failed, its participants' failures its own, so a
+ * call pinned to a served head every provider is behind goes again as written (§10.4).
  */
 function noVotes(call: ConsensusCall, casts: readonly BallotCast[]): void {
   const { original } = call;
@@ -136,6 +137,9 @@ function noVotes(call: ConsensusCall, casts: readonly BallotCast[]): void {
       ),
     );
     return;
+  }
+  for (const ballot of call.ballots) {
+    for (const failure of ballot.failures) failed(original, failure, ballot.lastError);
   }
   const kept = call.ballots.find((ballot) => ballot.fallback !== null)?.fallback ?? null;
   if (kept !== null) keep(original, kept);

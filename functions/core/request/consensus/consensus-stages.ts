@@ -100,6 +100,11 @@ async function agree(
     const cast = [...before, ...castsOf(call.ballots.slice(before.length), pathsOf(call))];
     settleConsensusCall(flight, settings, call, decide(cast, rule, true), cast);
   }
+  // A call no participant answered goes on as any call would: the unpinned resend (§10.4).
+  const unanswered = request.calls
+    .map((call) => call.original)
+    .filter((entry) => entry.answer === null);
+  if (unanswered.length > 0) flight.routed = [...flight.routed, ...unanswered];
   for (const { slot, detail } of request.minority.values()) {
     flight.container.consensus.inconsistent(
       flight.network,
@@ -131,6 +136,7 @@ export const consensusOutcome: Stage = {
     const values = members.map((member) => {
       const entry = asks(member) ? open.get(member.position) : undefined;
       if (entry === undefined) return "none";
+      if (entry.sentUnpinned) return "unpinned";
       const outcome =
         request.outcomes.get(entry) ??
         (flight.logQueries.includes(entry) ? worstOf(request.pieces) : null);

@@ -366,6 +366,27 @@ describe("read consensus in the pipeline", () => {
     expect(h.metric("consensus_minority")).toHaveLength(40);
   });
 
+  it("regression: a call about latest pinned to a served head every provider is behind failed 'all providers failed'; now it goes again as written, as any call (§10.4), one provider's answer", async () => {
+    const behind: Answers = (c) =>
+      c.method === "eth_getBalance" && c.params[1] === hex(125)
+        ? { error: { code: -32000, message: "header not found" } }
+        : honest(c);
+    const h = harness({ p1: behind, p2: behind, p3: behind });
+    h.store.setHead("net", { ...HEAD, served: { block: 125, at: NOW - 1000 } });
+    everyoneInQuorum(
+      h.store,
+      ["p1", "p2", "p3"].map((name) => ({ name, url: URL(name) })),
+      {
+        head: 125,
+        timestamp: NOW / 1000 - 1,
+        computedAt: NOW - 1000,
+      },
+    );
+    const response = await h.rpc(balance(1, "latest"));
+    expect(parse(response.body).result).toBe(hex(1000));
+    expect(response.headers["x-gateway-consensus"]).toBe("unpinned");
+  });
+
   it("a hedge goes within the participant's own share: a slow provider's hedge is another provider than the other participant's", async () => {
     const timer = manualTimer();
     const h = harness({ p1: honest, p2: honest, p3: honest }, undefined, HEDGED, timer.timer);
