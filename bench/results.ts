@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { ConsensusPart } from "./targets/consensus.ts";
 import type { HedgePart } from "./targets/hedge.ts";
 import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./targets/lambda.ts";
 import type { LogsMeasurement } from "./targets/logs.ts";
@@ -28,7 +29,8 @@ export type PartName =
   | "replay"
   | "hedge"
   | "logs"
-  | "stages";
+  | "stages"
+  | "consensus";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
   "handler",
@@ -39,6 +41,7 @@ export const PART_NAMES: readonly PartName[] = [
   "hedge",
   "logs",
   "stages",
+  "consensus",
 ];
 
 export interface ThroughputPart extends PartMeta {
@@ -100,6 +103,7 @@ export interface Results {
   hedge?: HedgePart;
   logs?: LogsPart;
   stages?: StagesPart;
+  consensus?: ConsensusPart;
 }
 
 export function readResults(): Results {

@@ -42,6 +42,12 @@ export const METRIC_DIMENSIONS = {
    * `*` for a key refused on `GET /status`.
    */
   guard_refusals: ["network", "guard"],
+  /**
+   * Read consensus (docs/behaviour.md §17): each consensus call by `outcome` (`agreed`,
+   * `unconfirmed`, `disputed`, `short`, `no_votes`), and each provider found in the minority.
+   */
+  consensus_calls: ["network", "outcome"],
+  consensus_minority: ["network", "provider"],
 } as const satisfies Record<string, readonly string[]>;
 
 export type MetricName = keyof typeof METRIC_DIMENSIONS;
@@ -74,6 +80,7 @@ export const BLACKLIST_REASONS = [
   "chain_unavailable",
   "wrong_chain",
   "capability",
+  "inconsistent",
 ] as const satisfies readonly CooldownReason[];
 
 // A kind or reason added to the code but not above fails to compile here.

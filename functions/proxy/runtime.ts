@@ -232,6 +232,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       cacheClasses: container.answerCache(network).classes,
       guards: guards.counts(network),
       logChecks: container.logCheckCounts(network),
+      consensus: container.consensus.counts(network),
     });
     const history = new Map(
       withHistory

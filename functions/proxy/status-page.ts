@@ -49,6 +49,8 @@ const EVENT_LABELS: Readonly<Record<EventKind, string>> = {
   head_resumed: "head moving again",
   logs_missing_data: "log answer missing data",
   chain_reset: "chain position reset",
+  consensus_disputed: "answers disputed",
+  consensus_sat_out: "left out of consensus",
 };
 
 /** A kind's words; a kind this code does not know (a newer writer's) shows as stored. */
@@ -252,6 +254,14 @@ function providerCard(
       provider.capability_blacklists
         .map((entry) => `${entry.method} until ${clock.time(entry.until)}`)
         .join(", "),
+    ]);
+  }
+  if (provider.consensus) {
+    const { agreed, minority, disputed, sit_out_until: out } = provider.consensus;
+    const sitting = out === null ? "" : ` · left out until ${clock.time(out)}`;
+    facts.push([
+      "consensus",
+      `${agreed} agreed · ${minority} minority · ${disputed} disputed${sitting}`,
     ]);
   }
   if (provider.last_probe) {

@@ -156,7 +156,12 @@ export class MemoryStateStore implements StateStore {
       return { written: false, current: raced };
     }
     if (current.version !== expectedVersion) return { written: false, current };
-    this.#health.set(key, next);
+    // As DynamoDB's UpdateItem: attributes a write does not name stay as stored.
+    const { consensus } = current;
+    this.#health.set(
+      key,
+      next.consensus === undefined && consensus ? { ...next, consensus } : next,
+    );
     this.healthWrites.push({ network, provider, next });
     return { written: true };
   }

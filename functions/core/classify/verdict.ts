@@ -29,7 +29,9 @@ export type CooldownReason =
   | "redirect"
   | "chain_unavailable"
   | "wrong_chain"
-  | "capability";
+  | "capability"
+  /** In the minority of a read consensus (docs/behaviour.md §17.4). */
+  | "inconsistent";
 
 export type Verdict =
   /** A result, or an error that is the caller's fault: returned as is; resets strikes. */

@@ -2,7 +2,9 @@ import * as z from "zod/mini";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "../http/cors.ts";
 import { DEFAULT_METHODS_DENY } from "../methods/deny-by-default.ts";
 import { boundIssues, PLATFORM_LIMITS } from "./config-bounds.ts";
+import { consensusIssues, defineConsensusSchema } from "./consensus-schema.ts";
 import { defineHistorySchemas } from "./history-schema.ts";
+import { defineLogCheckSchemas } from "./log-check-schema.ts";
 import { providerUrlProblems } from "./provider-url.ts";
 import { withDefaults } from "./with-defaults.ts";
 
@@ -34,15 +36,7 @@ export function defineConfigSchemas() {
         `at most ${PLATFORM_LIMITS.maxSharedItemBytes} (DynamoDB's 400 KB item, less its key)`,
       ),
     );
-  /**
-   * What a block's logsBloom means for the log checks (docs/behaviour.md §12.12): "standard"
-   * (the Yellow Paper's, checked), "off" (not checked: the chain's blooms mean something else or
-   * nothing), "auto" (the known profile of the network's chain id, else "standard").
-   */
-  const logsBloom = z.enum(["auto", "standard", "off"]);
-  /** Headers one log query's checks may ask for (each a billed call), and receipts fetched. */
-  const logsCheckHeaders = z.int().check(z.gte(0), z.lte(64));
-  const logsCheckReceipts = z.int().check(z.gte(0), z.lte(8));
+  const { logsBloom, logsCheckHeaders, logsCheckReceipts } = defineLogCheckSchemas();
 
   const providerUrl = z.string().check(
     z.superRefine((url, ctx) => {
@@ -70,6 +64,7 @@ export function defineConfigSchemas() {
       chain_unavailable: seconds,
       wrong_chain: seconds,
       capability: seconds,
+      inconsistent: seconds,
     },
     {
       rate_limit: 300,
@@ -86,6 +81,7 @@ export function defineConfigSchemas() {
       chain_unavailable: 86_400,
       wrong_chain: 600,
       capability: 86_400,
+      inconsistent: 300,
     },
   );
   const cooldownSecondsSchema = cooldown.full;
@@ -295,10 +291,12 @@ export function defineConfigSchemas() {
       providers: z
         .array(providerSchema)
         .check(z.minLength(1, "a network needs at least one provider")),
+      consensus: z.optional(defineConsensusSchema()),
       ...networkOverrideShape,
     })
     .check(
       z.superRefine((network, ctx) => {
+        for (const issue of consensusIssues(network)) ctx.addIssue({ code: "custom", ...issue });
         if (network.providers.every((provider) => provider.backup)) {
           ctx.addIssue({
             code: "custom",

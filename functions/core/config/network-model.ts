@@ -5,6 +5,7 @@ import {
   type ProviderConfig,
   type Settings,
 } from "./config-schema.ts";
+import type { ConsensusConfig } from "./consensus-schema.ts";
 import { type ConfiguredHistory, configuredHistory } from "./history-schema.ts";
 import { redactTemplate } from "./redact.ts";
 
@@ -50,6 +51,8 @@ export interface Network {
   readonly providers: readonly Provider[];
   readonly leftOut: readonly LeftOutProvider[];
   readonly settings: Settings;
+  /** Read consensus (docs/behaviour.md §17), or null when the network has none. */
+  readonly consensus: ConsensusConfig | null;
 }
 
 export interface GatewayModel {
@@ -288,6 +291,7 @@ export function buildModel(
       providers,
       leftOut,
       settings: mergeSettings(config, network),
+      consensus: network.consensus ?? null,
     });
   }
   return {

@@ -4,6 +4,7 @@ import { HealthRecorder } from "./attempts/health-recorder.ts";
 import { HistoryLearning } from "./attempts/history-learning.ts";
 import { ServableMethods } from "./attempts/servable.ts";
 import { AnswerCache } from "./cache/answer-cache.ts";
+import { ConsensusBook } from "./consensus/consensus-book.ts";
 import type { GatewayDeps } from "./gateway-deps.ts";
 import { HeadPublisher } from "./head/head-publication.ts";
 import { ObservedHeads } from "./head/observed-head.ts";
@@ -33,6 +34,8 @@ export class ContainerState {
   readonly history: HistoryLearning;
   /** The log-attempt path's parts (docs/behaviour.md §12.12). */
   readonly reach: ReachDeps;
+  /** Read consensus's counts, incidents and events (docs/behaviour.md §17). */
+  readonly consensus: ConsensusBook;
   /** What every request's scope is drawn from beside the request and the state. */
   readonly scopeDeps: ScopeDeps;
 
@@ -49,6 +52,7 @@ export class ContainerState {
     this.answers = new AnswerCache(deps);
     const history = new HistoryLearning(deps);
     this.history = history;
+    this.consensus = new ConsensusBook(deps, health);
     this.scopeDeps = {
       random: deps.random,
       demoted: (network, now) => health.demoted(network, now),

@@ -1,6 +1,7 @@
 import { handBack, report, respond } from "./answer-stages.ts";
 import { attempts, penalties, stateWrites } from "./attempts/attempt-stages.ts";
 import { cacheLookup, cacheOutcome, cacheStore } from "./cache/cache-stages.ts";
+import { consensus, consensusApart, consensusOutcome } from "./consensus/consensus-stages.ts";
 import { ContainerState } from "./container-state.ts";
 import { filters } from "./filters/filters-stage.ts";
 import type { GatewayDeps, RpcOptions } from "./gateway-deps.ts";
@@ -43,8 +44,10 @@ export const REQUEST_STAGES: readonly Stage[] = [
   sends,
   filters,
   logQueriesApart,
+  consensusApart,
   // the attempts
   attempts,
+  consensus,
   unpinnedRetry,
   logQueries,
   // settle
@@ -58,6 +61,7 @@ export const REQUEST_STAGES: readonly Stage[] = [
   // the answer
   respond,
   cacheOutcome,
+  consensusOutcome,
   heldUncached,
   report,
 ];
@@ -77,7 +81,9 @@ export const INTERNAL_STAGES: readonly Stage[] = [
   cacheLookup,
   sends,
   filters,
+  consensusApart,
   attempts,
+  consensus,
   unpinnedRetry,
   checkSends,
   publishHead,

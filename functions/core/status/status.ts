@@ -3,6 +3,7 @@ import type { ConfigSourceInfo, GatewayModel, Network } from "../config/network-
 import { healthState } from "../health/health.ts";
 import { type HistoryStatus, historyStatus } from "../history/history-status.ts";
 import type { ClassCounts } from "../request/cache/answer-cache.ts";
+import type { ConsensusCounts } from "../request/consensus/consensus-book.ts";
 import { type LogCheckCounts, NO_LOG_CHECKS } from "../request/logs/checks/logs-check-state.ts";
 import type { AnswerClass } from "../request/vocabulary.ts";
 import { batchLimitOf, logsRangeOf } from "../routing/learned-limits.ts";
@@ -20,6 +21,7 @@ import {
   type RoutingSlot,
   type SelectionContext,
 } from "../routing/selection.ts";
+import { type ConsensusStatus, consensusStatus } from "./consensus-status.ts";
 import { EVENTS_SHOWN, type EventStatus, eventStatus, type GatewayEvent } from "./events.ts";
 import { GUARDS, type GuardCountsView } from "./guards.ts";
 
@@ -53,6 +55,8 @@ export interface StatusInput {
   readonly guards?: GuardCountsView;
   /** What this container's log-answer checks found, by provider (docs/behaviour.md §12.12). */
   readonly logChecks?: ReadonlyMap<string, LogCheckCounts>;
+  /** This container's read consensus counts, by provider (docs/behaviour.md §17.5). */
+  readonly consensus?: ReadonlyMap<string, ConsensusCounts>;
 }
 
 export type ProviderState = "healthy" | "blacklisted" | "awaiting_probe" | "out_of_quorum";
@@ -93,6 +97,8 @@ export interface ProviderStatus {
   readonly log_checks: LogCheckCounts;
   /** What it keeps of each resource, and its last history probe (docs/behaviour.md §16.6). */
   readonly history: HistoryStatus;
+  /** Its part in read consensus; null on a network without it (docs/behaviour.md §17.5). */
+  readonly consensus: ConsensusStatus | null;
 }
 
 export interface NetworkStatus {
@@ -224,6 +230,7 @@ export function networkStatus(input: StatusInput): NetworkStatus {
       },
       log_checks: input.logChecks?.get(provider.name) ?? NO_LOG_CHECKS,
       history: historyStatus(provider, context),
+      consensus: consensusStatus(network, health, input.consensus?.get(provider.name), now),
     };
   });
   return {

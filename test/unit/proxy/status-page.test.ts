@@ -64,6 +64,7 @@ const provider = (name: string, fields: Partial<ProviderStatus> = {}): ProviderS
     },
     probe: null,
   },
+  consensus: null,
   ...fields,
 });
 
@@ -230,6 +231,50 @@ describe("the status page", () => {
       expect(svg.match(/class="marker /g)).toHaveLength(1);
       expect(svg).toContain('class="marker good"');
     }
+  });
+
+  it("shows a provider's part in read consensus, and consensus events on the timeline with both answers' digests and the block", () => {
+    const html = page(
+      network({
+        providers: [
+          provider("main", {
+            consensus: {
+              agreed: 40,
+              minority: 3,
+              disputed: 1,
+              minority_recent: 0,
+              sit_out_until: new Date(NOW + 60_000).toISOString(),
+            },
+          }),
+        ],
+        events: [
+          event({
+            kind: "blacklisted",
+            reason: "inconsistent",
+            detail:
+              "eth_getBalance at block 50: answered 5a1f0e where p1, p3 agreed on 9c0d11; strike 1",
+          }),
+          event({
+            kind: "consensus_sat_out",
+            reason: "minority",
+            detail: "in the minority 3 times",
+          }),
+          event({
+            provider: null,
+            kind: "consensus_disputed",
+            reason: "no_majority",
+            detail: "eth_call at block 9: a: 01; b: 02",
+          }),
+        ],
+      }),
+    );
+    expect(html).toContain(
+      "<dd>40 agreed · 3 minority · 1 disputed · left out until 03:01:30</dd>",
+    );
+    const timeline = /<section class="events">[\s\S]*<\/section>/.exec(html)?.[0] ?? "";
+    expect(timeline).toContain("answered 5a1f0e where p1, p3 agreed on 9c0d11");
+    expect(timeline).toContain('<span class="what">left out of consensus</span>');
+    expect(timeline).toContain('<span class="what">answers disputed</span>');
   });
 
   it("lists the network's events newest first, each with its provider, words, reason and detail", () => {

@@ -102,6 +102,23 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
     expect(outcome).toEqual({ written: false, current: blacklisted(2, 2) });
   });
 
+  it.skipIf(skip)(
+    "a read consensus's minority record is written with the health, read back, and kept by a later write without one",
+    async () => {
+      const net = fresh();
+      const consensus = { count: 2, since: NOW - 5000, sitOutUntil: NOW + 60_000 };
+      await store.writeHealth(net, "p", 0, { ...blacklisted(1), consensus });
+      expect((await store.readNetwork(net)).providers.get("p")).toEqual({
+        ...blacklisted(1),
+        consensus,
+      });
+      // A probe's or a success's write knows nothing of consensus: the record stays.
+      await store.writeHealth(net, "p", 1, { ...HEALTHY, version: 2 });
+      const kept = (await store.readNetwork(net)).providers.get("p");
+      expect(kept?.consensus).toEqual(consensus);
+    },
+  );
+
   it.skipIf(skip)("of concurrent writes at one version exactly one lands", async () => {
     const net = fresh();
     const outcomes = await Promise.all(
