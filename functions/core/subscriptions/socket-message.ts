@@ -119,23 +119,28 @@ export function withinMessageLimit(answer: string, request: ParsedRequest): stri
   const bytes = Buffer.byteLength(answer, "utf8");
   if (bytes <= WEBSOCKET_MESSAGE_BYTES) return answer;
   const message = `the answer is ${bytes} bytes, over the ${WEBSOCKET_MESSAGE_BYTES} bytes (128 KB) one WebSocket message carries: ask for less (fewer calls in a batch, a narrower block range), or send this call over HTTP`;
-  const replaced = tooLargeAnswer(request, message);
+  const replaced = errorForEveryCall(request, ErrorCode.internal, message);
   return Buffer.byteLength(replaced, "utf8") <= WEBSOCKET_MESSAGE_BYTES
     ? replaced
     : errorResponse("null", ErrorCode.internal, message);
 }
 
-function tooLargeAnswer(request: ParsedRequest, message: string): string {
+/**
+ * One error for every call of the request that expects an answer, each with its id: over a
+ * socket, an answer with another id (or null) matches nothing the client waits for, so a
+ * refusal of the whole message is answered call by call ("" when all are notifications).
+ */
+export function errorForEveryCall(request: ParsedRequest, code: number, message: string): string {
   switch (request.kind) {
     case "single":
-      return errorResponse(request.call.rawId ?? "null", ErrorCode.internal, message);
+      return request.call.rawId === null ? "" : errorResponse(request.call.rawId, code, message);
     case "error":
-      return errorResponse(request.rawId, ErrorCode.internal, message);
+      return errorResponse(request.rawId, code, message);
     case "batch": {
       const answers = request.members
         .filter((member) => !isCall(member) || member.rawId !== null)
-        .map((member) => errorResponse(member.rawId, ErrorCode.internal, message));
-      return `[${answers.join(",")}]`;
+        .map((member) => errorResponse(member.rawId, code, message));
+      return answers.length === 0 ? "" : `[${answers.join(",")}]`;
     }
   }
 }
