@@ -22,7 +22,7 @@ import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/
 import { createProxyHandler, type ProxyHandler } from "../functions/proxy/lambda.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../functions/proxy/runtime.ts";
 import { createSocketHandler, type SocketHandler } from "../functions/socket/lambda.ts";
-import { createSocketRuntime } from "../functions/socket/runtime.ts";
+import { createSocketRuntime, type SocketRuntime } from "../functions/socket/runtime.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
 import { type Devnet, type DevnetChain, startDevnet } from "./devnet.ts";
 import {
@@ -88,6 +88,8 @@ export interface LocalStack {
   readonly subscriptions: DynamoSubscriptionStore;
   /** Pushes to the emulator's sockets through its management API, as the follower does in AWS. */
   readonly push: ApiGatewayConnectionPush;
+  /** The socket containers' runtimes, as made (tests flush their telemetry). */
+  readonly sockets: readonly SocketRuntime[];
   close(): Promise<void>;
 }
 
@@ -176,12 +178,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...tables,
       ...(options.clock ? { clock: options.clock } : {}),
     });
+    const sockets: SocketRuntime[] = [];
     const createSocketContainer = (): SocketHandler => {
       const own = createUpstream();
       cleanups.push(() => own.close());
-      return createSocketHandler(
-        createSocketRuntime({ proxy: proxyRuntime(own), store: subscriptions, ...clockOption }),
-      );
+      const socket = createSocketRuntime({
+        proxy: proxyRuntime(own),
+        store: subscriptions,
+        ...clockOption,
+      });
+      sockets.push(socket);
+      return createSocketHandler(socket);
     };
 
     let monitor: MonitorRuntime | null = null;
@@ -232,6 +239,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       wsUrl: api.url.replace(/^http:/, "ws:"),
       subscriptions,
       push,
+      sockets,
       close,
     };
   } catch (error) {
