@@ -243,7 +243,7 @@ describe.each(CASES)("the WebSocket side of $settings.name", ({ settings, defaul
         EvaluationPeriods: 1,
         TreatMissingData: "notBreaching",
       });
-      expect((alarm?.Metrics as Array<{ MetricStat: Json }>)[0]?.MetricStat).toMatchObject({
+      expect(((alarm?.Metrics ?? []) as Array<{ MetricStat: Json }>)[0]?.MetricStat).toMatchObject({
         Metric: {
           MetricName: "socket_connections_refused",
           Dimensions: expect.arrayContaining([
