@@ -40,7 +40,7 @@ import {
   type LambdaHandler,
   type Timeout,
 } from "./lambda-invoke.ts";
-import { startWebSocketSide, type WebSocketSideOptions } from "./websocket-side.ts";
+import { startWebSocketSide, type WebSocketSideOptions } from "./websocket/websocket-side.ts";
 
 /**
  * What a Lambda handler may return: payload format 2.0 reads an object with a `statusCode` as

@@ -11,7 +11,7 @@ import type { PushOutcome } from "../core/subscriptions/subscription-records.ts"
  * Pushes to WebSocket connections through API Gateway's management API (PostToConnection,
  * DeleteConnection), one client per network's stage (`<base>/<network>`): in AWS the API's
  * `https://{api}.execute-api.{region}.amazonaws.com`, locally the emulator's
- * `http://127.0.0.1:<port>`, which speaks the same API (local/websocket-management.ts).
+ * `http://127.0.0.1:<port>`, which speaks the same API (local/websocket/websocket-management.ts).
  * Only a function that pushes imports this (it adds the client to its bundle).
  */
 

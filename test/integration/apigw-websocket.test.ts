@@ -16,7 +16,7 @@ import {
 } from "../../functions/core/subscriptions/websocket-quotas.ts";
 import type { WebSocketEvent } from "../../functions/socket/socket-event.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "../../local/apigw-emulator.ts";
-import { FrameSizeWatch } from "../../local/websocket-frames.ts";
+import { FrameSizeWatch } from "../../local/websocket/websocket-frames.ts";
 
 /**
  * The emulator's WebSocket side against what API Gateway WebSocket APIs do, with a real `ws`

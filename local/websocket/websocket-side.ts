@@ -8,10 +8,10 @@ import {
   WEBSOCKET_INTEGRATION_TIMEOUT_SECONDS,
   WEBSOCKET_MAX_CONNECTION_MS,
   WEBSOCKET_MESSAGE_BYTES,
-} from "../functions/core/subscriptions/websocket-quotas.ts";
-import type { WebSocketEvent } from "../functions/socket/socket-event.ts";
-import { InvocationDeadlines } from "./apigw-deadlines.ts";
-import { ContainerPool, type Containers } from "./container-pool.ts";
+} from "../../functions/core/subscriptions/websocket-quotas.ts";
+import type { WebSocketEvent } from "../../functions/socket/socket-event.ts";
+import { InvocationDeadlines } from "../apigw-deadlines.ts";
+import { ContainerPool, type Containers } from "../container-pool.ts";
 import {
   functionIdentity,
   type Invocation,
@@ -19,7 +19,7 @@ import {
   type LambdaHandler,
   type Outcome,
   type Timeout,
-} from "./lambda-invoke.ts";
+} from "../lambda-invoke.ts";
 import {
   type ConnectionContext,
   connectEvent,

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { WebSocketEvent } from "../functions/socket/socket-event.ts";
-import { apiRequestId, randomHex } from "./apigw-ids.ts";
+import type { WebSocketEvent } from "../../functions/socket/socket-event.ts";
+import { apiRequestId, randomHex } from "../apigw-ids.ts";
 
 /**
  * The events API Gateway's WebSocket Lambda proxy integration hands the socket function

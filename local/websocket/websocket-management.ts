@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { WEBSOCKET_MESSAGE_BYTES } from "../functions/core/subscriptions/websocket-quotas.ts";
+import { WEBSOCKET_MESSAGE_BYTES } from "../../functions/core/subscriptions/websocket-quotas.ts";
 import type { ConnectionContext } from "./websocket-events.ts";
 
 /**
