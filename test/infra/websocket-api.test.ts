@@ -202,7 +202,7 @@ describe.each(CASES)("the WebSocket side of $settings.name", ({ settings, defaul
       Resource: table,
       Condition: leading(["WSCONN#*", "WSSUB#*"]),
     });
-    expect([...new Set(dynamoCommands("functions/adapters/subscription-store.ts"))].sort()).toEqual(
+    expect([...new Set(dynamoCommands("functions/adapters/subscription-table.ts"))].sort()).toEqual(
       [...SUBSCRIPTION_TABLE_ACCESS.actions].sort(),
     );
     expect(JSON.stringify(statementsOf(stack.socket.role))).not.toContain("execute-api");

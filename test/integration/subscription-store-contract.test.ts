@@ -33,9 +33,9 @@ const HOUR = 3_600_000;
 
 interface Backend {
   readonly store: SubscriptionStore;
-  /** Writes a counter as a removal that died half-way would leave it (DynamoDB only). */
   /** Every DynamoDB command the store sent, by name (DynamoDB only). */
   readonly commands?: string[];
+  /** Writes a counter as a removal that died half-way would leave it (DynamoDB only). */
   readonly setCounter?: (
     network: string,
     sk: string,
