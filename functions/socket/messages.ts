@@ -1,8 +1,9 @@
 import type { Network } from "../core/config/network-model.ts";
 import { ErrorCode, parseRequest } from "../core/jsonrpc/jsonrpc.ts";
-import type { SubscriptionStore } from "../core/ports.ts";
+import type { SubscriptionStore, Telemetry } from "../core/ports.ts";
 import type { RpcOptions } from "../core/request/gateway.ts";
-import type { SubscriptionRegistry } from "../core/subscriptions/registry.ts";
+import { keyStillServes } from "../core/subscriptions/key-standing.ts";
+import type { SocketConnection, SubscriptionRegistry } from "../core/subscriptions/registry.ts";
 import {
   assembleAnswer,
   errorForEveryCall,
@@ -28,10 +29,11 @@ export interface MessageDeps {
   readonly registry: SubscriptionRegistry;
   /** The caller remembered for a connection in this container, if any. */
   readonly remembered: (network: string, connectionId: string) => KnownCaller | undefined;
-  readonly remember: (network: string, connectionId: string, caller: KnownCaller) => void;
+  readonly remember: (network: string, connectionId: string, caller: KnownCaller | null) => void;
+  readonly telemetry: Telemetry;
 }
 
-const ROTATED =
+const NOT_SERVED =
   "the API key this connection was opened with is no longer accepted: reconnect with a valid key";
 const BLOCK_NUMBER = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 
@@ -58,23 +60,29 @@ export async function message(
       ),
     );
   }
-  let caller = "";
+  let connection: SocketConnection = { id: connectionId, caller: "" };
   if (model.apiKeys.length > 0) {
     const known = await callerOf(stage, connectionId, deps);
     if ("code" in known) return reply(errorForEveryCall(request, known.code, known.message));
-    // A key given a new hash under its name (rotated) no longer serves what its old one opened.
-    const key = model.apiKeys.find((entry) => entry.name === known.name);
-    if (key !== undefined && known.keySha256 !== undefined && key.sha256 !== known.keySha256) {
-      return reply(errorForEveryCall(request, ErrorCode.unauthorized, ROTATED));
+    connection = {
+      id: connectionId,
+      caller: known.name,
+      ...(known.keySha256 === undefined ? {} : { keySha256: known.keySha256 }),
+    };
+    // A key removed, or given a new hash under its name (rotated), no longer serves what it
+    // opened: the connection is dropped, its subscriptions with it, and its slot freed.
+    if (!keyStillServes(connection, model.apiKeys)) {
+      await drop(stage, connectionId, deps);
+      return reply(errorForEveryCall(request, ErrorCode.unauthorized, NOT_SERVED));
     }
-    caller = known.name;
-    const refusal = await deps.proxy.admitCaller(stage, caller);
+    const refusal = await deps.proxy.admitCaller(stage, connection.caller);
     if (refusal !== null) {
       const code =
         refusal.reason === "unknown_key" ? ErrorCode.unauthorized : ErrorCode.limitExceeded;
       return reply(errorForEveryCall(request, code, refusal.message));
     }
   }
+  const caller = connection.caller;
   const options: RpcOptions = { ...timing, ...(caller === "" ? {} : { caller }) };
   const plan = planMessage(request);
   if (plan.kind === "pipeline") {
@@ -86,7 +94,6 @@ export async function message(
     headRead ??= servedHead(deps.proxy, stage, options);
     return headRead;
   };
-  const connection = { id: connectionId, caller };
   const registryAnswers = new Map<number, string | null>();
   // In order: a batch that subscribes past a bound is refused from the call that crosses it.
   for (const member of plan.members) {
@@ -101,6 +108,19 @@ export async function message(
       ? ""
       : (await deps.proxy.gateway.handleRpc(stage, plan.pipelineBody, options)).body;
   return reply(assembleAnswer(plan, registryAnswers, piped));
+}
+
+/** Forgets a connection its key no longer serves; one that stays is left for its expiry. */
+async function drop(network: string, connectionId: string, deps: MessageDeps): Promise<void> {
+  deps.remember(network, connectionId, null);
+  try {
+    await deps.store.disconnect(network, connectionId);
+  } catch (error) {
+    deps.telemetry.log("warn", "connection not removed", {
+      network,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
 }
 
 /** The network's own request limits, or the defaults' for a network the config lacks. */

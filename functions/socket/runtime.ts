@@ -59,6 +59,7 @@ export function createSocketRuntime(options: SocketRuntimeOptions): SocketRuntim
     remembered: (network: string, connectionId: string) =>
       callers.get(`${network}\n${connectionId}`),
     remember,
+    telemetry,
   };
 
   return {

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterEach, expect } from "vitest";
 import { createConfigSource } from "../../functions/adapters/config/config-source.ts";
 import { envSecretResolver } from "../../functions/adapters/config/secrets.ts";
 import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
@@ -53,6 +54,44 @@ export interface SocketHarness {
 
 /** The sha256 of an API key, as the config lists it. */
 export const keyHash = (key: string) => createHash("sha256").update(key).digest("hex");
+
+/** Two keys for the socket's tests: `alice` unlimited, `slow` at 2 requests a minute. */
+export const KEYS = {
+  api_keys: [
+    { name: "alice", sha256: keyHash("alice-key-123") },
+    { name: "slow", sha256: keyHash("slow-key-1234"), requests_per_minute: 2 },
+  ],
+};
+
+/** One JSON-RPC call. */
+export const rpc = (id: unknown, method: string, params: unknown[] = []) => ({
+  jsonrpc: "2.0",
+  id,
+  method,
+  params,
+});
+
+/**
+ * A harness per test, closed after it: `start` makes one, `connected` one whose connection
+ * `c1` (or `id`) is already let in.
+ */
+export function harnessPerTest() {
+  let current: SocketHarness | undefined;
+  afterEach(() => {
+    current?.close();
+    current = undefined;
+  });
+  const start = async (options: SocketHarnessOptions = {}) => {
+    current = await socketHarness(options);
+    return current;
+  };
+  const connected = async (options: SocketHarnessOptions = {}, id = "c1") => {
+    const harness = await start(options);
+    expect((await harness.connect(id)).statusCode).toBe(200);
+    return harness;
+  };
+  return { start, connected };
+}
 
 export async function socketHarness(options: SocketHarnessOptions = {}): Promise<SocketHarness> {
   const dir = mkdtempSync(join(tmpdir(), "socket-harness-"));

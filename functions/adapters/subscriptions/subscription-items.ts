@@ -14,8 +14,9 @@ import type {
  *   slot, and `subs`, the set of its subscription ids).
  * - `WSCONN#<network>#<caller>` / `<slot>`: one of an API key's connection slots (four hex
  *   digits, at most `max_connections_per_key`), held by `connection` until `expires_at`.
- * - `WSSUB#<network>` / `0x…`: a subscription (`connection`, `caller`, `kind`, `filter` as
- *   JSON, `next_block`). One Query on `begins_with(sk, "0x")` lists a network's.
+ * - `WSSUB#<network>` / `0x…`: a subscription (`connection`, `caller`, `key_sha256` with keys,
+ *   `kind`, `filter` as JSON, `next_block`). One Query on `begins_with(sk, "0x")` lists a
+ *   network's.
  * - `WSSUB#<network>` / `KEY#<caller>` and `/ COUNT`: how many subscriptions an API key and
  *   the network hold (`n`), and when they were last counted from the items (`counted_at`).
  */
@@ -61,12 +62,30 @@ export function subscriptionValues(record: SubscriptionRecord): Item {
     ":next": { N: String(record.nextBlock) },
     ":expires": { N: String(record.expiresAt) },
     ":ttl": { N: ttlOf(record.expiresAt) },
+    ...(record.keySha256 === undefined ? {} : { ":key": { S: record.keySha256 } }),
   };
 }
 
 /** `subscriptionValues` as an update sets them (every name aliased: some are reserved words). */
-export const SUBSCRIPTION_SET =
-  "SET #connection = :connection, #caller = :caller, #kind = :kind, #filter = :filter, #next = :next, #expires = :expires, #ttl = :ttl";
+export function subscriptionSet(record: SubscriptionRecord): {
+  readonly UpdateExpression: string;
+  readonly ExpressionAttributeNames: Record<string, string>;
+} {
+  const keyed = record.keySha256 !== undefined;
+  return {
+    UpdateExpression: `SET #connection = :connection, #caller = :caller, #kind = :kind, #filter = :filter, #next = :next, #expires = :expires, #ttl = :ttl${keyed ? ", #key = :key" : ""}`,
+    ExpressionAttributeNames: names(
+      "#connection",
+      "#caller",
+      "#kind",
+      "#filter",
+      "#next",
+      "#expires",
+      "#ttl",
+      ...(keyed ? (["#key"] as const) : []),
+    ),
+  };
+}
 
 /** Attribute names, aliased in every expression. */
 export const NAMES = {
@@ -104,10 +123,12 @@ export function subscriptionOf(item: Item): SubscriptionRecord | null {
     return null;
   }
   if (kind === "logs" && (filter === null || typeof filter !== "object")) return null;
+  const keySha256 = item.key_sha256?.S;
   return {
     id,
     connection,
     caller,
+    ...(keySha256 === undefined ? {} : { keySha256 }),
     kind,
     filter: kind === "logs" ? filter : null,
     nextBlock: num(item, "next_block"),

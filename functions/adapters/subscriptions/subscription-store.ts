@@ -16,11 +16,11 @@ import {
   KEY_COUNT_PREFIX,
   NETWORK_COUNT,
   names,
-  SUBSCRIPTION_SET,
   SUBSCRIPTION_SK_PREFIX,
   slotKey,
   subscriptionOf,
   subscriptionPartition,
+  subscriptionSet,
   subscriptionValues,
   ttlOf,
 } from "./subscription-items.ts";
@@ -244,17 +244,8 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     // down by.
     await this.#table.update({
       Key: itemKey(subs, subscription.id),
-      UpdateExpression: SUBSCRIPTION_SET,
+      ...subscriptionSet(subscription),
       ConditionExpression: "attribute_not_exists(sk)",
-      ExpressionAttributeNames: names(
-        "#connection",
-        "#caller",
-        "#kind",
-        "#filter",
-        "#next",
-        "#expires",
-        "#ttl",
-      ),
       ExpressionAttributeValues: subscriptionValues(subscription),
     });
     undo.push(() => this.#table.delete({ Key: itemKey(subs, subscription.id) }));

@@ -35,6 +35,8 @@ export interface SocketConnection {
   readonly id: string;
   /** The API key's name, or "" without keys. */
   readonly caller: string;
+  /** The key's sha-256 at the connect (absent without keys). */
+  readonly keySha256?: string;
 }
 
 /** One registry call: its method, params and id (null: a notification, answered with nothing). */
@@ -109,6 +111,7 @@ export class SubscriptionRegistry {
       id: subscriptionIdOf(this.#deps.randomBytes(SUBSCRIPTION_ID_RANDOM_BYTES)),
       connection: connection.id,
       caller: connection.caller,
+      ...(connection.keySha256 === undefined ? {} : { keySha256: connection.keySha256 }),
       kind: request.value.kind,
       filter: request.value.filter,
       nextBlock: first.value,

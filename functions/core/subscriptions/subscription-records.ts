@@ -40,6 +40,12 @@ export interface SubscriptionRecord {
   /** The connection it is delivered to. */
   readonly connection: string;
   readonly caller: string;
+  /**
+   * The sha-256 of the key its connection was opened with (the connection's `keySha256`), so
+   * the follower stops delivering once that key no longer serves (`key-standing.ts`). Absent
+   * without keys.
+   */
+  readonly keySha256?: string;
   readonly kind: SubscriptionKind;
   /** What a `logs` subscription matches; null for `newHeads`. */
   readonly filter: LogsFilter | null;

@@ -192,12 +192,13 @@ describe.each(backends)("the subscription store contract on %s", (_name, start, 
   );
 
   it.skipIf(skip)(
-    "a subscription is listed with what it was given, and moves on only from the block it is at",
+    "a subscription is listed with what it was given (its key's hash too), and moves on only from the block it is at",
     async () => {
       const net = fresh("net");
       const conn = await connected(net, "alice");
       const logs = subscription(conn, {
         kind: "logs",
+        keySha256: "ef".repeat(32),
         filter: { address: [`0x${"ab".repeat(20)}`], topics: [null, [`0x${"cd".repeat(32)}`]] },
       });
       const heads = subscription(conn);
