@@ -5,7 +5,7 @@ import type { RpcOptions } from "../core/request/gateway.ts";
 import { keyStillServes } from "../core/subscriptions/key-standing.ts";
 import type { SocketConnection, SubscriptionRegistry } from "../core/subscriptions/registry.ts";
 import {
-  assembleAnswer,
+  assembleWithinLimit,
   errorForEveryCall,
   planMessage,
   withinMessageLimit,
@@ -107,7 +107,7 @@ export async function message(
     plan.pipelineBody === null
       ? ""
       : (await deps.proxy.gateway.handleRpc(stage, plan.pipelineBody, options)).body;
-  return reply(assembleAnswer(plan, registryAnswers, piped));
+  return reply(assembleWithinLimit(plan, registryAnswers, piped));
 }
 
 /** Forgets a connection its key no longer serves; one that stays is left for its expiry. */

@@ -117,6 +117,31 @@ export function assembleAnswer(
 }
 
 /**
+ * A split message's answer within the 128 KB bound: when it is over, the pipeline's calls get
+ * the gateway's error naming the limit and the registry's answers stay, since those calls took
+ * effect (a subscription whose id the client never learns would be delivered to, and counted,
+ * for nothing).
+ */
+export function assembleWithinLimit(
+  plan: Extract<MessagePlan, { kind: "split" }>,
+  registry: ReadonlyMap<number, string | null>,
+  pipelineAnswer: string,
+): string {
+  const whole = assembleAnswer(plan, registry, pipelineAnswer);
+  const bytes = Buffer.byteLength(whole, "utf8");
+  if (bytes <= WEBSOCKET_MESSAGE_BYTES) return whole;
+  const errors = plan.members.flatMap((member) =>
+    member.route === "pipeline" && member.call.rawId !== null
+      ? [errorResponse(member.call.rawId, ErrorCode.internal, overLimit(bytes))]
+      : [],
+  );
+  return assembleAnswer(plan, registry, errors.length === 0 ? "" : `[${errors.join(",")}]`);
+}
+
+const overLimit = (bytes: number) =>
+  `the answer is ${bytes} bytes, over the ${WEBSOCKET_MESSAGE_BYTES} bytes (128 KB) one WebSocket message carries: ask for less (fewer calls in a batch, a narrower block range), or send this call over HTTP`;
+
+/**
  * The answer as one WebSocket message may carry it: API Gateway sends at most 128 KB, so an
  * answer over it is replaced by the gateway's error naming the limit, one per call that
  * expects an answer with its id, never cut short.
@@ -124,7 +149,7 @@ export function assembleAnswer(
 export function withinMessageLimit(answer: string, request: ParsedRequest): string {
   const bytes = Buffer.byteLength(answer, "utf8");
   if (bytes <= WEBSOCKET_MESSAGE_BYTES) return answer;
-  const message = `the answer is ${bytes} bytes, over the ${WEBSOCKET_MESSAGE_BYTES} bytes (128 KB) one WebSocket message carries: ask for less (fewer calls in a batch, a narrower block range), or send this call over HTTP`;
+  const message = overLimit(bytes);
   const replaced = errorForEveryCall(request, ErrorCode.internal, message);
   return Buffer.byteLength(replaced, "utf8") <= WEBSOCKET_MESSAGE_BYTES
     ? replaced

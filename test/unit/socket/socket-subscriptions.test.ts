@@ -158,4 +158,20 @@ describe("$default: eth_subscribe and eth_unsubscribe", () => {
       error: { code: -32000, message: expect.stringContaining("reconnect") },
     });
   });
+
+  it("regression: a batch whose answer was over 128 KB subscribed without telling the client its id; now the subscription's answer stays and only the big answers are errors", async () => {
+    const h = await connected({
+      result: (method) => (method === "eth_call" ? `0x${"ab".repeat(70_000)}` : undefined),
+    });
+    const answer = (await h.call("c1", [
+      rpc(1, "eth_call", [{ to: `0x${"1".repeat(40)}`, data: "0x" }, "latest"]),
+      rpc(2, "eth_subscribe", ["newHeads"]),
+    ])) as Array<{ id: number; result?: string; error?: { message: string } }>;
+    expect(answer[0]).toMatchObject({
+      id: 1,
+      error: { message: expect.stringContaining("128 KB") },
+    });
+    const listed = await h.subscriptions.list("net");
+    expect(answer[1]).toEqual({ jsonrpc: "2.0", id: 2, result: listed[0]?.id });
+  });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parseRequest } from "../../../functions/core/jsonrpc/jsonrpc.ts";
 import {
   assembleAnswer,
+  assembleWithinLimit,
   errorForEveryCall,
   planMessage,
   withinMessageLimit,
@@ -120,6 +121,45 @@ describe("the message bound", () => {
         /over the 131072 bytes \(128 KB\) one WebSocket message carries/,
       );
     }
+  });
+
+  it("regression: a batch over it lost its registry answers too, leaving a subscription whose id the client never learnt; now only the pipeline's calls get the error", () => {
+    const plan = planMessage(
+      parse(
+        `[${call(1, "eth_getBlockByNumber")},${call(2, "eth_subscribe", ["newHeads"])},${call(3, "eth_getBlockByNumber")}]`,
+      ),
+    );
+    if (plan.kind !== "split") throw new Error("expected a split plan");
+    const subscribed = ok(2, `0x${"5".repeat(32)}`);
+    const big = ok(1, "b".repeat(WEBSOCKET_MESSAGE_BYTES / 2));
+    const answer = JSON.parse(
+      assembleWithinLimit(
+        plan,
+        new Map([[1, subscribed]]),
+        `[${big},${big.replace('"id":1', '"id":3')}]`,
+      ),
+    );
+    expect(answer).toEqual([
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        error: { code: -32603, message: expect.stringContaining("128 KB") },
+      },
+      JSON.parse(subscribed),
+      {
+        jsonrpc: "2.0",
+        id: 3,
+        error: { code: -32603, message: expect.stringContaining("128 KB") },
+      },
+    ]);
+    const small = assembleWithinLimit(
+      plan,
+      new Map([[1, subscribed]]),
+      `[${ok(1, "0x")},${ok(3, "0x")}]`,
+    );
+    expect(small).toBe(
+      assembleAnswer(plan, new Map([[1, subscribed]]), `[${ok(1, "0x")},${ok(3, "0x")}]`),
+    );
   });
 
   it("when even the errors would not fit, one error without an id", () => {
