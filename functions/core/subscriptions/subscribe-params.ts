@@ -7,7 +7,9 @@ import type { LogsFilter, SubscriptionKind, TopicFilter } from "./subscription-r
  * geth reads it: `["newHeads"]` or `["logs", {address, topics}]`, plus our `resumeFrom` (the
  * last block the client saw). Unknown members are ignored, as geth ignores them; a block range
  * is refused rather than ignored, since a subscription only follows new blocks and a client
- * asking for history must not think it got it.
+ * asking for history must not think it got it, and so is `resumeFrom` misspelt
+ * (`resume_from`, `resumefrom`): ignored, it would start a fresh stream, a gap the client
+ * never hears of.
  */
 
 export interface SubscribeRequest {
@@ -62,7 +64,7 @@ export function readSubscribe(params: unknown): Read<SubscribeRequest> {
       return { ok: true, value: { kind, filter: null, resumeFrom: null } };
     }
     if (!isRecord(options)) return invalid(1, "newHeads takes no options but {resumeFrom}");
-    const resumeFrom = resumeFromOf(options.resumeFrom);
+    const resumeFrom = resumeFromOf(options);
     if (!resumeFrom.ok) return resumeFrom;
     return { ok: true, value: { kind, filter: null, resumeFrom: resumeFrom.value } };
   }
@@ -74,7 +76,7 @@ export function readSubscribe(params: unknown): Read<SubscribeRequest> {
     if (range !== null) return range;
     const filter = filterOf(options);
     if (!filter.ok) return filter;
-    const resumeFrom = resumeFromOf(options.resumeFrom);
+    const resumeFrom = resumeFromOf(options);
     if (!resumeFrom.ok) return resumeFrom;
     return { ok: true, value: { kind, filter: filter.value, resumeFrom: resumeFrom.value } };
   }
@@ -96,7 +98,14 @@ export function readUnsubscribe(params: unknown): Read<string> {
   return { ok: true, value: params[0] };
 }
 
-function resumeFromOf(value: unknown): Read<number | null> {
+function resumeFromOf(options: Record<string, unknown>): Read<number | null> {
+  const misspelt = Object.keys(options).find(
+    (key) => key !== "resumeFrom" && key.toLowerCase().replace(/[\s_-]/g, "") === "resumefrom",
+  );
+  if (misspelt !== undefined) {
+    return invalid(1, `unknown member "${misspelt.slice(0, 32)}": resuming takes resumeFrom`);
+  }
+  const value = options.resumeFrom;
   if (value === undefined || value === null) return { ok: true, value: null };
   if (typeof value === "string" && QUANTITY.test(value)) {
     return { ok: true, value: Number.parseInt(value.slice(2), 16) };

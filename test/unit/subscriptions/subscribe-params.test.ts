@@ -119,6 +119,18 @@ describe("eth_subscribe params", () => {
       /exceed max topics/,
     ],
     [
+      "regression: resumeFrom misspelt was ignored, a fresh stream with a gap the client never heard of",
+      ["newHeads", { resume_from: "0x10" }],
+      -32602,
+      /unknown member "resume_from": resuming takes resumeFrom/,
+    ],
+    [
+      "resumeFrom misspelt in a logs filter",
+      ["logs", { address: ADDRESS, resumefrom: "0x10" }],
+      -32602,
+      /unknown member "resumefrom"/,
+    ],
+    [
       "resumeFrom not hex",
       ["newHeads", { resumeFrom: 16 }],
       -32602,
