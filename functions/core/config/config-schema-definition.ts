@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "../http/cors.ts";
 import { DEFAULT_METHODS_DENY } from "../methods/deny-by-default.ts";
+import { defineSubscriptionSchemas } from "../subscriptions/subscription-settings.ts";
 import { boundIssues, PLATFORM_LIMITS } from "./config-bounds.ts";
 import { consensusIssues, defineConsensusSchema } from "./consensus-schema.ts";
 import { defineHistorySchemas } from "./history-schema.ts";
@@ -43,9 +44,9 @@ export function defineConfigSchemas() {
       for (const message of providerUrlProblems(url)) ctx.addIssue({ code: "custom", message });
     }),
   );
-
   const nonEmptyString = z.string().check(z.minLength(1));
   const { providerHistory, historyBounds } = defineHistorySchemas();
+  const subscriptions = defineSubscriptionSchemas();
   const methodPatterns = z.array(nonEmptyString);
 
   const cooldown = withDefaults(
@@ -205,6 +206,7 @@ export function defineConfigSchemas() {
     events: events.full,
     hedge: hedge.full,
     history_bounds: historyBounds.full,
+    subscriptions: subscriptions.full,
     methods_deny: z._default(methodPatterns, [...DEFAULT_METHODS_DENY]),
     methods_allow: z.optional(methodPatterns),
   };
@@ -251,6 +253,7 @@ export function defineConfigSchemas() {
     events: z.optional(events.override),
     hedge: z.optional(hedge.override),
     history_bounds: z.optional(historyBounds.override),
+    subscriptions: z.optional(subscriptions.override),
     methods_deny: z.optional(methodPatterns),
     methods_allow: z.optional(methodPatterns),
   };

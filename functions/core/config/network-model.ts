@@ -183,6 +183,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     events: { ...config.events, ...network.events },
     hedge: { ...config.hedge, ...network.hedge },
     history_bounds: { ...config.history_bounds, ...network.history_bounds },
+    subscriptions: { ...config.subscriptions, ...network.subscriptions },
     methods_deny: network.methods_deny ?? config.methods_deny,
     methods_allow: network.methods_allow ?? config.methods_allow,
   };
