@@ -1,0 +1,46 @@
+/**
+ * The follower's settings for one network (from its config), and the fixed policies of its
+ * steps (docs/behaviour.md "Subscriptions over WebSocket", the follower).
+ */
+export interface FollowerSettings {
+  readonly blockTimeMs: number;
+  /** How long after its delivery a block can still be resumed from (`resume_window_seconds`). */
+  readonly resumeWindowMs: number;
+  /**
+   * How long a block's logs are asked for, from provider to provider, before its `logs`
+   * subscribers are told they could not be delivered (`delivery_timeout_seconds`).
+   */
+  readonly deliveryTimeoutMs: number;
+  /** The most calls one request to the pipeline may hold (`max_batch`). */
+  readonly maxBatch: number;
+}
+
+/** The most blocks one step delivers (a follower behind takes several steps, one after another). */
+export const BLOCKS_PER_STEP = 32;
+/** Subscriptions behind the cursor caught up per step, and blocks each. */
+export const CATCH_UP_SUBSCRIPTIONS = 16;
+export const CATCH_UP_BLOCKS = 64;
+/** Connections pushed to at once. */
+export const PUSH_CONCURRENCY = 64;
+/** A read never starts with less than this left before the run ends (ms). */
+export const READ_MARGIN_MS = 2_000;
+/** How long the cursor is kept without a write (a network without subscribers for a day starts afresh). */
+export const CURSOR_TTL_MS = 86_400_000;
+
+/** How long to wait before asking again for a block's logs that no provider served. */
+export function logsRetryMs(settings: FollowerSettings): number {
+  return Math.min(2_000, Math.max(250, settings.blockTimeMs / 4));
+}
+
+/** How often the follower looks at the served head. */
+export function pollMs(settings: FollowerSettings, headCacheMs: number): number {
+  return Math.max(headCacheMs, 100, Math.min(1_000, settings.blockTimeMs / 4));
+}
+
+/**
+ * How long the logs sent of a block are kept for a reorg to send them again as removed: while
+ * the block is among the remembered ones, and the resume window.
+ */
+export function keptLogsMs(settings: FollowerSettings, rememberedBlocks: number): number {
+  return Math.max(settings.resumeWindowMs, rememberedBlocks * settings.blockTimeMs) + 600_000;
+}
