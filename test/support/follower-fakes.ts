@@ -298,3 +298,9 @@ export function followerScene(chainLength = 10): FollowerScene {
     clock: { now: 1_000_000 },
   };
 }
+
+/** The message of an error notification's result as `RecordingPush.results` gives it ("" if none). */
+export function errorMessage(result: Record<string, unknown> | undefined): string {
+  const error = result?.error as { message?: unknown } | undefined;
+  return typeof error?.message === "string" ? error.message : "";
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { MAX_MESSAGE_BYTES } from "../../functions/core/follower/notifications.ts";
-import { followerScene, subscription } from "../support/follower-fakes.ts";
+import { errorMessage, followerScene, subscription } from "../support/follower-fakes.ts";
 import { sceneFollower, stepUntilIdle } from "../support/follower-harness.ts";
 
 /**
@@ -107,7 +107,7 @@ describe("the head follower delivers every block once, in order", () => {
     await stepUntilIdle(follower);
     const [tooBig, next] = scene.push.results("c1", heads.id);
     expect(tooBig).toMatchObject({ error: { code: -32000 } });
-    expect(String((tooBig?.error as { message: string }).message)).toMatch(
+    expect(errorMessage(tooBig)).toMatch(
       /header of block 0x2 is \d+ bytes as a notification, over the 131072 bytes/,
     );
     expect(Number(next?.number)).toBe(3);
@@ -168,7 +168,7 @@ describe("a block whose logs no provider serves", () => {
     scene.chain.mine();
     await stepUntilIdle(follower);
     const [error] = scene.push.results("c1", logs.id);
-    expect(String((error?.error as { message: string }).message)).toMatch(
+    expect(errorMessage(error)).toMatch(
       /logs of block 0x2 .* could not be read from any provider within 5 s .*resumeFrom 0x1/,
     );
     expect(scene.push.closed.get("c1")).toMatch(/logs of block 0x2 undeliverable/);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { followerScene, subscription } from "../support/follower-fakes.ts";
+import { errorMessage, followerScene, subscription } from "../support/follower-fakes.ts";
 import { sceneFollower, stepUntilIdle } from "../support/follower-harness.ts";
 
 /**
@@ -94,7 +94,7 @@ describe("a reorg", () => {
     await stepUntilIdle(follower);
     expect(scene.push.closed.get("c1")).toBe("the chain restarted");
     const last = scene.push.results("c1", heads.id).at(-1);
-    expect(String((last?.error as { message: string }).message)).toMatch(/chain was replaced/);
+    expect(errorMessage(last)).toMatch(/chain was replaced/);
     expect(follower.cursor?.next).toBe(21);
   });
 

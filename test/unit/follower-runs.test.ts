@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { blockKey } from "../../functions/core/follower/cursor.ts";
-import { followerScene, subscription } from "../support/follower-fakes.ts";
+import { errorMessage, followerScene, subscription } from "../support/follower-fakes.ts";
 import { sceneFollower, stepUntilIdle } from "../support/follower-harness.ts";
 
 /**
@@ -110,7 +110,7 @@ describe("runs of the follower", () => {
     expect(await second.begin(scene.clock.now + 60_000)).toBe(true);
     expect(scene.push.closed.get("c1")).toBe("delivery interrupted");
     const [told] = scene.push.results("c1", live.id);
-    expect(String((told?.error as { message: string }).message)).toMatch(/resumeFrom 0x6/);
+    expect(errorMessage(told)).toMatch(/resumeFrom 0x6/);
     expect(scene.push.closed.has("c2")).toBe(false);
     expect(scene.store.cursor?.done).toBe(8);
   });
