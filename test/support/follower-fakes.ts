@@ -191,7 +191,7 @@ export class MemorySubscriptions implements FollowerSubscriptions {
     const sub = this.subs.get(id);
     if (sub === undefined || sub.live === true || sub.nextBlock !== expected) return false;
     this.advances++;
-    this.subs.set(id, { ...sub, nextBlock: next, live: live || sub.live === true });
+    this.subs.set(id, { ...sub, nextBlock: next, live });
     return true;
   }
 

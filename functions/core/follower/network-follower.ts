@@ -20,6 +20,7 @@ import {
   sameBlock,
   skipped,
 } from "./cursor.ts";
+import { farewellInterrupted, farewellRestart } from "./farewells.ts";
 import {
   BLOCKS_PER_STEP,
   CURSOR_TTL_MS,
@@ -30,6 +31,7 @@ import {
   READ_MARGIN_MS,
 } from "./follow-settings.ts";
 import type { FollowerStore, FollowerSubscriptions } from "./follower-ports.ts";
+import { LogsDelivery, pendingTakers } from "./logs-delivery.ts";
 import { boundedNotification, errorNotification, hexNumber } from "./notifications.ts";
 import { Outbox } from "./outbox.ts";
 import { sendRemovals } from "./removals.ts";
@@ -72,6 +74,7 @@ export class NetworkFollower {
   readonly #reads: ChainReads;
   readonly #dropped = new Set<string>();
   readonly #catchUp: CatchUp;
+  readonly #logs: LogsDelivery;
   #cursor: FollowerCursor | null = null;
   #until = 0;
   /** When the block delivered last was last read again, to see a reorg at its height (ms). */
@@ -84,6 +87,13 @@ export class NetworkFollower {
       deps.settings.maxBatch,
       () => this.#until - deps.clock() - READ_MARGIN_MS,
     );
+    this.#logs = new LogsDelivery({
+      ...deps,
+      reads: this.#reads,
+      outbox: () => this.#outbox(),
+      until: () => this.#until,
+      remembered: () => this.#held().recent.length + 1,
+    });
     this.#catchUp = new CatchUp({
       ...deps,
       reads: this.#reads,
@@ -120,7 +130,16 @@ export class NetworkFollower {
       await this.#write(mine);
       const left = interrupted(mine);
       if (left.block !== null || left.catchingUp.length > 0) {
-        await this.#closeInterrupted(left.block, left.catchingUp);
+        const subs = await this.#deps.subscriptions.list(network);
+        const { telemetry } = this.#deps;
+        await farewellInterrupted(
+          this.#outbox(),
+          subs,
+          left.block,
+          left.catchingUp,
+          telemetry,
+          network,
+        );
         await this.#write(recovered(this.#held()));
       }
     } catch (error) {
@@ -162,8 +181,12 @@ export class NetworkFollower {
       "Count",
     );
     if (start.logsPending !== null) {
-      const pending = await this.#pendingLogs(start, subs);
+      const block = { number: start.next - 1, hash: start.logsPending };
+      const takers = pendingTakers(subs, block.number);
+      const pending =
+        takers.length === 0 ? "done" : await this.#logs.deliver(block, takers, start.pendingSince);
       if (pending === "stopped") return "stopped";
+      this.#cursor = completed(this.#held());
     }
     this.#skipUnwanted(subs, head);
     const cursor = this.#held();
@@ -276,125 +299,15 @@ export class NetworkFollower {
     const logTakers = sent.filter(
       (sub) => sub.kind === "logs" && !this.#dropped.has(sub.connection),
     );
-    const logs = logTakers.length === 0 ? "done" : await this.#blockLogs(block, logTakers, clock());
-    if (logs === "stopped") return "stopped";
+    const askedAt = clock();
+    const logs =
+      logTakers.length === 0 ? "done" : await this.#logs.deliver(block, logTakers, askedAt);
+    if (logs === "stopped") {
+      await this.#write(logsLeftPending(this.#held(), block.hash, askedAt));
+      return "stopped";
+    }
     this.#cursor = completed(this.#held());
     return logs;
-  }
-
-  /**
-   * The block's logs to its `logs` subscribers, asked again (the pipeline tries every provider
-   * each time) until the delivery bound: then each is told it missed them, and its socket is
-   * closed. A block replaced meanwhile is left to the next step's reorg; a run about to end
-   * leaves the logs pending for the next run.
-   */
-  async #blockLogs(
-    block: ChainBlock,
-    takers: readonly Followed[],
-    since: number,
-  ): Promise<"done" | "replaced" | "stopped"> {
-    const { clock, wait, settings } = this.#deps;
-    const filters = takers.map((sub) => sub.filter ?? {});
-    for (;;) {
-      const answer = await this.#reads.blockLogs(block.hash, filters);
-      if (answer.ok) {
-        await this.#sendLogs(block, takers, answer.logs);
-        return "done";
-      }
-      const now = clock();
-      if (now - since >= settings.deliveryTimeoutMs) {
-        await this.#undeliverable(block, takers, answer.detail);
-        return "done";
-      }
-      if (now + logsRetryMs(settings) + READ_MARGIN_MS >= this.#until) {
-        await this.#write(logsLeftPending(this.#held(), block.hash, since));
-        return "stopped";
-      }
-      const again = await this.#reads.blocks([block.number]);
-      const there = again?.get(block.number);
-      if (there != null && there.hash !== block.hash) return "replaced";
-      await wait(logsRetryMs(settings));
-    }
-  }
-
-  /** Logs left pending by the run before: sent to the live `logs` subscriptions that were sent its header. */
-  async #pendingLogs(cursor: FollowerCursor, subs: Followed[]): Promise<"done" | "stopped"> {
-    const hash = cursor.logsPending as string;
-    const number = cursor.next - 1;
-    const takers = subs.filter(
-      (sub) =>
-        sub.kind === "logs" && sub.live === true && (sub.firstBlock ?? sub.nextBlock) <= number,
-    );
-    const block: ChainBlock = { number, hash, parentHash: "", header: "" };
-    const outcome =
-      takers.length === 0 ? "done" : await this.#blockLogs(block, takers, cursor.pendingSince);
-    if (outcome === "stopped") return "stopped";
-    this.#cursor = completed(this.#held());
-    return "done";
-  }
-
-  async #sendLogs(
-    block: ChainBlock,
-    takers: readonly Followed[],
-    logs: readonly BlockLog[],
-  ): Promise<void> {
-    const { network, store, clock, settings, telemetry } = this.#deps;
-    const outbox = this.#outbox();
-    const sent = new Map<number, string>();
-    for (const sub of takers) {
-      for (const log of logsFor(logs, sub.filter)) {
-        const what = `the log ${hexNumber(log.index)} of block ${hexNumber(block.number)}`;
-        outbox.add(sub.connection, "logs", boundedNotification(sub.id, log.text, what));
-        sent.set(log.index, log.text);
-      }
-    }
-    await outbox.flush();
-    if (sent.size === 0) return;
-    const key = { number: block.number, key: blockKey(block.hash) };
-    const expiresAt = clock() + keptLogsMs(settings, this.#held().recent.length + 1);
-    await store.keepLogs(network, key, [...sent.values()], expiresAt).catch((error: unknown) => {
-      telemetry.log(
-        "warn",
-        "the logs sent of a block were not kept: a reorg cannot send them as removed",
-        {
-          network,
-          block: block.number,
-          error: error instanceof Error ? error.message : String(error),
-        },
-      );
-    });
-  }
-
-  async #undeliverable(
-    block: ChainBlock,
-    takers: readonly Followed[],
-    detail: string,
-  ): Promise<void> {
-    const { network, telemetry, settings } = this.#deps;
-    const number = hexNumber(block.number);
-    const seconds = Math.round(settings.deliveryTimeoutMs / 1000);
-    const outbox = this.#outbox();
-    for (const sub of takers) {
-      const message = `the logs of block ${number} (${block.hash}) could not be read from any provider within ${seconds} s (${detail}): this subscription did not get them; subscribe again with resumeFrom ${hexNumber(block.number - 1)} to have them`;
-      outbox.fail(
-        sub.connection,
-        "logs",
-        errorNotification(sub.id, message),
-        `logs of block ${number} undeliverable`,
-      );
-    }
-    await outbox.flush();
-    telemetry.count("subscription_delivery_failures", { network }, takers.length);
-    telemetry.log(
-      "error",
-      "a block's logs were not delivered: no provider served them within the bound",
-      {
-        network,
-        block: block.number,
-        subscriptions: takers.length,
-        detail,
-      },
-    );
   }
 
   /**
@@ -428,50 +341,8 @@ export class NetworkFollower {
   /** The chain is now below every block remembered (a restart): every subscriber starts afresh. */
   async #restart(head: number, subs: readonly Followed[]): Promise<void> {
     const { network, telemetry } = this.#deps;
-    const outbox = this.#outbox();
-    for (const sub of subs) {
-      const message = `the chain was replaced below every block this subscription was sent (it restarted at block ${hexNumber(head)}): subscribe again`;
-      outbox.fail(
-        sub.connection,
-        sub.kind,
-        errorNotification(sub.id, message),
-        "the chain restarted",
-      );
-    }
-    await outbox.flush();
-    telemetry.log("error", "the follower saw the chain restart below what it remembers", {
-      network,
-      head,
-    });
+    await farewellRestart(this.#outbox(), subs, head, telemetry, network);
     await this.#write(restarted(this.#held(), head + 1));
-  }
-
-  async #closeInterrupted(block: number | null, catching: readonly string[]): Promise<void> {
-    const { network, subscriptions, telemetry } = this.#deps;
-    const subs = await subscriptions.list(network);
-    const outbox = this.#outbox();
-    let told = 0;
-    for (const sub of subs) {
-      const inBlock =
-        block !== null && sub.live === true && (sub.firstBlock ?? sub.nextBlock) <= block;
-      if (!inBlock && !catching.includes(sub.id)) continue;
-      const from = block === null ? sub.nextBlock - 1 : block - 1;
-      const message = `the gateway stopped while delivering to this subscription, so some notifications may be missing: subscribe again with resumeFrom ${hexNumber(from)} (or the last block you saw)`;
-      outbox.fail(
-        sub.connection,
-        sub.kind,
-        errorNotification(sub.id, message),
-        "delivery interrupted",
-      );
-      told++;
-    }
-    await outbox.flush();
-    telemetry.count("subscription_delivery_failures", { network }, told);
-    telemetry.log("error", "the follower found a delivery interrupted by a run that stopped", {
-      network,
-      block,
-      subscriptions: told,
-    });
   }
 
   #removalDeps() {
