@@ -178,13 +178,19 @@ export class MemorySubscriptions implements FollowerSubscriptions {
   readonly subs = new Map<string, Followed>();
   readonly disconnected: string[] = [];
   advances = 0;
+  /** `list()` answers as the store stood at the call before (an eventually consistent read). */
+  staleReads = false;
+  #previous: Followed[] = [];
 
   add(...subs: Followed[]): void {
     for (const sub of subs) this.subs.set(sub.id, sub);
   }
 
   async list(): Promise<readonly Followed[]> {
-    return [...this.subs.values()];
+    const now = [...this.subs.values()];
+    const answer = this.staleReads ? this.#previous : now;
+    this.#previous = now;
+    return answer;
   }
 
   async advance(_network: string, id: string, expected: number, next: number, live = false) {

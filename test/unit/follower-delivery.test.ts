@@ -36,6 +36,21 @@ describe("the head follower delivers every block once, in order", () => {
     expect(scene.subscriptions.advances).toBe(1);
   });
 
+  it("regression: a list read as it was before a subscription went live costs it no block", async () => {
+    const scene = followerScene(5);
+    const heads = subscription("c1", "newHeads", 5);
+    scene.subscriptions.add(heads);
+    scene.subscriptions.staleReads = true;
+    const follower = sceneFollower(scene);
+    await follower.begin(UNTIL);
+    await follower.step();
+    for (let i = 0; i < 3; i++) {
+      scene.chain.mine();
+      await stepUntilIdle(follower);
+    }
+    expect(numbers(scene.push.results("c1", heads.id))).toEqual([5, 6, 7]);
+  });
+
   it("sends geth's header shape: the block without its body", async () => {
     const scene = followerScene(3);
     const heads = subscription("c1", "newHeads", 3);

@@ -1,79 +1,33 @@
 import { describe, expect, it } from "vitest";
-import {
-  claimed,
-  type FollowerCursor,
-  MARK_SLOT_MS,
-  newCursor,
-  RECENT_BLOCKS,
-} from "../../functions/core/follower/cursor.ts";
-import { resumeStart } from "../../functions/core/follower/resume.ts";
+import { claimed, newCursor, RECENT_BLOCKS } from "../../functions/core/follower/cursor.ts";
 import { errorMessage, followerScene, subscription } from "../support/follower-fakes.ts";
 import { sceneFollower, stepUntilIdle } from "../support/follower-harness.ts";
 
 /**
- * Resume (docs/behaviour.md "Subscriptions over WebSocket", the follower): a client that
- * subscribes again with `resumeFrom` gets every block after it, in order, then the live
- * stream, when the blocks were delivered within the resume window.
+ * Resume (docs/behaviour.md "Subscriptions over WebSocket", the follower): a subscription
+ * made with `resumeFrom` starts behind the cursor and gets every block after it, in order,
+ * then the live stream; the cursor stays bounded however long it runs.
  */
 
-const WINDOW = 600_000;
 const T0 = 1_000_000;
 
-/** A cursor that claimed blocks `from`..`to`, one a second from T0. */
-function cursorOver(from: number, to: number): FollowerCursor {
-  let cursor = newCursor(from);
-  for (let number = from; number <= to; number++) {
-    cursor = claimed(cursor, { number, key: `0x${number}` }, T0 + (number - from) * 1000, WINDOW);
-  }
-  return cursor;
-}
-
-describe("resumeStart", () => {
-  const cursor = cursorOver(100, 1_000);
-  const now = T0 + 900_000;
-  it.each([
-    ["the block after the last one seen", 999, { ok: true, nextBlock: 1_000 }],
-    ["the newest delivered block: nothing missed yet", 1_000, { ok: true, nextBlock: 1_001 }],
-    ["a block inside the window", 400, { ok: true, nextBlock: 401 }],
-  ])("accepts %s", (_case, resumeFrom, expected) => {
-    expect(resumeStart(cursor, resumeFrom, now, WINDOW)).toEqual(expected);
-  });
-
-  it.each([
-    [
-      "older than the window",
-      250,
-      /older than the resume window \(600 s\).*oldest resumeFrom accepted now is 0x/,
-    ],
-    [
-      "past the newest block delivered",
-      1_001,
-      /past the newest block delivered on this network \(0x3e8\)/,
-    ],
-  ])("refuses one %s, naming what it accepts", (_case, resumeFrom, message) => {
-    const start = resumeStart(cursor, resumeFrom, now, WINDOW);
-    expect(start.ok).toBe(false);
-    expect(start.ok ? "" : start.message).toMatch(message);
-  });
-
-  it("refuses on a network that delivered nothing in the window", () => {
-    expect(resumeStart(null, 5, now, WINDOW).ok).toBe(false);
-    expect(resumeStart(cursorOver(1, 10), 5, T0 + 10 * WINDOW, WINDOW).ok).toBe(false);
-  });
-
-  it("offers no block claimed before the window, to within a mark's slot", () => {
-    const start = resumeStart(cursor, 0, now, WINDOW);
-    const oldest =
-      Number.parseInt(/is (0x[0-9a-f]+);/.exec(start.ok ? "" : start.message)?.[1] ?? "", 16) + 1;
-    const claimedAt = T0 + (oldest - 100) * 1000;
-    expect(claimedAt).toBeGreaterThanOrEqual(now - WINDOW);
-    expect(claimedAt).toBeLessThan(now - WINDOW + MARK_SLOT_MS);
-  });
-
-  it("keeps the cursor bounded: the remembered blocks and the marks", () => {
+describe("the cursor", () => {
+  it("remembers a bounded run of consecutive blocks, the newest last", () => {
+    let cursor = newCursor(100);
+    for (let number = 100; number <= 1_000; number++) {
+      cursor = claimed(cursor, { number, key: `0x${number}` });
+    }
     expect(cursor.recent).toHaveLength(RECENT_BLOCKS);
     expect(cursor.recent.at(-1)?.number).toBe(1_000);
-    expect(cursor.marks.length).toBeLessThanOrEqual(WINDOW / MARK_SLOT_MS + 2);
+    expect(
+      cursor.recent.every(
+        (block, i) => i === 0 || block.number === (cursor.recent[i - 1]?.number ?? 0) + 1,
+      ),
+    ).toBe(true);
+    // A block of a new branch below the tip drops what was remembered above it.
+    const forked = claimed(cursor, { number: 990, key: "0xother" });
+    expect(forked.recent.at(-1)).toEqual({ number: 990, key: "0xother" });
+    expect(forked.next).toBe(991);
   });
 });
 

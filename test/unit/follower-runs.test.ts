@@ -101,7 +101,6 @@ describe("runs of the follower", () => {
       pendingSince: 0,
       recent: [{ number: 7, key: blockKey(scene.chain.block(7)?.hash ?? "") }],
       catchingUp: [],
-      marks: [],
       holder: "run-1",
       leaseUntil: scene.clock.now - 1,
       version: 3,

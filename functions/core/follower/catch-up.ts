@@ -34,6 +34,8 @@ export interface CatchUpDeps {
   readonly write: (next: FollowerCursor) => Promise<void>;
   readonly outbox: () => Outbox;
   readonly dropped: ReadonlySet<string>;
+  /** Notes a subscription this run made live. */
+  readonly madeLive: (id: string) => void;
 }
 
 export class CatchUp {

@@ -1,8 +1,7 @@
 /**
  * The head follower's memory of one network (docs/behaviour.md "Subscriptions over
  * WebSocket", the follower): which block it delivers next, the blocks it delivered that a
- * reorg may still replace, marks that date its blocks for resume, and the lease that lets one
- * run at a time deliver. Pure: every change is a new cursor, written by the store conditional
+ * reorg may still replace, and the lease that lets one run at a time deliver. Pure: every change is a new cursor, written by the store conditional
  * on the version it was read at, so two runs never both claim a block.
  */
 
@@ -11,12 +10,6 @@ export interface RecentBlock {
   readonly number: number;
   /** `blockKey` of its hash. */
   readonly key: string;
-}
-
-/** The first block claimed in a slot of the resume window, and when. */
-export interface ResumeMark {
-  readonly block: number;
-  readonly at: number;
 }
 
 export interface FollowerCursor {
@@ -39,7 +32,6 @@ export interface FollowerCursor {
   readonly recent: readonly RecentBlock[];
   /** Subscriptions whose catch-up a run claimed and has not finished. */
   readonly catchingUp: readonly string[];
-  readonly marks: readonly ResumeMark[];
   /** The run holding the lease, and until when (ms). */
   readonly holder: string | null;
   readonly leaseUntil: number;
@@ -49,8 +41,6 @@ export interface FollowerCursor {
 
 /** Blocks remembered for reorgs (a reorg deeper than this is a finality break). */
 export const RECENT_BLOCKS = 64;
-/** One resume mark per slot: the oldest block a client can resume from is exact to this. */
-export const MARK_SLOT_MS = 30_000;
 
 /**
  * What the follower keeps of a hash: its first 64 bits, enough to tell two blocks of one
@@ -73,7 +63,6 @@ export function newCursor(next: number): FollowerCursor {
     pendingSince: 0,
     recent: [],
     catchingUp: [],
-    marks: [],
     holder: null,
     leaseUntil: 0,
     version: 0,
@@ -130,12 +119,7 @@ export function recovered(cursor: FollowerCursor): FollowerCursor {
  * Claims `block` (the cursor's `next`, or a block of a new branch below it after a reorg):
  * every block before it is delivered, and it is in flight.
  */
-export function claimed(
-  cursor: FollowerCursor,
-  block: RecentBlock,
-  now: number,
-  windowMs: number,
-): FollowerCursor {
+export function claimed(cursor: FollowerCursor, block: RecentBlock): FollowerCursor {
   const kept = cursor.recent.filter((recent) => recent.number < block.number);
   const joined = kept.at(-1)?.number === block.number - 1 ? [...kept, block] : [block];
   return bump(cursor, {
@@ -144,12 +128,6 @@ export function claimed(
     logsPending: null,
     pendingSince: 0,
     recent: joined.slice(Math.max(0, joined.length - RECENT_BLOCKS)),
-    marks: marked(
-      cursor.marks.filter((mark) => mark.block <= block.number),
-      block.number,
-      now,
-      windowMs,
-    ),
   });
 }
 
@@ -197,8 +175,7 @@ export function skipped(cursor: FollowerCursor, next: number): FollowerCursor {
 
 /**
  * The cursor moved to `next` with nothing remembered: the chain restarted lower (or was
- * replaced below every block remembered). Resume marks are dropped: those blocks are not the
- * chain's any more.
+ * replaced below every block remembered).
  */
 export function restarted(cursor: FollowerCursor, next: number): FollowerCursor {
   return bump(cursor, {
@@ -208,19 +185,5 @@ export function restarted(cursor: FollowerCursor, next: number): FollowerCursor 
     pendingSince: 0,
     recent: [],
     catchingUp: [],
-    marks: [],
   });
-}
-
-/** Marks kept for the window, with one for `block` when its slot has none yet. */
-function marked(
-  marks: readonly ResumeMark[],
-  block: number,
-  now: number,
-  windowMs: number,
-): ResumeMark[] {
-  const kept = marks.filter((mark) => mark.at >= now - windowMs - MARK_SLOT_MS);
-  const last = kept.at(-1);
-  if (last === undefined || now - last.at >= MARK_SLOT_MS) kept.push({ block, at: now });
-  return kept;
 }

@@ -73,6 +73,11 @@ export class NetworkFollower {
   readonly #deps: NetworkFollowerDeps;
   readonly #reads: ChainReads;
   readonly #dropped = new Set<string>();
+  /**
+   * The subscriptions this run made live: the registry's list is eventually consistent, and
+   * one read as it was a moment before must not miss a block.
+   */
+  readonly #madeLive = new Set<string>();
   readonly #catchUp: CatchUp;
   readonly #logs: LogsDelivery;
   #cursor: FollowerCursor | null = null;
@@ -101,6 +106,7 @@ export class NetworkFollower {
       write: (next) => this.#write(next),
       outbox: () => this.#outbox(),
       dropped: this.#dropped,
+      madeLive: (id) => this.#madeLive.add(id),
     });
   }
 
@@ -170,9 +176,11 @@ export class NetworkFollower {
     const { network, telemetry, subscriptions } = this.#deps;
     const head = await this.#reads.servedHead();
     if (head === null) return "idle";
-    const subs = (await subscriptions.list(network)).filter(
-      (sub) => !this.#dropped.has(sub.connection),
-    );
+    const subs = (await subscriptions.list(network))
+      .filter((sub) => !this.#dropped.has(sub.connection))
+      .map((sub) =>
+        sub.live !== true && this.#madeLive.has(sub.id) ? { ...sub, live: true } : sub,
+      );
     const start = this.#held();
     telemetry.measure(
       "follower_lag_blocks",
@@ -278,13 +286,14 @@ export class NetworkFollower {
       (sub) => !this.#dropped.has(sub.connection) && takesBlock(sub, block.number, cycleNext),
     );
     const recent: RecentBlock = { number: block.number, key: blockKey(block.hash) };
-    await this.#write(claimed(cursor, recent, clock(), settings.resumeWindowMs));
+    await this.#write(claimed(cursor, recent));
     const sent: Followed[] = [];
     for (const sub of takers) {
       if (standing(sub, cycleNext) === "waiting") {
         // Its first block: from now on the cursor's deliveries are its, with no write of its own.
         if (!(await subscriptions.advance(network, sub.id, sub.nextBlock, sub.nextBlock, true)))
           continue;
+        this.#madeLive.add(sub.id);
         replaceIn(subs, { ...sub, live: true });
       }
       sent.push(sub);
