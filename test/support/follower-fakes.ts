@@ -1,19 +1,15 @@
 import { createHash } from "node:crypto";
-import type { FollowerCursor, RecentBlock } from "../../functions/core/follower/cursor.ts";
-import type {
-  FollowerStore,
-  FollowerSubscriptions,
-} from "../../functions/core/follower/follower-ports.ts";
+import type { FollowerSubscriptions } from "../../functions/core/follower/follower-ports.ts";
 import type { Followed } from "../../functions/core/follower/subscribers.ts";
 import type { ConnectionPush, Telemetry } from "../../functions/core/ports.ts";
 import type { PushOutcome } from "../../functions/core/subscriptions/subscription-records.ts";
+import { MemoryFollowerStore } from "./memory-follower-store.ts";
 
 /**
  * In-memory parts for the head follower's unit tests: a chain that answers the reads the
  * follower makes through the gateway (served head, blocks by number, logs by block hash) and
- * can reorg or fail, the registry's subscriptions, the cursor store (held to the DynamoDB
- * adapter's contract in test/integration/follower-store-contract.test.ts) and pushes that
- * record every message per connection.
+ * can reorg or fail, the registry's subscriptions, and pushes that record every message per
+ * connection; the cursor store is `memory-follower-store.ts`.
  */
 
 const hex = (n: number) => `0x${n.toString(16)}`;
@@ -207,31 +203,6 @@ export class MemorySubscriptions implements FollowerSubscriptions {
   }
 }
 
-export class MemoryFollowerStore implements FollowerStore {
-  cursor: FollowerCursor | null = null;
-  readonly logs = new Map<string, readonly string[]>();
-  writes = 0;
-
-  async readCursor(): Promise<FollowerCursor | null> {
-    return this.cursor;
-  }
-
-  async writeCursor(_network: string, cursor: FollowerCursor, expectedVersion: number) {
-    if ((this.cursor?.version ?? 0) !== expectedVersion) return false;
-    this.writes++;
-    this.cursor = cursor;
-    return true;
-  }
-
-  async keepLogs(_network: string, block: RecentBlock, logs: readonly string[]): Promise<void> {
-    this.logs.set(`${block.number}#${block.key}`, logs);
-  }
-
-  async readLogs(_network: string, block: RecentBlock): Promise<readonly string[] | null> {
-    return this.logs.get(`${block.number}#${block.key}`) ?? null;
-  }
-}
-
 export class RecordingPush implements ConnectionPush {
   readonly sent = new Map<string, unknown[]>();
   readonly closed = new Map<string, string>();
@@ -295,13 +266,14 @@ export interface FollowerScene {
 
 /** The parts of one network's follower, on a test clock that `wait` moves on. */
 export function followerScene(chainLength = 10): FollowerScene {
+  const clock = { now: 1_000_000 };
   return {
     chain: new FakeChain(chainLength),
     subscriptions: new MemorySubscriptions(),
-    store: new MemoryFollowerStore(),
+    store: new MemoryFollowerStore(() => clock.now),
     push: new RecordingPush(),
     telemetry: new CountingTelemetry(),
-    clock: { now: 1_000_000 },
+    clock,
   };
 }
 

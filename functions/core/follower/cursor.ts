@@ -43,11 +43,11 @@ export interface FollowerCursor {
 export const RECENT_BLOCKS = 64;
 
 /**
- * What the follower keeps of a hash: its first 64 bits, enough to tell two blocks of one
+ * What the follower keeps of a hash: its first 48 bits, enough to tell two blocks of one
  * height apart, so the cursor stays one write unit's worth smaller.
  */
 export function blockKey(hash: string): string {
-  return hash.toLowerCase().slice(0, 18);
+  return hash.toLowerCase().slice(0, 14);
 }
 
 export function sameBlock(hash: string | null | undefined, key: string | undefined): boolean {
