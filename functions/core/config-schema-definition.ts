@@ -3,6 +3,7 @@ import { boundIssues, PLATFORM_LIMITS } from "./config-bounds.ts";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "./cors.ts";
 import { DEFAULT_METHODS_DENY } from "./methods/deny-by-default.ts";
 import { providerUrlProblems } from "./provider-url.ts";
+import { defineSubscriptionSchemas } from "./subscriptions/subscription-settings.ts";
 
 /** Builds a schema with defaults and its override twin (every field optional, no defaults). */
 function withDefaults<T extends Record<string, z.ZodMiniType>>(
@@ -178,6 +179,7 @@ export function defineConfigSchemas() {
     ...withDefaults(quorumFields, quorumDefaults).shape,
     failing_often: failingOften.full,
   });
+  const subscriptions = defineSubscriptionSchemas();
   const quorum = {
     full: z.prefault(quorumFull, {}),
     override: z.partial(z.strictObject({ ...quorumFields, failing_often: failingOften.override })),
@@ -222,6 +224,7 @@ export function defineConfigSchemas() {
     quorum: quorum.full,
     events: events.full,
     hedge: hedge.full,
+    subscriptions: subscriptions.full,
     methods_deny: z._default(methodPatterns, [...DEFAULT_METHODS_DENY]),
     methods_allow: z.optional(methodPatterns),
   };
@@ -267,6 +270,7 @@ export function defineConfigSchemas() {
     quorum: z.optional(quorum.override),
     events: z.optional(events.override),
     hedge: z.optional(hedge.override),
+    subscriptions: z.optional(subscriptions.override),
     methods_deny: z.optional(methodPatterns),
     methods_allow: z.optional(methodPatterns),
   };

@@ -176,6 +176,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     },
     events: { ...config.events, ...network.events },
     hedge: { ...config.hedge, ...network.hedge },
+    subscriptions: { ...config.subscriptions, ...network.subscriptions },
     methods_deny: network.methods_deny ?? config.methods_deny,
     methods_allow: network.methods_allow ?? config.methods_allow,
   };

@@ -199,6 +199,8 @@ export interface SubscriptionStore {
     connection: ConnectionRecord,
     maxPerKey: number,
   ): Promise<ConnectOutcome>;
+  /** The live connection with this id, or null (never connected, gone, or expired). */
+  connection(network: string, connectionId: string): Promise<ConnectionRecord | null>;
   /** Forgets a connection and every subscription it holds. */
   disconnect(network: string, connectionId: string): Promise<void>;
   /** Keeps a subscription of a live connection, within the bounds. */
@@ -221,8 +223,11 @@ export interface SubscriptionStore {
     expected: number,
     next: number,
   ): Promise<boolean>;
-  /** The networks that hold at least one subscription (the follower runs only for them). */
-  networksWithSubscribers(): Promise<readonly string[]>;
+  /**
+   * Those of `networks` (the configured ones) that hold at least one subscription, one cheap
+   * read each: the follower runs only for them.
+   */
+  networksWithSubscribers(networks: readonly string[]): Promise<readonly string[]>;
 }
 
 /** Pushes to WebSocket connections (API Gateway's management API; locally, the emulator's). */

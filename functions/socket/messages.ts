@@ -1,0 +1,147 @@
+import type { RpcOptions } from "../core/gateway.ts";
+import { ErrorCode, parseRequest } from "../core/jsonrpc.ts";
+import type { Network } from "../core/network-model.ts";
+import type { SubscriptionStore } from "../core/ports.ts";
+import type { SubscriptionRegistry } from "../core/subscriptions/registry.ts";
+import {
+  assembleAnswer,
+  errorForEveryCall,
+  planMessage,
+  withinMessageLimit,
+} from "../core/subscriptions/socket-message.ts";
+import type { ProxyRuntime } from "../proxy/runtime.ts";
+import { messageBody, type WebSocketEvent, type WebSocketResult } from "./socket-event.ts";
+
+/**
+ * `$default`: one message of JSON-RPC (a call or a batch) from a registered connection
+ * (docs/behaviour.md "Subscriptions over WebSocket"). Every call but `eth_subscribe` and
+ * `eth_unsubscribe` goes through the same pipeline as HTTP (routing, cache, served head,
+ * limits, the caller's key); those two the registry answers. The reply is the route's
+ * response, within API Gateway's 128 KB; a refusal answers each call by its id, so the client
+ * is not left waiting for an answer that never comes.
+ */
+
+export interface MessageDeps {
+  readonly proxy: ProxyRuntime;
+  readonly store: SubscriptionStore;
+  readonly registry: SubscriptionRegistry;
+  /** The caller remembered for a connection in this container, if any. */
+  readonly remembered: (network: string, connectionId: string) => string | undefined;
+  readonly remember: (network: string, connectionId: string, caller: string) => void;
+}
+
+const BLOCK_NUMBER = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
+
+export async function message(
+  event: WebSocketEvent,
+  deps: MessageDeps,
+  timing: RpcOptions,
+): Promise<WebSocketResult> {
+  const body = messageBody(event);
+  const { model } = await deps.proxy.current();
+  const { stage, connectionId } = event.requestContext;
+  const network = model.networks.get(stage);
+  const request = parseRequest(body, limitsOf(network));
+  const reply = (text: string): WebSocketResult =>
+    text === ""
+      ? { statusCode: 200 }
+      : { statusCode: 200, body: withinMessageLimit(text, request) };
+  if (network === undefined) {
+    return reply(
+      errorForEveryCall(
+        request,
+        ErrorCode.invalidRequest,
+        `unknown network "${stage.slice(0, 64)}"; configured: ${[...model.networks.keys()].join(", ")}`,
+      ),
+    );
+  }
+  let caller = "";
+  if (model.apiKeys.length > 0) {
+    const known = await callerOf(stage, connectionId, deps);
+    if (typeof known !== "string")
+      return reply(errorForEveryCall(request, known.code, known.message));
+    caller = known;
+    const refusal = await deps.proxy.admitCaller(stage, caller);
+    if (refusal !== null) {
+      const code =
+        refusal.reason === "unknown_key" ? ErrorCode.unauthorized : ErrorCode.limitExceeded;
+      return reply(errorForEveryCall(request, code, refusal.message));
+    }
+  }
+  const options: RpcOptions = { ...timing, ...(caller === "" ? {} : { caller }) };
+  const plan = planMessage(request);
+  if (plan.kind === "pipeline") {
+    return reply((await deps.proxy.gateway.handleRpc(stage, body, options)).body);
+  }
+  const head = () => servedHead(deps.proxy, stage, options);
+  const connection = { id: connectionId, caller };
+  const registryAnswers = new Map<number, string | null>();
+  // In order: a batch that subscribes past a bound is refused from the call that crosses it.
+  for (const member of plan.members) {
+    if (member.route !== "registry") continue;
+    registryAnswers.set(
+      member.position,
+      await deps.registry.answer(network, connection, member.call, head),
+    );
+  }
+  const piped =
+    plan.pipelineBody === null
+      ? ""
+      : (await deps.proxy.gateway.handleRpc(stage, plan.pipelineBody, options)).body;
+  return reply(assembleAnswer(plan, registryAnswers, piped));
+}
+
+/** The network's own request limits, or the defaults' for a network the config lacks. */
+function limitsOf(network: Network | undefined) {
+  const settings = network?.settings;
+  return {
+    maxBodyBytes: settings?.max_body_bytes ?? Number.POSITIVE_INFINITY,
+    maxBatch: settings?.max_batch ?? Number.POSITIVE_INFINITY,
+    ...(settings ? { maxDepth: settings.max_json_depth } : {}),
+  };
+}
+
+/** The key a connection was opened with: remembered here, else read from its record. */
+async function callerOf(
+  network: string,
+  connectionId: string,
+  deps: MessageDeps,
+): Promise<string | { readonly code: number; readonly message: string }> {
+  const remembered = deps.remembered(network, connectionId);
+  if (remembered !== undefined) return remembered;
+  let record: Awaited<ReturnType<SubscriptionStore["connection"]>>;
+  try {
+    record = await deps.store.connection(network, connectionId);
+  } catch {
+    return {
+      code: ErrorCode.internal,
+      message: "this connection's API key cannot be checked right now: try again",
+    };
+  }
+  if (record === null) {
+    return {
+      code: ErrorCode.unauthorized,
+      message: "this connection is no longer registered (it expired or was dropped): reconnect",
+    };
+  }
+  deps.remember(network, connectionId, record.caller);
+  return record.caller;
+}
+
+/**
+ * The served head a new subscription starts after: the network's `eth_blockNumber` through the
+ * pipeline, as every caller gets it (the served head's, when there is one).
+ */
+async function servedHead(
+  proxy: ProxyRuntime,
+  network: string,
+  options: RpcOptions,
+): Promise<number> {
+  const answer = await proxy.gateway.handleRpc(network, BLOCK_NUMBER, options);
+  const parsed: unknown = JSON.parse(answer.body);
+  const result = (parsed as { result?: unknown } | null)?.result;
+  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,16}$/.test(result)) {
+    throw new Error(`the chain's head could not be read (${answer.status})`);
+  }
+  return Number.parseInt(result.slice(2), 16);
+}
