@@ -265,8 +265,10 @@ export interface FollowerScene {
 }
 
 /** The parts of one network's follower, on a test clock that `wait` moves on. */
-export function followerScene(chainLength = 10): FollowerScene {
-  const clock = { now: 1_000_000 };
+export function followerScene(
+  chainLength = 10,
+  clock: { now: number } = { now: 1_000_000 },
+): FollowerScene {
   return {
     chain: new FakeChain(chainLength),
     subscriptions: new MemorySubscriptions(),

@@ -1,3 +1,5 @@
+import type { Network } from "../network-model.ts";
+
 /**
  * The follower's settings for one network (from its config), and the fixed policies of its
  * steps (docs/behaviour.md "Subscriptions over WebSocket", the follower).
@@ -13,6 +15,17 @@ export interface FollowerSettings {
   readonly deliveryTimeoutMs: number;
   /** The most calls one request to the pipeline may hold (`max_batch`). */
   readonly maxBatch: number;
+}
+
+/** A network's follower settings from its config. */
+export function followerSettingsOf(network: Network): FollowerSettings {
+  const { settings } = network;
+  return {
+    blockTimeMs: settings.block_time_seconds * 1000,
+    resumeWindowMs: settings.subscriptions.resume_window_seconds * 1000,
+    deliveryTimeoutMs: settings.subscriptions.delivery_timeout_seconds * 1000,
+    maxBatch: settings.max_batch,
+  };
 }
 
 /** The most blocks one step delivers (a follower behind takes several steps, one after another). */
