@@ -14,14 +14,14 @@ const UNTIL = 10_000_000;
 const tick = (n: number) => [{ address: A, topics: [`0x${n.toString(16).padStart(64, "0")}`] }];
 
 describe("a reorg", () => {
-  it.each([1, 3])("of %i blocks: removed logs first, then the new branch", async (depth) => {
+  it.each([1, 3, 12])("of %i blocks: removed logs first, then the new branch", async (depth) => {
     const scene = followerScene(5);
     const logs = subscription("c1", "logs", 5, { address: [A] });
     const heads = subscription("c2", "newHeads", 5);
     scene.subscriptions.add(logs, heads);
     const follower = sceneFollower(scene);
     await follower.begin(UNTIL);
-    for (let i = 0; i < 5; i++) scene.chain.mine(tick(i));
+    for (let i = 0; i < 15; i++) scene.chain.mine(tick(i));
     await stepUntilIdle(follower);
     const replacedHashes = scene.chain.blocks.slice(-depth).map((block) => block.hash);
     scene.chain.reorg(depth, (number) => tick(100 + number));
@@ -31,13 +31,14 @@ describe("a reorg", () => {
     const got = scene.push
       .results("c1", logs.id)
       .map((log) => `${Number(log.blockNumber)}${log.removed ? "-" : "+"}`);
-    const firstReplaced = 10 - depth;
+    const firstReplaced = 20 - depth;
+    const delivered = Array.from({ length: 15 }, (_, i) => 5 + i);
     const replaced = Array.from({ length: depth }, (_, i) => firstReplaced + i);
     expect(got).toEqual([
-      ...[5, 6, 7, 8, 9].map((n) => `${n}+`),
+      ...delivered.map((n) => `${n}+`),
       ...replaced.map((n) => `${n}-`),
       ...replaced.map((n) => `${n}+`),
-      "10+",
+      "20+",
     ]);
     const removed = scene.push.results("c1", logs.id).filter((log) => log.removed === true);
     expect(removed.map((log) => log.blockHash)).toEqual(replacedHashes);

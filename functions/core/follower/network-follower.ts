@@ -35,7 +35,7 @@ import { LogsDelivery, pendingTakers } from "./logs-delivery.ts";
 import { boundedNotification, errorNotification, hexNumber } from "./notifications.ts";
 import { Outbox } from "./outbox.ts";
 import { sendRemovals } from "./removals.ts";
-import { findFork } from "./reorg.ts";
+import { readFork } from "./reorg.ts";
 import { type Followed, standing, takesBlock } from "./subscribers.ts";
 
 /**
@@ -326,10 +326,8 @@ export class NetworkFollower {
   async #reorg(head: number, cycleNext: number, subs: Followed[]): Promise<StepResult> {
     const { network, telemetry } = this.#deps;
     const cursor = this.#held();
-    const found = await this.#reads.blocks(cursor.recent.map((block) => block.number));
-    if (found === null) return "idle";
-    const finding = findFork(cursor.recent, found);
-    if (finding.kind !== "fork") return "idle";
+    const finding = await readFork(this.#reads, cursor.recent);
+    if (finding?.kind !== "fork") return "idle";
     if (finding.deeper && head <= finding.fork) {
       await this.#restart(head, subs);
       return "delivered";

@@ -2,7 +2,7 @@ import { isRecord } from "../classify-envelope.ts";
 import type { PlacedLog } from "../filters/filter-answers.ts";
 import { parseJsonOrUndefined } from "../json-raw.ts";
 import type { BlockLog } from "./block-logs.ts";
-import type { ChainBlock } from "./chain-reads.ts";
+import type { ChainBlock, ChainReads } from "./chain-reads.ts";
 import { type RecentBlock, sameBlock } from "./cursor.ts";
 
 /**
@@ -46,6 +46,30 @@ export function findFork(
   }
   const oldest = recent[0] as RecentBlock;
   return { kind: "fork", fork: oldest.number - 1, replaced: recent, deeper: true };
+}
+
+/** Remembered blocks read first to find a reorg's fork point (all of them when it is deeper). */
+const SHALLOW_REORG_BLOCKS = 8;
+
+/**
+ * The fork point, reading the chain at the remembered heights through the pipeline: the
+ * newest few first (most reorgs are a block or two deep), all of them when those were all
+ * replaced. Null when they could not be read.
+ */
+export async function readFork(
+  reads: ChainReads,
+  recent: readonly RecentBlock[],
+): Promise<ForkFinding | null> {
+  const read = async (remembered: readonly RecentBlock[]) => {
+    const found = await reads.blocks(remembered.map((block) => block.number));
+    return found === null ? null : findFork(remembered, found);
+  };
+  const newest = recent.slice(-SHALLOW_REORG_BLOCKS);
+  const finding = await read(newest);
+  if (finding?.kind === "fork" && finding.deeper && newest.length < recent.length) {
+    return read(recent);
+  }
+  return finding;
 }
 
 /** Logs kept as texts, read back as the matching rule takes them (a text that is not a log is left out). */
