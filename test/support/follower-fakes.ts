@@ -182,7 +182,7 @@ export class MemorySubscriptions implements FollowerSubscriptions {
     for (const sub of subs) this.subs.set(sub.id, sub);
   }
 
-  async list(): Promise<readonly Followed[]> {
+  async list(_network?: string): Promise<readonly Followed[]> {
     const now = [...this.subs.values()];
     const answer = this.staleReads ? this.#previous : now;
     this.#previous = now;
@@ -195,6 +195,11 @@ export class MemorySubscriptions implements FollowerSubscriptions {
     this.advances++;
     this.subs.set(id, { ...sub, nextBlock: next, live });
     return true;
+  }
+
+  /** Every network asked, while any subscription is held (the unit tests' one network). */
+  async networksWithSubscribers(networks: readonly string[]): Promise<readonly string[]> {
+    return this.subs.size > 0 ? networks : [];
   }
 
   async disconnect(_network: string, connection: string): Promise<void> {

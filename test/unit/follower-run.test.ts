@@ -35,10 +35,15 @@ function deps(
   return {
     model: async () => model,
     handle: (_network, body) => scene.chain.handle(body),
-    subscriptions: Object.assign(scene.subscriptions, {
-      networksWithSubscribers: async (names: readonly string[]) =>
-        scene.subscriptions.subs.size > 0 ? names.filter((name) => name === "devnet") : [],
-    }),
+    subscriptions: {
+      list: (network) => scene.subscriptions.list(network),
+      advance: (...args) => scene.subscriptions.advance(...args),
+      disconnect: (network, connection) => scene.subscriptions.disconnect(network, connection),
+      networksWithSubscribers: async (names) =>
+        (await scene.subscriptions.networksWithSubscribers(names)).filter(
+          (name) => name === "devnet",
+        ),
+    },
     push: scene.push,
     store: scene.store,
     clock: time.clock,
