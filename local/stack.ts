@@ -4,12 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoAnswerStore } from "../functions/adapters/answer-store.ts";
 import { createConfigSource } from "../functions/adapters/config-source.ts";
+import { ApiGatewayConnectionPush } from "../functions/adapters/connection-push.ts";
 import { DynamoEventStore } from "../functions/adapters/event-store.ts";
 import { DynamoFilterStore } from "../functions/adapters/filter-store.ts";
 import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
 import { createDynamoClient, DynamoStateStore } from "../functions/adapters/state-store.ts";
 import { DynamoStatsStore } from "../functions/adapters/stats-store.ts";
+import { DynamoSubscriptionStore } from "../functions/adapters/subscription-store.ts";
 import { DynamoTransactionLedger } from "../functions/adapters/transaction-ledger.ts";
 import { createUpstream } from "../functions/adapters/upstream.ts";
 import { DynamoUsageStore } from "../functions/adapters/usage-store.ts";
@@ -19,6 +21,8 @@ import { startMonitorTimer } from "../functions/monitor/loop.ts";
 import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/runtime.ts";
 import { createProxyHandler, type ProxyHandler } from "../functions/proxy/lambda.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../functions/proxy/runtime.ts";
+import { createSocketHandler, type SocketHandler } from "../functions/socket/lambda.ts";
+import { createSocketRuntime } from "../functions/socket/runtime.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
 import { type Devnet, type DevnetChain, startDevnet } from "./devnet.ts";
 import {
@@ -58,6 +62,11 @@ export interface LocalStackOptions {
    * several local stacks share state; default: an embedded dynalite.
    */
   readonly dynamodb?: string;
+  /**
+   * The WebSocket API's idle and whole-life limits (API Gateway's 10 minutes and 2 hours),
+   * shortened for tests.
+   */
+  readonly webSocket?: { readonly idleTimeoutMs?: number; readonly maxConnectionMs?: number };
 }
 
 export interface LocalStack {
@@ -73,6 +82,12 @@ export interface LocalStack {
   /** The proxy as Lambda runs it (middy and its middlewares), behind the emulator. */
   readonly handler: ProxyHandler;
   readonly monitor: MonitorRuntime | null;
+  /** `ws://127.0.0.1:<port>`: each network's WebSocket URL is this and `/<network>`. */
+  readonly wsUrl: string;
+  /** The connections and subscriptions every socket container registers (the follower's read). */
+  readonly subscriptions: DynamoSubscriptionStore;
+  /** Pushes to the emulator's sockets through its management API, as the follower does in AWS. */
+  readonly push: ApiGatewayConnectionPush;
   close(): Promise<void>;
 }
 
@@ -155,6 +170,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       return createProxyHandler(proxyRuntime(own));
     };
 
+    // The socket function: containers of its own (a function apart in AWS), each with its
+    // own gateway runtime, over the one subscription store.
+    const subscriptions = new DynamoSubscriptionStore({
+      ...tables,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
+    const createSocketContainer = (): SocketHandler => {
+      const own = createUpstream();
+      cleanups.push(() => own.close());
+      return createSocketHandler(
+        createSocketRuntime({ proxy: proxyRuntime(own), store: subscriptions, ...clockOption }),
+      );
+    };
+
     let monitor: MonitorRuntime | null = null;
     if (options.monitor) {
       monitor = createMonitorRuntime({
@@ -178,8 +207,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...(containers === 1
         ? { handler }
         : { containers: { count: containers, create: createContainer } }),
+      webSocket: {
+        containers: { count: containers, create: createSocketContainer },
+        stages: [...(await runtime.current()).model.networks.keys()],
+        ...options.webSocket,
+      },
     });
     cleanups.push(() => api.close());
+    const push = new ApiGatewayConnectionPush({
+      baseUrl: api.url,
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    });
+    cleanups.push(async () => push.destroy());
     return {
       url: api.url,
       configPath,
@@ -190,6 +229,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       runtime,
       handler,
       monitor,
+      wsUrl: api.url.replace(/^http:/, "ws:"),
+      subscriptions,
+      push,
       close,
     };
   } catch (error) {
