@@ -15,7 +15,7 @@ import type {
  * - `WSCONN#<network>#<caller>` / `<slot>`: one of an API key's connection slots (four hex
  *   digits, at most `max_connections_per_key`), held by `connection` until `expires_at`.
  * - `WSSUB#<network>` / `0x…`: a subscription (`connection`, `caller`, `kind`, `filter` as
- *   JSON, `next_block`). One Query on `begins_with(sk, "0x")` lists a network's.
+ *   JSON, `next_block`, `first_block`, and `live` once the follower made it live). One Query on `begins_with(sk, "0x")` lists a network's.
  * - `WSSUB#<network>` / `KEY#<caller>` and `/ COUNT`: how many subscriptions an API key and
  *   the network hold (`n`), and when they were last counted from the items (`counted_at`).
  */
@@ -57,6 +57,7 @@ export function subscriptionValues(record: SubscriptionRecord): Item {
     ":kind": { S: record.kind },
     ":filter": { S: JSON.stringify(record.filter) },
     ":next": { N: String(record.nextBlock) },
+    ":first": { N: String(record.firstBlock ?? record.nextBlock) },
     ":expires": { N: String(record.expiresAt) },
     ":ttl": { N: ttlOf(record.expiresAt) },
   };
@@ -64,7 +65,7 @@ export function subscriptionValues(record: SubscriptionRecord): Item {
 
 /** `subscriptionValues` as an update sets them (every name aliased: some are reserved words). */
 export const SUBSCRIPTION_SET =
-  "SET #connection = :connection, #caller = :caller, #kind = :kind, #filter = :filter, #next = :next, #expires = :expires, #ttl = :ttl";
+  "SET #connection = :connection, #caller = :caller, #kind = :kind, #filter = :filter, #next = :next, #first = :first, #expires = :expires, #ttl = :ttl";
 
 /** Attribute names, aliased in every expression. */
 export const NAMES = {
@@ -73,6 +74,8 @@ export const NAMES = {
   "#kind": "kind",
   "#filter": "filter",
   "#next": "next_block",
+  "#first": "first_block",
+  "#live": "live",
   "#expires": "expires_at",
   "#ttl": "ttl",
   "#connected": "connected_at",
@@ -108,6 +111,9 @@ export function subscriptionOf(item: Item): SubscriptionRecord | null {
     kind,
     filter: kind === "logs" ? filter : null,
     nextBlock: num(item, "next_block"),
+    firstBlock:
+      item.first_block?.N === undefined ? num(item, "next_block") : num(item, "first_block"),
+    live: item.live?.BOOL === true,
     expiresAt: num(item, "expires_at"),
   };
 }

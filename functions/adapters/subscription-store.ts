@@ -158,6 +158,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
         "#kind",
         "#filter",
         "#next",
+        "#first",
         "#expires",
         "#ttl",
       ),
@@ -259,15 +260,18 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     subscriptionId: string,
     expected: number,
     next: number,
+    live = false,
   ): Promise<boolean> {
     return this.#conditional({
       Key: key(subscriptionPartition(network), subscriptionId),
-      UpdateExpression: "SET #next = :next",
-      ConditionExpression: "#next = :expected",
-      ExpressionAttributeNames: names("#next"),
+      UpdateExpression: live ? "SET #next = :next, #live = :live" : "SET #next = :next",
+      ConditionExpression: "#next = :expected AND (attribute_not_exists(#live) OR #live = :no)",
+      ExpressionAttributeNames: names("#next", "#live"),
       ExpressionAttributeValues: {
         ":next": { N: String(next) },
         ":expected": { N: String(expected) },
+        ":no": { BOOL: false },
+        ...(live ? { ":live": { BOOL: true } } : {}),
       },
     });
   }

@@ -122,6 +122,8 @@ describe.each(backends)("the subscription store contract on %s", (_name, start, 
     kind: "newHeads",
     filter: null,
     nextBlock: 101,
+    firstBlock: 101,
+    live: false,
     expiresAt: now + 2 * HOUR,
     ...overrides,
   });
@@ -198,6 +200,21 @@ describe.each(backends)("the subscription store contract on %s", (_name, start, 
       expect(await store.advance(net, heads.id, 101, 103)).toBe(false);
       expect((await store.list(net)).find((record) => record.id === heads.id)?.nextBlock).toBe(102);
       expect(await store.advance(net, `0x${"0".repeat(32)}`, 1, 2)).toBe(false);
+    },
+  );
+
+  it.skipIf(skip)(
+    "a subscription made live keeps its first block and is moved no more (the follower's cursor takes it)",
+    async () => {
+      const net = fresh("net");
+      const conn = await connected(net, "");
+      const heads = subscription(conn);
+      expect(await store.subscribe(net, heads, WIDE)).toBe("ok");
+      expect(await store.advance(net, heads.id, 101, 105, true)).toBe(true);
+      const listed = (await store.list(net)).find((record) => record.id === heads.id);
+      expect(listed).toMatchObject({ nextBlock: 105, firstBlock: 101, live: true });
+      expect(await store.advance(net, heads.id, 105, 106)).toBe(false);
+      expect(await store.advance(net, heads.id, 105, 106, true)).toBe(false);
     },
   );
 

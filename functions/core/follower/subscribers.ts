@@ -9,13 +9,8 @@ import type { SubscriptionRecord } from "../subscriptions/subscription-records.t
  * while the served head trailed the follower) is caught up block by block, then goes live.
  */
 
-/** A subscription as the follower reads it. */
-export interface Followed extends SubscriptionRecord {
-  /** The first block it is sent (its `nextBlock` at subscribe); never changes. */
-  readonly firstBlock?: number;
-  /** Set by the follower once the subscription has every block before the cursor. */
-  readonly live?: boolean;
-}
+/** A subscription as the follower reads it (`firstBlock` and `live` are the follower's). */
+export type Followed = SubscriptionRecord;
 
 export type Standing = "live" | "waiting" | "behind";
 
