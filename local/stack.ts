@@ -7,6 +7,7 @@ import { createConfigSource } from "../functions/adapters/config-source.ts";
 import { ApiGatewayConnectionPush } from "../functions/adapters/connection-push.ts";
 import { DynamoEventStore } from "../functions/adapters/event-store.ts";
 import { DynamoFilterStore } from "../functions/adapters/filter-store.ts";
+import { DynamoFollowerStore } from "../functions/adapters/follower-store.ts";
 import { DynamoMonitorStore } from "../functions/adapters/monitor-store.ts";
 import { envSecretResolver } from "../functions/adapters/secrets.ts";
 import { createDynamoClient, DynamoStateStore } from "../functions/adapters/state-store.ts";
@@ -17,6 +18,8 @@ import { createUpstream } from "../functions/adapters/upstream.ts";
 import { DynamoUsageStore } from "../functions/adapters/usage-store.ts";
 import type { ConfigInput } from "../functions/core/config-schema.ts";
 import type { Upstream } from "../functions/core/ports.ts";
+import { createFollowerRuntime, type FollowerRuntime } from "../functions/follower/runtime.ts";
+import { startFollowerSchedule } from "../functions/follower/schedule.ts";
 import { startMonitorTimer } from "../functions/monitor/loop.ts";
 import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/runtime.ts";
 import { createProxyHandler, type ProxyHandler } from "../functions/proxy/lambda.ts";
@@ -67,6 +70,12 @@ export interface LocalStackOptions {
    * shortened for tests.
    */
   readonly webSocket?: { readonly idleTimeoutMs?: number; readonly maxConnectionMs?: number };
+  /**
+   * The head follower on its schedule (a run every `everyMs`, each `runMs` long, as
+   * EventBridge starts its function in AWS), delivering subscriptions' notifications; on by
+   * default with the monitor, whose chain position it follows. `false` turns it off.
+   */
+  readonly follower?: false | { readonly everyMs?: number; readonly runMs?: number };
 }
 
 export interface LocalStack {
@@ -88,6 +97,8 @@ export interface LocalStack {
   readonly subscriptions: DynamoSubscriptionStore;
   /** Pushes to the emulator's sockets through its management API, as the follower does in AWS. */
   readonly push: ApiGatewayConnectionPush;
+  /** The head follower (a container of its own), when it runs. */
+  readonly follower: FollowerRuntime | null;
   close(): Promise<void>;
 }
 
@@ -219,6 +230,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       credentials: { accessKeyId: "local", secretAccessKey: "local" },
     });
     cleanups.push(async () => push.destroy());
+    let follower: FollowerRuntime | null = null;
+    if (options.monitor && options.follower !== false) {
+      const own = createUpstream();
+      cleanups.push(() => own.close());
+      follower = createFollowerRuntime({
+        proxy: proxyRuntime(own),
+        subscriptions,
+        push,
+        store: new DynamoFollowerStore({ ...tables, ...clockOption }),
+        ...clockOption,
+      });
+      // Stopped before the management API and the table close (cleanups run in reverse).
+      cleanups.push(startFollowerSchedule(follower, options.follower ?? {}));
+    }
     return {
       url: api.url,
       configPath,
@@ -232,6 +257,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       wsUrl: api.url.replace(/^http:/, "ws:"),
       subscriptions,
       push,
+      follower,
       close,
     };
   } catch (error) {

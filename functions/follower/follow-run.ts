@@ -93,7 +93,7 @@ export async function runFollower(
         steps++;
         if (result === "stopped") break;
         await deps.flush();
-        if (result !== "behind") await sleep(pollMs(settings, network.settings.head_cache_ms));
+        if (result !== "behind") await sleep(pollMs(settings));
       }
     } finally {
       await follower.end();

@@ -45,9 +45,13 @@ export function logsRetryMs(settings: FollowerSettings): number {
   return Math.min(2_000, Math.max(250, settings.blockTimeMs / 4));
 }
 
-/** How often the follower looks at the served head. */
-export function pollMs(settings: FollowerSettings, headCacheMs: number): number {
-  return Math.max(headCacheMs, 100, Math.min(1_000, settings.blockTimeMs / 4));
+/**
+ * How often the follower looks at the served head: an eighth of a block time, between 100 ms
+ * and 1 s. A look is the served head's answer to `eth_blockNumber` (no provider call; a
+ * consistent read of the chain position at most every `head_cache_ms`).
+ */
+export function pollMs(settings: FollowerSettings): number {
+  return Math.max(100, Math.min(1_000, settings.blockTimeMs / 8));
 }
 
 /**

@@ -204,7 +204,8 @@ export class NetworkFollower {
         : await this.#deliverFrom(cursor.next, head, cursor.next, subs);
     if (result === "stopped") return result;
     await this.#catchUp.run(subs);
-    return this.#held().next <= head ? "behind" : result;
+    // Behind only when blocks went out and more are there: a block not shown yet is waited for.
+    return result === "delivered" && this.#held().next <= head ? "behind" : result;
   }
 
   /** With no live subscription, blocks nobody waits for are not read: the cursor moves past them. */
