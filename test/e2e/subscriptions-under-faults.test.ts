@@ -88,6 +88,14 @@ describe("subscriptions while the preferred provider refuses, hangs, lags and an
     const delays = firstArrivals(scene.viem.headers, scene).map(
       (header) => header.at - (scene.appearedAt.get(header.number) ?? header.at),
     );
+    const servedLag = firstArrivals(scene.viem.headers, scene).map(
+      (header) =>
+        (scene.servedAt.get(header.number) ?? Number.NaN) -
+        (scene.appearedAt.get(header.number) ?? Number.NaN),
+    );
+    const afterServed = firstArrivals(scene.viem.headers, scene).map(
+      (header) => header.at - (scene.servedAt.get(header.number) ?? Number.NaN),
+    );
     console.log(
       "subscription scene:",
       JSON.stringify({
@@ -98,6 +106,8 @@ describe("subscriptions while the preferred provider refuses, hangs, lags and an
           p95: percentile(delays, 95),
           max: Math.max(...delays),
         },
+        served_head_lag_ms: { p50: percentile(servedLag, 50), p95: percentile(servedLag, 95) },
+        after_served_ms: { p50: percentile(afterServed, 50), p95: percentile(afterServed, 95) },
         viem: tallyHeaders(scene.viem.headers, scene),
         resuming: tallyHeaders(scene.resuming.headers, scene),
         logs_viem: logsHeld(scene.viem.logs, scene),

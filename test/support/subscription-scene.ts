@@ -38,6 +38,7 @@ const RESUME_AT_MS = 21_000;
 const REORG_AT_MS = 53_000;
 const SCENE_MS = 60_000;
 export const TICK_TOPIC = keccak256(toHex("Tick(uint256)"));
+const BLOCK_NUMBER = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 
 export interface SubscriptionSceneResult {
   /** Blocks compared: from the first block after every client subscribed to the last one mined. */
@@ -46,6 +47,8 @@ export interface SubscriptionSceneResult {
   readonly reorg: { readonly heights: readonly number[]; readonly oldHashes: readonly string[] };
   /** When each block first showed at the node (ms), polled every 25 ms. */
   readonly appearedAt: ReadonlyMap<number, number>;
+  /** When each block was first the gateway's served head (`eth_blockNumber` over HTTP, every 50 ms). */
+  readonly servedAt: ReadonlyMap<number, number>;
   /** Each block's hash as the node has it now. */
   readonly canonicalHashes: ReadonlyMap<number, string>;
   readonly canonicalLogs: readonly ChainLog[];
@@ -97,8 +100,15 @@ export async function runSubscriptionScene(): Promise<SubscriptionSceneResult> {
       20_000,
     );
     const appearedAt = new Map<number, number>();
-    const polling = pollHeads(chain, appearedAt);
+    const polling = pollHeads(() => chain.node.rpc<string>("eth_blockNumber"), appearedAt, 25);
     closers.push(() => polling.stop());
+    const servedAt = new Map<number, number>();
+    const served = pollHeads(
+      async () => JSON.parse((await status.send(`${stack.url}/devnet`, BLOCK_NUMBER)).text).result,
+      servedAt,
+      50,
+    );
+    closers.push(() => served.stop());
 
     const url = `${stack.wsUrl}/devnet`;
     const [viem, viemOther, ethers, resuming] = await Promise.all([
@@ -140,6 +150,7 @@ export async function runSubscriptionScene(): Promise<SubscriptionSceneResult> {
       window: { from, to },
       reorg: { heights, oldHashes },
       appearedAt,
+      servedAt,
       canonicalHashes,
       canonicalLogs: await chain.logs(from, to),
       viem,
@@ -195,17 +206,21 @@ async function hashAt(chain: EventChain, number: number): Promise<string> {
   return block?.hash ?? "";
 }
 
-/** Records when each block first shows at the node itself. */
-function pollHeads(chain: EventChain, appearedAt: Map<number, number>): { stop(): Promise<void> } {
+/** Records when each block first shows as the head `read` answers (every `everyMs`). */
+function pollHeads(
+  read: () => Promise<string>,
+  seenAt: Map<number, number>,
+  everyMs: number,
+): { stop(): Promise<void> } {
   let running = true;
   const done = (async () => {
     while (running) {
-      const head = Number.parseInt(await chain.node.rpc<string>("eth_blockNumber"), 16);
+      const head = Number.parseInt(await read(), 16);
       const now = Date.now();
-      for (let number = head; number >= 0 && !appearedAt.has(number); number--) {
-        appearedAt.set(number, now);
+      for (let number = head; number >= 0 && !seenAt.has(number); number--) {
+        seenAt.set(number, now);
       }
-      await sleep(25);
+      await sleep(everyMs);
     }
   })();
   return {

@@ -30,6 +30,9 @@ export type Handle = (body: string, remainingMs: number) => Promise<{ readonly b
 const QUANTITY = /^0x[0-9a-f]{1,16}$/i;
 const HASH = /^0x[0-9a-f]{64}$/i;
 
+/** The least time left (before the run ends) a read is begun with. */
+export const MIN_READ_MS = 1_500;
+
 const call = (id: number, method: string, params: readonly unknown[]) =>
   JSON.stringify({ jsonrpc: "2.0", id, method, params });
 
@@ -38,7 +41,7 @@ export class ChainReads {
   readonly #maxBatch: number;
   readonly #remainingMs: () => number;
 
-  /** `remainingMs`: the time a read may take now (the run's end bounds it). */
+  /** `remainingMs`: the time left before the run ends (a read's deadline is within it). */
   constructor(handle: Handle, maxBatch: number, remainingMs: () => number) {
     this.#handle = handle;
     this.#maxBatch = Math.max(1, maxBatch);
@@ -86,7 +89,8 @@ export class ChainReads {
 
   async #read(text: string): Promise<string | null> {
     const remainingMs = this.#remainingMs();
-    if (remainingMs <= 0) return null;
+    // The pipeline keeps a second of it for itself (its deadline margin): less is no read.
+    if (remainingMs < MIN_READ_MS) return null;
     return (await this.#handle(text, remainingMs)).body;
   }
 }

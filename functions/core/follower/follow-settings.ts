@@ -35,7 +35,7 @@ export const CATCH_UP_SUBSCRIPTIONS = 16;
 export const CATCH_UP_BLOCKS = 64;
 /** Connections pushed to at once. */
 export const PUSH_CONCURRENCY = 64;
-/** A read never starts with less than this left before the run ends (ms). */
+/** A run stops stepping this long before its end, so every read of its last step has time (ms). */
 export const READ_MARGIN_MS = 2_000;
 /** How long the cursor is kept without a write (a network without subscribers for a day starts afresh). */
 export const CURSOR_TTL_MS = 86_400_000;

@@ -28,7 +28,6 @@ import {
   keptLogsMs,
   logsRetryMs,
   PUSH_CONCURRENCY,
-  READ_MARGIN_MS,
 } from "./follow-settings.ts";
 import type { FollowerStore, FollowerSubscriptions } from "./follower-ports.ts";
 import { LogsDelivery, pendingTakers } from "./logs-delivery.ts";
@@ -90,7 +89,7 @@ export class NetworkFollower {
     this.#reads = new ChainReads(
       deps.handle,
       deps.settings.maxBatch,
-      () => this.#until - deps.clock() - READ_MARGIN_MS,
+      () => this.#until - deps.clock(),
     );
     this.#logs = new LogsDelivery({
       ...deps,
