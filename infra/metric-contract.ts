@@ -42,6 +42,14 @@ export const METRIC_DIMENSIONS = {
    * `*` for a key refused on `GET /status`.
    */
   guard_refusals: ["network", "guard"],
+  /**
+   * A WebSocket connect the socket refused (docs/behaviour.md "Subscriptions over WebSocket");
+   * `reason`: `unauthorized`, `origin`, `requests_per_minute`, `over_key`, `unknown_network`
+   * (`network` `*`) or `unavailable` (the registry failed: the gateway's fault).
+   */
+  socket_connections_refused: ["network", "reason"],
+  /** An `eth_subscribe` a bound refused; `reason`: `over_connection`, `over_key`, `over_network`, `no_connection`. */
+  subscription_refusals: ["network", "reason"],
 } as const satisfies Record<string, readonly string[]>;
 
 export type MetricName = keyof typeof METRIC_DIMENSIONS;

@@ -163,6 +163,25 @@ export class Monitoring extends Construct {
       });
     }
 
+    // Per network, the WebSocket side (docs/behaviour.md "Subscriptions over WebSocket"); the
+    // head follower's alarms (delivery failures, lag) sit beside this one, with its metrics.
+    for (const network of networks) {
+      this.alarm(`SocketRegistryDown-${network}`, {
+        name: `${prefix}-socket-connects-refused-${network}`,
+        description: `${network}: WebSocket connections were refused because the connection registry (DynamoDB) failed, in the last 5 min.`,
+        metric: this.metrics.metric(
+          "socket_connections_refused",
+          { network, reason: "unavailable" },
+          "Sum",
+          Duration.minutes(5),
+        ),
+        comparison: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        threshold: 1,
+        periods: 1,
+        missing: TreatMissingData.NOT_BREACHING,
+      });
+    }
+
     this.dashboard = addGatewayDashboard(this, "Dashboard", {
       name: prefix,
       serviceName: props.serviceName,

@@ -25,7 +25,7 @@ import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/
 import { createProxyHandler, type ProxyHandler } from "../functions/proxy/lambda.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../functions/proxy/runtime.ts";
 import { createSocketHandler, type SocketHandler } from "../functions/socket/lambda.ts";
-import { createSocketRuntime } from "../functions/socket/runtime.ts";
+import { createSocketRuntime, type SocketRuntime } from "../functions/socket/runtime.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
 import { type Devnet, type DevnetChain, startDevnet } from "./devnet.ts";
 import {
@@ -99,6 +99,8 @@ export interface LocalStack {
   readonly push: ApiGatewayConnectionPush;
   /** The head follower (a container of its own), when it runs. */
   readonly follower: FollowerRuntime | null;
+  /** The socket containers' runtimes, as made (tests flush their telemetry). */
+  readonly sockets: readonly SocketRuntime[];
   close(): Promise<void>;
 }
 
@@ -187,12 +189,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...tables,
       ...(options.clock ? { clock: options.clock } : {}),
     });
+    const sockets: SocketRuntime[] = [];
     const createSocketContainer = (): SocketHandler => {
       const own = createUpstream();
       cleanups.push(() => own.close());
-      return createSocketHandler(
-        createSocketRuntime({ proxy: proxyRuntime(own), store: subscriptions, ...clockOption }),
-      );
+      const socket = createSocketRuntime({
+        proxy: proxyRuntime(own),
+        store: subscriptions,
+        ...clockOption,
+      });
+      sockets.push(socket);
+      return createSocketHandler(socket);
     };
 
     let monitor: MonitorRuntime | null = null;
@@ -258,6 +265,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       subscriptions,
       push,
       follower,
+      sockets,
       close,
     };
   } catch (error) {

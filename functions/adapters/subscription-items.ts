@@ -42,9 +42,11 @@ export function connectionOf(item: Item): ConnectionRecord | null {
   const id = item.sk?.S;
   const caller = item.caller?.S;
   if (id === undefined || caller === undefined) return null;
+  const keySha256 = item.key_sha256?.S;
   return {
     id,
     caller,
+    ...(keySha256 === undefined ? {} : { keySha256 }),
     connectedAt: num(item, "connected_at"),
     expiresAt: num(item, "expires_at"),
   };
@@ -83,6 +85,7 @@ export const NAMES = {
   "#subs": "subs",
   "#n": "n",
   "#counted": "counted_at",
+  "#key": "key_sha256",
 } as const;
 
 export function names(...keys: Array<keyof typeof NAMES>): Record<string, string> {

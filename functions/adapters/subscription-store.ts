@@ -85,16 +85,18 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
       slot = await this.#takeSlot(network, connection, maxPerKey);
       if (slot === null) return "over_key";
     }
+    const key = connection.keySha256;
     try {
       await this.#update({
-        Key: key(connectionPartition(network), connection.id),
-        UpdateExpression: `SET #caller = :caller, #connected = :connected, #expires = :expires, #ttl = :ttl${slot === null ? "" : ", #slot = :slot"}`,
+        Key: itemKey(connectionPartition(network), connection.id),
+        UpdateExpression: `SET #caller = :caller, #connected = :connected, #expires = :expires, #ttl = :ttl${slot === null ? "" : ", #slot = :slot"}${key === undefined ? "" : ", #key = :key"}`,
         ExpressionAttributeNames: names(
           "#caller",
           "#connected",
           "#expires",
           "#ttl",
           ...(slot === null ? [] : (["#slot"] as const)),
+          ...(key === undefined ? [] : (["#key"] as const)),
         ),
         ExpressionAttributeValues: {
           ":caller": { S: connection.caller },
@@ -102,6 +104,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
           ":expires": { N: String(connection.expiresAt) },
           ":ttl": { N: ttlOf(connection.expiresAt) },
           ...(slot === null ? {} : { ":slot": { S: slotKey(slot) } }),
+          ...(key === undefined ? {} : { ":key": { S: key } }),
         },
       });
     } catch (error) {
@@ -135,7 +138,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     await this.#client.send(
       new DeleteItemCommand({
         TableName: this.#table,
-        Key: key(connectionPartition(network), connectionId),
+        Key: itemKey(connectionPartition(network), connectionId),
       }),
     );
   }
@@ -145,53 +148,12 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     subscription: SubscriptionRecord,
     bounds: SubscriptionBounds,
   ): Promise<SubscribeOutcome> {
-    const subs = subscriptionPartition(network);
     const now = this.#clock();
-    // The item first, so that whatever is counted below has an item to be counted down by.
-    await this.#update({
-      Key: key(subs, subscription.id),
-      UpdateExpression: SUBSCRIPTION_SET,
-      ConditionExpression: "attribute_not_exists(sk)",
-      ExpressionAttributeNames: names(
-        "#connection",
-        "#caller",
-        "#kind",
-        "#filter",
-        "#next",
-        "#first",
-        "#expires",
-        "#ttl",
-      ),
-      ExpressionAttributeValues: subscriptionValues(subscription),
-    });
-    const undo: Array<() => Promise<unknown>> = [
-      () => this.#deleteSubscriptionItem(network, subscription.id),
-    ];
-    const undone = async () => {
-      // Latest first; a step that fails leaves a counter ahead, which a recount sets right.
-      for (const step of undo.reverse()) await step().catch(() => undefined);
-    };
-    try {
-      const outcome = await this.#hold(network, subscription, bounds, now, undo);
-      if (outcome !== "ok") await undone();
-      return outcome;
-    } catch (error) {
-      await undone();
-      throw error;
-    }
-  }
-
-  /** Holds the subscription in its connection and counters, pushing each step's undo. */
-  async #hold(
-    network: string,
-    subscription: SubscriptionRecord,
-    bounds: SubscriptionBounds,
-    now: number,
-    undo: Array<() => Promise<unknown>>,
-  ): Promise<SubscribeOutcome> {
-    const subs = subscriptionPartition(network);
+    // The connection first: a subscribe past its bound (or of a gone connection) costs one
+    // write that fails and nothing more. An id it keeps without an item (a container that died
+    // below) only holds one of that connection's own places, and goes with the connection.
     const joined = await this.#conditional({
-      Key: key(connectionPartition(network), subscription.connection),
+      Key: itemKey(connectionPartition(network), subscription.connection),
       UpdateExpression: "ADD #subs :id",
       ConditionExpression:
         "attribute_exists(sk) AND #expires > :now AND (attribute_not_exists(#subs) OR size(#subs) < :max)",
@@ -206,7 +168,50 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
       const live = await this.connection(network, subscription.connection);
       return live === null ? "no_connection" : "over_connection";
     }
-    undo.push(() => this.#leaveConnection(network, subscription.connection, subscription.id));
+    const undo: Array<() => Promise<unknown>> = [
+      () => this.#leaveConnection(network, subscription.connection, subscription.id),
+    ];
+    const undone = async () => {
+      // Latest first; a step that fails leaves a counter ahead, which a recount sets right.
+      for (const step of undo.reverse()) await step().catch(() => undefined);
+    };
+    try {
+      const outcome = await this.#hold(network, subscription, bounds, undo);
+      if (outcome !== "ok") await undone();
+      return outcome;
+    } catch (error) {
+      await undone();
+      throw error;
+    }
+  }
+
+  /** Writes the subscription's item, then counts it, pushing each step's undo. */
+  async #hold(
+    network: string,
+    subscription: SubscriptionRecord,
+    bounds: SubscriptionBounds,
+    undo: Array<() => Promise<unknown>>,
+  ): Promise<SubscribeOutcome> {
+    const subs = subscriptionPartition(network);
+    // The item before the counters, so that whatever is counted has an item to be counted
+    // down by.
+    await this.#update({
+      Key: itemKey(subs, subscription.id),
+      UpdateExpression: SUBSCRIPTION_SET,
+      ConditionExpression: "attribute_not_exists(sk)",
+      ExpressionAttributeNames: names(
+        "#connection",
+        "#caller",
+        "#kind",
+        "#filter",
+        "#next",
+        "#first",
+        "#expires",
+        "#ttl",
+      ),
+      ExpressionAttributeValues: subscriptionValues(subscription),
+    });
+    undo.push(() => this.#deleteSubscriptionItem(network, subscription.id));
     if (subscription.caller !== "") {
       const sk = `${KEY_COUNT_PREFIX}${subscription.caller}`;
       const counted = await this.#count(subs, sk, bounds.perKey, () =>
@@ -263,7 +268,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     live = false,
   ): Promise<boolean> {
     return this.#conditional({
-      Key: key(subscriptionPartition(network), subscriptionId),
+      Key: itemKey(subscriptionPartition(network), subscriptionId),
       UpdateExpression: live ? "SET #next = :next, #live = :live" : "SET #next = :next",
       ConditionExpression: "#next = :expected AND (attribute_not_exists(#live) OR #live = :no)",
       ExpressionAttributeNames: names("#next", "#live"),
@@ -311,7 +316,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
       const deleted = await this.#client.send(
         new DeleteItemCommand({
           TableName: this.#table,
-          Key: key(subscriptionPartition(network), subscriptionId),
+          Key: itemKey(subscriptionPartition(network), subscriptionId),
           ConditionExpression:
             connectionId === null ? "attribute_exists(sk)" : "#connection = :connection",
           ...(connectionId === null
@@ -346,7 +351,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     await this.#client.send(
       new DeleteItemCommand({
         TableName: this.#table,
-        Key: key(subscriptionPartition(network), subscriptionId),
+        Key: itemKey(subscriptionPartition(network), subscriptionId),
       }),
     );
   }
@@ -357,7 +362,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     subscriptionId: string,
   ): Promise<void> {
     await this.#conditional({
-      Key: key(connectionPartition(network), connectionId),
+      Key: itemKey(connectionPartition(network), connectionId),
       UpdateExpression: "DELETE #subs :id",
       ConditionExpression: "attribute_exists(sk)",
       ExpressionAttributeNames: names("#subs"),
@@ -378,7 +383,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
   ): Promise<boolean> {
     const countUp = () =>
       this.#conditional({
-        Key: key(pk, sk),
+        Key: itemKey(pk, sk),
         UpdateExpression: "ADD #n :one",
         ConditionExpression: "attribute_not_exists(#n) OR #n < :max",
         ExpressionAttributeNames: names("#n"),
@@ -393,7 +398,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     if (actual >= seen) {
       // Right after all: only the time of the count moves.
       await this.#update({
-        Key: key(pk, sk),
+        Key: itemKey(pk, sk),
         UpdateExpression: "SET #counted = :now",
         ExpressionAttributeNames: names("#counted"),
         ExpressionAttributeValues: { ":now": { N: String(now) } },
@@ -401,7 +406,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
       return false;
     }
     const set = await this.#conditional({
-      Key: key(pk, sk),
+      Key: itemKey(pk, sk),
       UpdateExpression: "SET #n = :actual, #counted = :now",
       ConditionExpression: "#n = :seen",
       ExpressionAttributeNames: names("#n", "#counted"),
@@ -416,7 +421,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
 
   async #countDown(pk: string, sk: string): Promise<void> {
     await this.#conditional({
-      Key: key(pk, sk),
+      Key: itemKey(pk, sk),
       UpdateExpression: "ADD #n :minus",
       ConditionExpression: "#n > :zero",
       ExpressionAttributeNames: names("#n"),
@@ -478,7 +483,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
       const slot = free[Math.min(round, free.length - 1)];
       if (slot === undefined) return null;
       const taken = await this.#conditional({
-        Key: key(pk, slotKey(slot)),
+        Key: itemKey(pk, slotKey(slot)),
         UpdateExpression: "SET #connection = :connection, #expires = :expires, #ttl = :ttl",
         ConditionExpression: "attribute_not_exists(sk) OR #expires <= :now",
         ExpressionAttributeNames: names("#connection", "#expires", "#ttl"),
@@ -506,7 +511,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
       await this.#client.send(
         new DeleteItemCommand({
           TableName: this.#table,
-          Key: key(slotPartition(network, caller), slotKey(slot)),
+          Key: itemKey(slotPartition(network, caller), slotKey(slot)),
           ConditionExpression: "#connection = :connection",
           ExpressionAttributeNames: names("#connection"),
           ExpressionAttributeValues: { ":connection": { S: connectionId } },
@@ -520,7 +525,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
 
   async #get(pk: string, sk: string): Promise<Item | undefined> {
     const { Item } = await this.#client.send(
-      new GetItemCommand({ TableName: this.#table, Key: key(pk, sk), ConsistentRead: true }),
+      new GetItemCommand({ TableName: this.#table, Key: itemKey(pk, sk), ConsistentRead: true }),
     );
     return Item;
   }
@@ -562,4 +567,4 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
   }
 }
 
-const key = (pk: string, sk: string): Item => ({ pk: { S: pk }, sk: { S: sk } });
+const itemKey = (pk: string, sk: string): Item => ({ pk: { S: pk }, sk: { S: sk } });

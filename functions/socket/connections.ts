@@ -11,6 +11,12 @@ import { matchingKey } from "../proxy/api.ts";
 import type { ProxyRuntime } from "../proxy/runtime.ts";
 import { headerOf, type WebSocketEvent, type WebSocketResult } from "./socket-event.ts";
 
+/** Who a connection's messages come from: its key's name, and that key's hash then. */
+export interface KnownCaller {
+  readonly name: string;
+  readonly keySha256?: string;
+}
+
 /**
  * `$connect` and `$disconnect` (docs/behaviour.md "Subscriptions over WebSocket"): a socket is
  * let in with the same API keys and limits as HTTP (the key in `?key=` or `x-api-key`), from
@@ -25,7 +31,7 @@ export interface ConnectionDeps {
   readonly clock: () => number;
   readonly telemetry: Telemetry;
   /** Remembers (or forgets, with null) a connection's caller for its messages. */
-  readonly remember: (network: string, connectionId: string, caller: string | null) => void;
+  readonly remember: (network: string, connectionId: string, caller: KnownCaller | null) => void;
 }
 
 export type RefusalReason =
@@ -65,6 +71,7 @@ export async function connect(
     );
   }
   let caller = "";
+  let keySha256: string | undefined;
   if (model.apiKeys.length > 0) {
     // An empty header must not hide a key given in the query, as over HTTP.
     const key = matchingKey(
@@ -82,6 +89,7 @@ export async function connect(
       );
     }
     caller = key.name;
+    keySha256 = key.sha256;
     const refusal = await deps.proxy.admitCaller(stage, caller);
     if (refusal !== null) {
       return refuse(
@@ -98,6 +106,7 @@ export async function connect(
   const record: ConnectionRecord = {
     id: connectionId,
     caller,
+    ...(keySha256 === undefined ? {} : { keySha256 }),
     connectedAt,
     expiresAt: connectedAt + WEBSOCKET_MAX_CONNECTION_MS + CONNECTION_RECORD_MARGIN_MS,
   };
@@ -129,7 +138,10 @@ export async function connect(
       `API key "${caller}" holds its most connections on ${stage} (subscriptions.max_connections_per_key ${max}): close one first`,
     );
   }
-  deps.remember(stage, connectionId, caller);
+  deps.remember(stage, connectionId, {
+    name: caller,
+    ...(keySha256 === undefined ? {} : { keySha256 }),
+  });
   return { statusCode: 200 };
 }
 

@@ -10,6 +10,7 @@ import {
   withinMessageLimit,
 } from "../core/subscriptions/socket-message.ts";
 import type { ProxyRuntime } from "../proxy/runtime.ts";
+import type { KnownCaller } from "./connections.ts";
 import { messageBody, type WebSocketEvent, type WebSocketResult } from "./socket-event.ts";
 
 /**
@@ -26,10 +27,12 @@ export interface MessageDeps {
   readonly store: SubscriptionStore;
   readonly registry: SubscriptionRegistry;
   /** The caller remembered for a connection in this container, if any. */
-  readonly remembered: (network: string, connectionId: string) => string | undefined;
-  readonly remember: (network: string, connectionId: string, caller: string) => void;
+  readonly remembered: (network: string, connectionId: string) => KnownCaller | undefined;
+  readonly remember: (network: string, connectionId: string, caller: KnownCaller) => void;
 }
 
+const ROTATED =
+  "the API key this connection was opened with is no longer accepted: reconnect with a valid key";
 const BLOCK_NUMBER = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 
 export async function message(
@@ -58,9 +61,13 @@ export async function message(
   let caller = "";
   if (model.apiKeys.length > 0) {
     const known = await callerOf(stage, connectionId, deps);
-    if (typeof known !== "string")
-      return reply(errorForEveryCall(request, known.code, known.message));
-    caller = known;
+    if ("code" in known) return reply(errorForEveryCall(request, known.code, known.message));
+    // A key given a new hash under its name (rotated) no longer serves what its old one opened.
+    const key = model.apiKeys.find((entry) => entry.name === known.name);
+    if (key !== undefined && known.keySha256 !== undefined && key.sha256 !== known.keySha256) {
+      return reply(errorForEveryCall(request, ErrorCode.unauthorized, ROTATED));
+    }
+    caller = known.name;
     const refusal = await deps.proxy.admitCaller(stage, caller);
     if (refusal !== null) {
       const code =
@@ -73,7 +80,12 @@ export async function message(
   if (plan.kind === "pipeline") {
     return reply((await deps.proxy.gateway.handleRpc(stage, body, options)).body);
   }
-  const head = () => servedHead(deps.proxy, stage, options);
+  // One read of the served head for every subscription of the message.
+  let headRead: Promise<number> | undefined;
+  const head = () => {
+    headRead ??= servedHead(deps.proxy, stage, options);
+    return headRead;
+  };
   const connection = { id: connectionId, caller };
   const registryAnswers = new Map<number, string | null>();
   // In order: a batch that subscribes past a bound is refused from the call that crosses it.
@@ -106,7 +118,7 @@ async function callerOf(
   network: string,
   connectionId: string,
   deps: MessageDeps,
-): Promise<string | { readonly code: number; readonly message: string }> {
+): Promise<KnownCaller | { readonly code: number; readonly message: string }> {
   const remembered = deps.remembered(network, connectionId);
   if (remembered !== undefined) return remembered;
   let record: Awaited<ReturnType<SubscriptionStore["connection"]>>;
@@ -124,8 +136,12 @@ async function callerOf(
       message: "this connection is no longer registered (it expired or was dropped): reconnect",
     };
   }
-  deps.remember(network, connectionId, record.caller);
-  return record.caller;
+  const known = {
+    name: record.caller,
+    ...(record.keySha256 === undefined ? {} : { keySha256: record.keySha256 }),
+  };
+  deps.remember(network, connectionId, known);
+  return known;
 }
 
 /**

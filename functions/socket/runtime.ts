@@ -2,7 +2,7 @@ import { randomBytes as cryptoRandomBytes } from "node:crypto";
 import type { SubscriptionStore } from "../core/ports.ts";
 import { SubscriptionRegistry } from "../core/subscriptions/registry.ts";
 import type { ProxyRuntime } from "../proxy/runtime.ts";
-import { connect, disconnect } from "./connections.ts";
+import { connect, disconnect, type KnownCaller } from "./connections.ts";
 import { message } from "./messages.ts";
 import type { WebSocketEvent, WebSocketResult } from "./socket-event.ts";
 
@@ -41,8 +41,8 @@ export function createSocketRuntime(options: SocketRuntimeOptions): SocketRuntim
     randomBytes: options.randomBytes ?? cryptoRandomBytes,
     telemetry,
   });
-  const callers = new Map<string, string>();
-  const remember = (network: string, connectionId: string, caller: string | null) => {
+  const callers = new Map<string, KnownCaller>();
+  const remember = (network: string, connectionId: string, caller: KnownCaller | null) => {
     const key = `${network}\n${connectionId}`;
     callers.delete(key);
     if (caller === null) return;

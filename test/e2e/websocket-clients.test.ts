@@ -198,7 +198,10 @@ describe("the socket for any client", () => {
       .poll(
         async () =>
           await rawSocket(target).then(
-            (socket) => (socket.close(), "open"),
+            (socket) => {
+              socket.close();
+              return "open";
+            },
             () => "refused",
           ),
         { timeout: 5000 },

@@ -125,7 +125,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
     }
   });
 
-  it("passes the same environment to both functions", () => {
+  it("passes the same environment to every function, the monitor also where to push", () => {
     const expected = {
       TABLE_NAME: { Ref: idOf(stack.table) },
       CONFIG_BUCKET: { Ref: idOf(stack.bucket) },
@@ -149,9 +149,12 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       SSM_PARAMETER_STORE_TIMEOUT_MILLIS: "2500",
       SSM_PARAMETER_STORE_TTL: "300",
     };
-    for (const fn of [stack.proxy, stack.monitor]) {
+    for (const fn of [stack.proxy, stack.socket]) {
       expect(resource(fn.function).Properties.Environment).toEqual({ Variables: expected });
     }
+    expect(resource(stack.monitor.function).Properties.Environment).toEqual({
+      Variables: { ...expected, WEBSOCKET_MANAGEMENT_URL: expect.anything() },
+    });
   });
 
   it("starts the monitor every minute and drops a start it cannot run at once", () => {
@@ -250,7 +253,9 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
   });
 
   it("throttles the default stage and writes access logs without query strings", () => {
-    const stages = ofType("AWS::ApiGatewayV2::Stage");
+    const stages = ofType("AWS::ApiGatewayV2::Stage").filter(
+      ([, stage]) => (stage.Properties.ApiId as Json).Ref === idOf(stack.api),
+    );
     expect(stages).toHaveLength(1);
     const stage = stages[0]?.[1].Properties ?? {};
     expect(stage).toMatchObject({
@@ -301,6 +306,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
           "StateTable",
           "logs",
           ...(fn === stack.proxy ? ["Filters"] : []),
+          ...(fn === stack.monitor ? ["Subscriptions", "PushToConnections"] : []),
         ].sort(),
       );
       expect(bySid.logs).toMatchObject({
@@ -356,6 +362,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       `${prefix}-no-quorum-${network}`,
       `${prefix}-all-primaries-down-${network}`,
       `${prefix}-backup-in-use-${network}`,
+      `${prefix}-socket-connects-refused-${network}`,
     ]);
     expect(config.networks.length).toBeGreaterThan(0);
     expect(Object.keys(alarms).sort()).toEqual(
@@ -514,12 +521,15 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       "AwsSolutions-L1",
       "AwsSolutions-S1",
     ]);
-    // Our own roles carry only the prefix wildcard of their secrets, never an action wildcard.
-    for (const fn of [stack.proxy, stack.monitor]) {
+    // Our own roles carry only the prefix wildcard of their secrets (and, for the one that
+    // pushes, the API's @connections), never an action wildcard.
+    for (const fn of [stack.proxy, stack.socket, stack.monitor]) {
       const ours = acknowledged.filter(({ path }) => path === fn.role.node.path).map((a) => a.id);
-      expect(ours).toHaveLength(1);
+      expect(ours).toHaveLength(fn === stack.monitor ? 2 : 1);
       for (const id of ours)
-        expect(id).toMatch(/IAM5\[Resource::arn:.*\/rpc-gateway\/[a-z]+\/\*\]$/);
+        expect(id).toMatch(
+          /IAM5\[Resource::(arn:.*\/rpc-gateway\/[a-z]+\/\*|arn:.*:execute-api:.*\/\*\/\*\/@connections\/\*)\]$/,
+        );
     }
   });
 });

@@ -1,5 +1,6 @@
 import { rm, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { METRICS_NAMESPACE } from "../../infra/monitoring.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
@@ -68,6 +69,19 @@ function emitted(): Emitted[] {
   });
 }
 
+/** The HTTP status a WebSocket connect to devnet gets (101: opened, then closed again). */
+function connectStatus(): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const socket = new WebSocket(`${stack.wsUrl}/devnet`);
+    socket.once("unexpected-response", (_req, res) => resolve(res.statusCode));
+    socket.once("open", () => {
+      socket.close();
+      resolve(101);
+    });
+    socket.once("error", () => resolve(undefined));
+  });
+}
+
 beforeAll(async () => {
   nodes = await Promise.all([0, 1, 2].map(() => startAnvil({ chainId: 31337 })));
   const [first, second, third] = nodes as [AnvilNode, AnvilNode, AnvilNode];
@@ -121,6 +135,9 @@ beforeAll(async () => {
   await monitor.monitor.tick();
   expect((await rpc()).provider).toBe("primary");
 
+  // The socket function loads its config while the file is there.
+  expect(await connectStatus()).toBe(101);
+
   // A config that does not validate, then one that cannot be read: both rejected.
   await writeFile(stack.configPath, '{ "networks": {} }');
   clockNow += 31_000;
@@ -130,10 +147,14 @@ beforeAll(async () => {
   clockNow += 31_000;
   await rpc();
 
-  // The state store goes down: every network's monitor tick fails.
+  // The state store goes down: every network's monitor tick fails, and a WebSocket connect
+  // is refused because its connection cannot be registered.
   await stack.dynamo.close();
   await monitor.monitor.tick();
+  const refused = await connectStatus();
+  expect(refused).toBe(503);
   flush();
+  for (const socket of stack.sockets) socket.proxy.telemetry.flush();
 }, 120_000);
 
 afterAll(async () => {

@@ -34,6 +34,8 @@ const HOUR = 3_600_000;
 interface Backend {
   readonly store: SubscriptionStore;
   /** Writes a counter as a removal that died half-way would leave it (DynamoDB only). */
+  /** Every DynamoDB command the store sent, by name (DynamoDB only). */
+  readonly commands?: string[];
   readonly setCounter?: (
     network: string,
     sk: string,
@@ -49,7 +51,16 @@ const clock = () => now;
 async function dynamoBackend(start: () => Promise<LocalDynamoDb>): Promise<Backend> {
   const dynamo = await start();
   const client = createDynamoClient({ endpoint: dynamo.endpoint });
+  const commands: string[] = [];
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      commands.push(String(context.commandName).replace(/Command$/, ""));
+      return next(args);
+    },
+    { step: "initialize" },
+  );
   return {
+    commands,
     store: new DynamoSubscriptionStore({ client, tableName: dynamo.tableName, clock }),
     setCounter: async (network, sk, n, countedAt) => {
       await client.send(
@@ -135,9 +146,12 @@ describe.each(backends)("the subscription store contract on %s", (_name, start, 
 
   it.skipIf(skip)("a connection is read back until it expires, and not after", async () => {
     const net = fresh("net");
-    const conn = connection("alice", { expiresAt: now + 1000 });
+    const conn = connection("alice", { expiresAt: now + 1000, keySha256: "ab".repeat(32) });
     expect(await store.connect(net, conn, 10)).toBe("ok");
     expect(await store.connection(net, conn.id)).toEqual(conn);
+    const keyless = connection("");
+    await store.connect(net, keyless, 10);
+    expect(await store.connection(net, keyless.id)).toEqual(keyless);
     expect(await store.connection(net, "nobody")).toBeNull();
     expect(await store.connection(fresh("net"), conn.id)).toBeNull();
     now += 1000;
@@ -322,6 +336,20 @@ describe.each(backends)("the subscription store contract on %s", (_name, start, 
     expect(await store.networksWithSubscribers([busy, idle])).toEqual([busy]);
     expect(await store.networksWithSubscribers([])).toEqual([]);
   });
+
+  it.skipIf(skip || _name === "memory")(
+    "regression: a subscribe past its connection's bound wrote an item, then read and deleted it; now it costs the one write that fails and a read",
+    async () => {
+      const net = fresh("net");
+      const conn = await connected(net, "alice");
+      const bounds = { perConnection: 1, perKey: 10, perNetwork: 10 };
+      expect(await store.subscribe(net, subscription(conn), bounds)).toBe("ok");
+      const commands = backend.commands as string[];
+      commands.length = 0;
+      expect(await store.subscribe(net, subscription(conn), bounds)).toBe("over_connection");
+      expect(commands).toEqual(["UpdateItem", "GetItem"]);
+    },
+  );
 
   it.skipIf(skip || _name === "memory")(
     "a counter left ahead of its items (a removal that died half-way) refuses until it is counted again, at most once a minute",

@@ -30,6 +30,8 @@ export interface SocketHarnessOptions {
   readonly network?: Partial<ConfigInput["networks"][string]>;
   /** What the provider answers per method (default: a head of 0x64, chain 1, 0x0 else). */
   readonly result?: (method: string, params: unknown[]) => unknown;
+  /** The subscription store, to share one between harnesses (two containers); a fresh one by default. */
+  readonly subscriptions?: MemorySubscriptionStore;
 }
 
 export interface SocketHarness {
@@ -77,7 +79,7 @@ export async function socketHarness(options: SocketHarnessOptions = {}): Promise
         "0x0",
     ),
   );
-  const subscriptions = new MemorySubscriptionStore(clock);
+  const subscriptions = options.subscriptions ?? new MemorySubscriptionStore(clock);
   const proxy = createProxyRuntime({
     configSource: createConfigSource({ kind: "file", path }),
     secrets: envSecretResolver({}),

@@ -174,6 +174,21 @@ describe("$default: calls through the pipeline", () => {
     fresh.close();
   });
 
+  it("regression: a key rotated under its name (a new sha256) still served the connections its old key opened; now their messages are refused", async () => {
+    harness = await socketHarness({ config: KEYS });
+    expect((await harness.connect("c1", { query: { key: "alice-key-123" } })).statusCode).toBe(200);
+    const rotated = { api_keys: [{ name: "alice", sha256: keyHash("alice-key-NEW") }] };
+    // Another container under the new config: it reads the connection's record.
+    const after = await socketHarness({ config: rotated, subscriptions: harness.subscriptions });
+    expect(await after.call("c1", rpc(1, "eth_chainId"))).toMatchObject({
+      id: 1,
+      error: { code: -32001, message: expect.stringContaining("no longer accepted") },
+    });
+    expect((await after.connect("c2", { query: { key: "alice-key-NEW" } })).statusCode).toBe(200);
+    expect(await after.call("c2", rpc(2, "eth_chainId"))).toMatchObject({ id: 2, result: "0x1" });
+    after.close();
+  });
+
   it("a key over its requests_per_minute gets each call refused by its id", async () => {
     harness = await socketHarness({ config: KEYS });
     expect((await harness.connect("c1", { query: { key: "slow-key-1234" } })).statusCode).toBe(200);

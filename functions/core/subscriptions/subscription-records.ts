@@ -23,6 +23,11 @@ export interface ConnectionRecord {
   readonly id: string;
   /** The API key's name, or "" when the gateway takes calls without keys. */
   readonly caller: string;
+  /**
+   * The sha-256 of the key it was opened with, as the config listed it then: a key given a
+   * new hash under the same name no longer serves the connection. Absent without keys.
+   */
+  readonly keySha256?: string;
   readonly connectedAt: number;
   /** When the store may forget it: past API Gateway's 2-hour limit, with a margin. */
   readonly expiresAt: number;
