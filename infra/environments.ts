@@ -56,6 +56,8 @@ export interface EnvironmentSettings {
     readonly reservedConcurrency: number;
   };
   readonly monitor: { readonly memoryMb: number };
+  /** The head follower (docs/behaviour.md "Subscriptions over WebSocket"): one run a minute. */
+  readonly follower: { readonly memoryMb: number };
   /**
    * The socket function behind the WebSocket API (docs/behaviour.md "Subscriptions over
    * WebSocket"): its memory, its reserved concurrency (the account's quota must cover it too),
@@ -96,6 +98,7 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
     name: "dev",
     proxy: { memoryMb: 512, reservedConcurrency: 20 },
     monitor: { memoryMb: 256 },
+    follower: { memoryMb: 256 },
     socket: {
       memoryMb: 512,
       reservedConcurrency: 10,
@@ -126,6 +129,7 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
     name: "prod",
     proxy: { memoryMb: 1024, reservedConcurrency: 200 },
     monitor: { memoryMb: 256 },
+    follower: { memoryMb: 256 },
     socket: {
       memoryMb: 1024,
       reservedConcurrency: 100,

@@ -25,6 +25,8 @@ export interface FollowerRuntime {
   /** One run, as `holder`, until `until()` (ms; it may be brought forward to stop the run). */
   run(holder: string, until: () => number): Promise<FollowRunResult>;
   readonly proxy: ProxyRuntime;
+  /** The clock runs are timed by. */
+  readonly clock: () => number;
 }
 
 export function createFollowerRuntime(options: FollowerRuntimeOptions): FollowerRuntime {
@@ -34,6 +36,7 @@ export function createFollowerRuntime(options: FollowerRuntimeOptions): Follower
   const { proxy } = options;
   return {
     proxy,
+    clock,
     async run(holder, until) {
       try {
         return await runFollower(

@@ -17,7 +17,7 @@ export function startFollowerSchedule(
   let timer: ReturnType<typeof setTimeout> | undefined;
   const start = (): void => {
     if (stopped) return;
-    const until = Date.now() + runMs;
+    const until = follower.clock() + runMs;
     const run = follower
       .run(`local-run-${++runs}`, () => (stopped ? 0 : until))
       .catch(onError)
