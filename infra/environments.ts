@@ -51,7 +51,7 @@ export interface EnvironmentSettings {
      * Reserved concurrency: the most proxy invocations that run at once. A flood beyond it is
      * throttled by Lambda instead of taking the account's concurrency or running the bill
      * without bound. AWS keeps 100 of the account's concurrency unreserved, so the account's
-     * quota must be at least this + the socket's + 1 (the monitor) + 100.
+     * quota must be at least this + the socket's + 1 (the monitor) + 2 (the follower) + 100.
      */
     readonly reservedConcurrency: number;
   };
