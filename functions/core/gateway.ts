@@ -88,6 +88,18 @@ export class Gateway {
     return this.#health.demoted(network, this.#deps.clock());
   }
 
+  /**
+   * Asks one quorum member of `networkName` for its head now and publishes it as the served
+   * head's polls do (the head follower's look for a block when it is due); the number, or null.
+   */
+  async pollHead(networkName: string, timeoutMs: number): Promise<number | null> {
+    const model = this.#deps.model();
+    const network = model.networks.get(networkName);
+    if (network === undefined) return null;
+    const state = await this.#deps.cache.get(network.name, { freshHead: true });
+    return this.#heads.pollNow(network, state, model.checkIntervalSeconds, timeoutMs);
+  }
+
   /** Heads this container saw in answers that are still in force, by provider. */
   observedHeads(network: Network, context: SelectionContext): ReadonlyMap<string, number> {
     return this.#observed.inForce(network, context);

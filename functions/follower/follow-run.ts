@@ -1,4 +1,4 @@
-import { followerSettingsOf, pollMs, READ_MARGIN_MS } from "../core/follower/follow-settings.ts";
+import { followerSettingsOf, READ_MARGIN_MS } from "../core/follower/follow-settings.ts";
 import type { FollowerStore, FollowerSubscriptions } from "../core/follower/follower-ports.ts";
 import { NetworkFollower } from "../core/follower/network-follower.ts";
 import type { GatewayModel } from "../core/network-model.ts";
@@ -22,6 +22,8 @@ export interface FollowRunDeps {
     body: string,
     remainingMs: number,
   ) => Promise<{ readonly body: string }>;
+  /** Asks a quorum member of `network` for its head now, published as the gateway's polls are. */
+  readonly probeHead: (network: string, timeoutMs: number) => Promise<number | null>;
   readonly subscriptions: FollowerSubscriptions &
     Pick<SubscriptionStore, "networksWithSubscribers">;
   readonly push: ConnectionPush;
@@ -68,6 +70,7 @@ export async function runFollower(
       network: name,
       holder: deps.holder,
       handle: (body, remainingMs) => deps.handle(name, body, remainingMs),
+      probeHead: (timeoutMs) => deps.probeHead(name, timeoutMs),
       subscriptions: deps.subscriptions,
       push: deps.push,
       store: deps.store,
@@ -93,7 +96,7 @@ export async function runFollower(
         steps++;
         if (result === "stopped") break;
         await deps.flush();
-        if (result !== "behind") await sleep(pollMs(settings));
+        if (result !== "behind") await sleep(follower.waitMs());
       }
     } finally {
       await follower.end();

@@ -104,7 +104,13 @@ describe("the head follower through the gateway's pipeline", () => {
       data: `0x${n.toString(16).padStart(64, "0")}`,
       gas: "0x20000",
     });
-    const beforeReorg = Number.parseInt(await chain.node.rpc<string>("eth_blockNumber"), 16);
+    // The reorg comes once the newest block's logs went out (so both replaced blocks were sent).
+    let beforeReorg = 0;
+    await waitUntil(async () => {
+      beforeReorg = chain.head;
+      const sentLogs = push.results("c2", logs.id).map((log) => Number(log.blockNumber));
+      return sentLogs.includes(beforeReorg) && chain.head === beforeReorg;
+    }, 10_000);
     await chain.node.rpc("anvil_reorg", [
       2,
       [

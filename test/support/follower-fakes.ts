@@ -34,6 +34,8 @@ export class FakeChain {
   servedHead: number | null = null;
   /** Logs of these block numbers are answered with an error, this many more times. */
   readonly failingLogs = new Map<number, number>();
+  /** Requests holding a call of these methods throw (the pipeline failing), this many more times. */
+  readonly throwing = new Map<string, number>();
   /** Calls answered so far, by method. */
   readonly calls = new Map<string, number>();
   /** Bytes of filler in every header (to test the message bound). */
@@ -135,6 +137,12 @@ export class FakeChain {
     return { jsonrpc: "2.0", id: call.id, error: { code: -32601, message: "not here" } };
   }
 
+  /** A quorum member's head, as the gateway's poll asks it (`Gateway.pollHead`). */
+  readonly probeHead = async (): Promise<number | null> => {
+    this.calls.set("probe", (this.calls.get("probe") ?? 0) + 1);
+    return this.tip;
+  };
+
   /** The gateway's pipeline as the follower calls it. */
   readonly handle = async (body: string): Promise<{ body: string }> => {
     const parsed = JSON.parse(body) as unknown;
@@ -143,6 +151,12 @@ export class FakeChain {
       method: string;
       params: unknown[];
     }>;
+    for (const call of calls) {
+      const left = this.throwing.get(call.method) ?? 0;
+      if (left === 0) continue;
+      this.throwing.set(call.method, left - 1);
+      throw new Error(`the pipeline failed on ${call.method}`);
+    }
     const answers = calls.map((call) => this.#answer(call));
     return { body: JSON.stringify(Array.isArray(parsed) ? answers : answers[0]) };
   };
@@ -174,6 +188,10 @@ export class MemorySubscriptions implements FollowerSubscriptions {
   readonly subs = new Map<string, Followed>();
   readonly disconnected: string[] = [];
   advances = 0;
+  /** Reads of the list (one Query each in DynamoDB). */
+  lists = 0;
+  /** The next this many advances are made, and then answered with an error (an answer lost). */
+  lostAnswers = 0;
   /** `list()` answers as the store stood at the call before (an eventually consistent read). */
   staleReads = false;
   #previous: Followed[] = [];
@@ -183,6 +201,7 @@ export class MemorySubscriptions implements FollowerSubscriptions {
   }
 
   async list(_network?: string): Promise<readonly Followed[]> {
+    this.lists++;
     const now = [...this.subs.values()];
     const answer = this.staleReads ? this.#previous : now;
     this.#previous = now;
@@ -194,6 +213,10 @@ export class MemorySubscriptions implements FollowerSubscriptions {
     if (sub === undefined || sub.live === true || sub.nextBlock !== expected) return false;
     this.advances++;
     this.subs.set(id, { ...sub, nextBlock: next, live });
+    if (this.lostAnswers > 0) {
+      this.lostAnswers--;
+      throw new Error("socket hang up (the answer was lost; the write was made)");
+    }
     return true;
   }
 

@@ -12,6 +12,7 @@ export function sceneFollower(
     network: "devnet",
     holder,
     handle: scene.chain.handle,
+    probeHead: scene.chain.probeHead,
     subscriptions: scene.subscriptions,
     push: scene.push,
     store: scene.store,
@@ -25,6 +26,8 @@ export function sceneFollower(
       resumeWindowMs: 600_000,
       deliveryTimeoutMs: 10_000,
       maxBatch: 100,
+      headCacheMs: 250,
+      publicationDelayMs: 500,
       ...settings,
     },
   });

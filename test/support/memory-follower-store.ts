@@ -10,6 +10,10 @@ export class MemoryFollowerStore implements FollowerStore {
   readonly #cursors = new Map<string, { cursor: FollowerCursor; expiresAt: number }>();
   readonly logs = new Map<string, { logs: readonly string[]; expiresAt: number }>();
   writes = 0;
+  /** The next this many cursor writes are made, and then answered with an error (an answer lost). */
+  lostAnswers = 0;
+  /** Called before each cursor write is made; what it throws, the write throws (not made). */
+  beforeWrite: ((cursor: FollowerCursor) => void) | null = null;
   readonly #clock: () => number;
   /** The network `cursor` reads and sets (the unit tests' one network). */
   readonly #network: string;
@@ -40,9 +44,14 @@ export class MemoryFollowerStore implements FollowerStore {
     expectedVersion: number,
     expiresAt: number,
   ) {
+    this.beforeWrite?.(cursor);
     if ((this.#read(network)?.version ?? 0) !== expectedVersion) return false;
     this.writes++;
     this.#cursors.set(network, { cursor, expiresAt });
+    if (this.lostAnswers > 0) {
+      this.lostAnswers--;
+      throw new Error("socket hang up (the answer was lost; the write was made)");
+    }
     return true;
   }
 

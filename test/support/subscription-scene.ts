@@ -1,6 +1,7 @@
 import { keccak256, toHex } from "viem";
+import { publicationDelayMs } from "../../functions/core/chain-head.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
-import { startLocalStack } from "../../local/stack.ts";
+import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { type ChainLog, type EventChain, startEventChain } from "./event-chain.ts";
 import { GatewayClient } from "./gateway-client.ts";
 import { startHonestFront, startLaggingFront } from "./provider-fronts.ts";
@@ -38,7 +39,6 @@ const RESUME_AT_MS = 21_000;
 const REORG_AT_MS = 53_000;
 const SCENE_MS = 60_000;
 export const TICK_TOPIC = keccak256(toHex("Tick(uint256)"));
-const BLOCK_NUMBER = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 
 export interface SubscriptionSceneResult {
   /** Blocks compared: from the first block after every client subscribed to the last one mined. */
@@ -47,7 +47,11 @@ export interface SubscriptionSceneResult {
   readonly reorg: { readonly heights: readonly number[]; readonly oldHashes: readonly string[] };
   /** When each block first showed at the node (ms), polled every 25 ms. */
   readonly appearedAt: ReadonlyMap<number, number>;
-  /** When each block was first the gateway's served head (`eth_blockNumber` over HTTP, every 50 ms). */
+  /**
+   * When each block was first the gateway's served head: its publication's time plus the
+   * publication delay, read from the head item (every 250 ms, beside the gateway: asking it
+   * `eth_blockNumber` would make its containers poll providers and move the head sooner).
+   */
   readonly servedAt: ReadonlyMap<number, number>;
   /** Each block's hash as the node has it now. */
   readonly canonicalHashes: ReadonlyMap<number, string>;
@@ -103,11 +107,7 @@ export async function runSubscriptionScene(): Promise<SubscriptionSceneResult> {
     const polling = pollHeads(() => chain.node.rpc<string>("eth_blockNumber"), appearedAt, 25);
     closers.push(() => polling.stop());
     const servedAt = new Map<number, number>();
-    const served = pollHeads(
-      async () => JSON.parse((await status.send(`${stack.url}/devnet`, BLOCK_NUMBER)).text).result,
-      servedAt,
-      50,
-    );
+    const served = watchPublications(stack, servedAt);
     closers.push(() => served.stop());
 
     const url = `${stack.wsUrl}/devnet`;
@@ -126,9 +126,7 @@ export async function runSubscriptionScene(): Promise<SubscriptionSceneResult> {
       .then(() => sleep(RESUME_AT_MS - DROP_AT_MS))
       .then(() => resuming.resume());
     await sleep(REORG_AT_MS);
-    const heights = [chain.head - 1, chain.head];
-    const oldHashes = await Promise.all(heights.map((height) => hashAt(chain, height)));
-    await reorgWithTicks(chain);
+    const { heights, oldHashes } = await reorgOnceDelivered(chain, viem);
     await sleep(SCENE_MS - REORG_AT_MS);
     chain.stopEvents();
     await Promise.all([faults, away]);
@@ -180,6 +178,27 @@ async function inTurn(primary: FaultShim, lagging: { lag: number }): Promise<voi
   await primary.setFault(null);
 }
 
+/**
+ * Replaces the two newest blocks once viem has the newest one's logs (so both replaced blocks'
+ * logs were sent, and must be sent again as removed), before the next block comes.
+ */
+async function reorgOnceDelivered(
+  chain: EventChain,
+  viem: ViemWatcher,
+): Promise<{ heights: number[]; oldHashes: string[] }> {
+  for (let tries = 0; tries < 10; tries++) {
+    const head = chain.head;
+    const delivered = () => viem.logs.some((log) => log.blockNumber === head && !log.removed);
+    await waitUntil(async () => delivered() || chain.head !== head, 3_000).catch(() => undefined);
+    if (chain.head !== head || !delivered()) continue;
+    const heights = [head - 1, head];
+    const oldHashes = await Promise.all(heights.map((height) => hashAt(chain, height)));
+    await reorgWithTicks(chain);
+    return { heights, oldHashes };
+  }
+  throw new Error("viem never had the newest block's logs before the next block: no reorg made");
+}
+
 /** Replaces the two newest blocks by two new ones holding a `Tick` each. */
 async function reorgWithTicks(chain: EventChain): Promise<void> {
   const [from] = await chain.node.rpc<string[]>("eth_accounts");
@@ -221,6 +240,35 @@ function pollHeads(
         seenAt.set(number, now);
       }
       await sleep(everyMs);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await done.catch(() => undefined);
+    },
+  };
+}
+
+/** Records when each block became the served head, from the publications in the head item. */
+function watchPublications(
+  stack: LocalStack,
+  servedAt: Map<number, number>,
+): { stop(): Promise<void> } {
+  let running = true;
+  const done = (async () => {
+    const network = (await stack.runtime.current()).model.networks.get("devnet");
+    const delay = publicationDelayMs(network?.settings.head_cache_ms ?? 0);
+    while (running) {
+      const head = await stack.store.readHead("devnet");
+      for (const publication of [head?.previousServed, head?.served]) {
+        if (publication == null) continue;
+        for (let number = publication.block; number >= 0 && !servedAt.has(number); number--) {
+          servedAt.set(number, publication.at + delay);
+        }
+      }
+      // Publications are at least a delay (500 ms) apart and the item keeps the last two.
+      await sleep(250);
     }
   })();
   return {

@@ -36,6 +36,89 @@ describe("the head follower delivers every block once, in order", () => {
     expect(scene.subscriptions.advances).toBe(1);
   });
 
+  it("regression: it listed the subscriptions (a Query growing with them) at every look at the served head, 8 a second; now only with a block to send or a tip to check", async () => {
+    const scene = followerScene(5);
+    const heads = subscription("c1", "newHeads", 5);
+    scene.subscriptions.add(heads);
+    const follower = sceneFollower(scene);
+    await follower.begin(UNTIL);
+    scene.chain.mine();
+    await stepUntilIdle(follower);
+    const before = scene.subscriptions.lists;
+    // Looks at the served head for 1.9 s with no new block: no list.
+    for (let i = 0; i < 19; i++) {
+      scene.clock.now += 100;
+      await follower.step();
+    }
+    expect(scene.subscriptions.lists).toBe(before);
+    // A new block: one list to send it.
+    scene.chain.mine();
+    await follower.step();
+    expect(scene.subscriptions.lists).toBe(before + 1);
+    // Two block times with none: the tip is read again (a reorg at its height), with a list.
+    for (let i = 0; i < 20; i++) {
+      scene.clock.now += 100;
+      await follower.step();
+    }
+    expect(scene.subscriptions.lists).toBe(before + 2);
+    expect(numbers(scene.push.results("c1", heads.id))).toEqual([5, 6]);
+  });
+
+  it("regression: a subscription's move to live whose answer was lost threw after its block was claimed, and the block went to nobody (a silent gap); now the block goes out and the subscription is caught up", async () => {
+    const scene = followerScene(5);
+    const heads = subscription("c1", "newHeads", 5);
+    const other = subscription("c2", "newHeads", 5);
+    scene.subscriptions.add(heads, other);
+    const follower = sceneFollower(scene);
+    await follower.begin(UNTIL);
+    scene.chain.mine();
+    scene.subscriptions.lostAnswers = 1;
+    await follower.step().catch(() => "threw");
+    for (let i = 0; i < 2; i++) {
+      scene.chain.mine();
+      await stepUntilIdle(follower);
+    }
+    expect(numbers(scene.push.results("c1", heads.id))).toEqual([5, 6, 7]);
+    expect(numbers(scene.push.results("c2", other.id))).toEqual([5, 6, 7]);
+    expect(scene.push.closed.size).toBe(0);
+  });
+
+  it("regression: a step that threw while a block's logs were asked for went on past the block, its logs never sent; now they are left pending and sent at the next step", async () => {
+    const scene = followerScene(5);
+    const logs = subscription("c1", "logs", 5, {});
+    scene.subscriptions.add(logs);
+    const follower = sceneFollower(scene);
+    await follower.begin(UNTIL);
+    scene.chain.mine([{ address: A, topics: [T1] }]);
+    scene.chain.throwing.set("eth_getLogs", 1);
+    await expect(follower.step()).rejects.toThrow(/eth_getLogs/);
+    scene.chain.mine([{ address: A, topics: [T2] }]);
+    await stepUntilIdle(follower);
+    expect(numbers(scene.push.results("c1", logs.id))).toEqual([5, 6]);
+    expect(scene.push.closed.size).toBe(0);
+  });
+
+  it("regression: a step that threw after a block was claimed went on past it, a silent gap; now the block's subscribers are told and their sockets closed", async () => {
+    const scene = followerScene(5);
+    const logs = subscription("c1", "logs", 5, {});
+    scene.subscriptions.add(logs);
+    const follower = sceneFollower(scene);
+    await follower.begin(UNTIL);
+    scene.chain.mine([{ address: A, topics: [T1] }]);
+    // The block is claimed, its logs' read throws, and so does the write leaving them pending.
+    scene.chain.throwing.set("eth_getLogs", 1);
+    scene.store.beforeWrite = (cursor) => {
+      if (cursor.logsPending !== null) throw new Error("connect ECONNREFUSED (DynamoDB)");
+    };
+    await expect(follower.step()).rejects.toThrow(/ECONNREFUSED/);
+    scene.store.beforeWrite = null;
+    scene.chain.mine([{ address: A, topics: [T2] }]);
+    await stepUntilIdle(follower);
+    expect(scene.push.closed.get("c1")).toBe("delivery interrupted");
+    const [told] = scene.push.results("c1", logs.id);
+    expect(errorMessage(told)).toMatch(/resumeFrom 0x4/);
+  });
+
   it("regression: a list read as it was before a subscription went live costs it no block", async () => {
     const scene = followerScene(5);
     const heads = subscription("c1", "newHeads", 5);

@@ -101,6 +101,10 @@ describe("a reorg", () => {
     await stepUntilIdle(follower);
     scene.store.logs.clear();
     scene.chain.reorg(1, () => tick(2));
+    // No block comes after it: the tip is read again once two block times passed without one.
+    await stepUntilIdle(follower);
+    expect(scene.push.results("c1", logs.id)).toHaveLength(1);
+    scene.clock.now += 2000;
     await stepUntilIdle(follower);
     const got = scene.push
       .results("c1", logs.id)

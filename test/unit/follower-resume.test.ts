@@ -65,6 +65,8 @@ describe("a subscription behind the cursor", () => {
     await stepUntilIdle(follower);
     const stale = subscription("c1", "newHeads", 6);
     scene.subscriptions.add(stale);
+    // With no block to deliver, the subscriptions are read again three seconds later (LIST_IDLE_MS).
+    scene.clock.now += 3000;
     await stepUntilIdle(follower);
     expect(scene.push.closed.get("c1")).toBe("too far behind");
     expect(errorMessage(scene.push.results("c1", stale.id)[0])).toMatch(/blocks behind the chain/);

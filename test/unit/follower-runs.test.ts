@@ -36,6 +36,32 @@ describe("runs of the follower", () => {
     expect(scene.push.closed.size).toBe(0);
   });
 
+  it.each([
+    ["the claim of a block", 1],
+    ["the lease itself", 0],
+  ])(
+    "regression: a cursor write whose answer was lost (%s made, the answer an error) stopped the run for the rest of its lease and closed the block's sockets; now the follower reads the cursor back and goes on",
+    async (_name, writesBefore) => {
+      const scene = followerScene(5);
+      const heads = subscription("c1", "newHeads", 5);
+      scene.subscriptions.add(heads);
+      const follower = sceneFollower(scene, "run-1");
+      if (writesBefore === 0) scene.store.lostAnswers = 1;
+      expect(await follower.begin(scene.clock.now + 60_000)).toBe(true);
+      scene.chain.mine();
+      scene.store.lostAnswers = 1;
+      await stepUntilIdle(follower);
+      for (let i = 0; i < 3; i++) {
+        scene.chain.mine();
+        await stepUntilIdle(follower);
+      }
+      const got = scene.push.results("c1", heads.id).map((header) => Number(header.number));
+      expect(got).toEqual([5, 6, 7, 8]);
+      expect(scene.push.closed.size).toBe(0);
+      expect(scene.store.cursor?.holder).toBe("run-1");
+    },
+  );
+
   it("takes over an expired lease", async () => {
     const scene = followerScene(5);
     scene.subscriptions.add(subscription("c1", "newHeads", 5));

@@ -9,7 +9,6 @@ import {
   CATCH_UP_SUBSCRIPTIONS,
   type FollowerSettings,
 } from "./follow-settings.ts";
-import type { FollowerSubscriptions } from "./follower-ports.ts";
 import { boundedNotification, errorNotification, hexNumber } from "./notifications.ts";
 import type { Outbox } from "./outbox.ts";
 import { type Followed, standing } from "./subscribers.ts";
@@ -26,7 +25,6 @@ import { type Followed, standing } from "./subscribers.ts";
 export interface CatchUpDeps {
   readonly network: string;
   readonly reads: ChainReads;
-  readonly subscriptions: FollowerSubscriptions;
   readonly clock: () => number;
   readonly telemetry: Telemetry;
   readonly settings: FollowerSettings;
@@ -34,8 +32,8 @@ export interface CatchUpDeps {
   readonly write: (next: FollowerCursor) => Promise<void>;
   readonly outbox: () => Outbox;
   readonly dropped: ReadonlySet<string>;
-  /** Notes a subscription this run made live. */
-  readonly madeLive: (id: string) => void;
+  /** Moves a subscription on (`SubscriberListing.move`): false when the registry holds it elsewhere. */
+  readonly move: (sub: Followed, next: number, live: boolean) => Promise<boolean>;
 }
 
 export class CatchUp {
@@ -90,7 +88,6 @@ export class CatchUp {
     outbox: Outbox,
     logs: ReadonlyMap<string, readonly BlockLog[] | null>,
   ): Promise<void> {
-    const { network, subscriptions } = this.#deps;
     await this.#deps.write(
       catchingUp(
         this.#deps.cursor(),
@@ -99,10 +96,7 @@ export class CatchUp {
     );
     for (const { sub, range } of ready) {
       const next = (range.at(-1) as ChainBlock).number + 1;
-      if (
-        !(await subscriptions.advance(network, sub.id, sub.nextBlock, next, next === cursor.next))
-      )
-        continue;
+      if (!(await this.#deps.move(sub, next, next === cursor.next))) continue;
       for (const block of range) {
         if (sub.kind === "newHeads") {
           const what = `the header of block ${hexNumber(block.number)}`;

@@ -1,3 +1,4 @@
+import { publicationDelayMs } from "../chain-head.ts";
 import type { Network } from "../network-model.ts";
 
 /**
@@ -15,6 +16,10 @@ export interface FollowerSettings {
   readonly deliveryTimeoutMs: number;
   /** The most calls one request to the pipeline may hold (`max_batch`). */
   readonly maxBatch: number;
+  /** How old a container's copy of the chain position may be (`head_cache_ms`). */
+  readonly headCacheMs: number;
+  /** How long after its publication a block is the served head (`head_cache_ms` and the write margin). */
+  readonly publicationDelayMs: number;
 }
 
 /** A network's follower settings from its config. */
@@ -25,11 +30,18 @@ export function followerSettingsOf(network: Network): FollowerSettings {
     resumeWindowMs: settings.subscriptions.resume_window_seconds * 1000,
     deliveryTimeoutMs: settings.subscriptions.delivery_timeout_seconds * 1000,
     maxBatch: settings.max_batch,
+    headCacheMs: settings.head_cache_ms,
+    publicationDelayMs: publicationDelayMs(settings.head_cache_ms),
   };
 }
 
 /** The most blocks one step delivers (a follower behind takes several steps, one after another). */
 export const BLOCKS_PER_STEP = 32;
+/** The blocks one step delivers from `from`: up to the served head, at most `BLOCKS_PER_STEP`. */
+export function stepRange(from: number, head: number): number[] {
+  const to = Math.min(head, from + BLOCKS_PER_STEP - 1);
+  return Array.from({ length: Math.max(0, to - from + 1) }, (_, index) => from + index);
+}
 /** Subscriptions behind the cursor caught up per step, and blocks each. */
 export const CATCH_UP_SUBSCRIPTIONS = 16;
 export const CATCH_UP_BLOCKS = 64;
@@ -46,9 +58,10 @@ export function logsRetryMs(settings: FollowerSettings): number {
 }
 
 /**
- * How often the follower looks at the served head: an eighth of a block time, between 100 ms
- * and 1 s. A look is the served head's answer to `eth_blockNumber` (no provider call; a
- * consistent read of the chain position at most every `head_cache_ms`).
+ * How often the follower looks at the served head when no block is awaited sooner
+ * (`HeadWatch`): an eighth of a block time, between 100 ms and 1 s. A look is the served
+ * head's answer to `eth_blockNumber` (no provider call; a consistent read of the chain
+ * position at most every `head_cache_ms`).
  */
 export function pollMs(settings: FollowerSettings): number {
   return Math.max(100, Math.min(1_000, settings.blockTimeMs / 8));

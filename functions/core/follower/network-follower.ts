@@ -1,6 +1,5 @@
 import { oneChain } from "../filters/filter-progress.ts";
 import type { ConnectionPush, Telemetry } from "../ports.ts";
-import { type BlockLog, logsFor } from "./block-logs.ts";
 import { CatchUp } from "./catch-up.ts";
 import { type ChainBlock, ChainReads, type Handle } from "./chain-reads.ts";
 import {
@@ -21,21 +20,17 @@ import {
   skipped,
 } from "./cursor.ts";
 import { farewellInterrupted, farewellRestart } from "./farewells.ts";
-import {
-  BLOCKS_PER_STEP,
-  CURSOR_TTL_MS,
-  type FollowerSettings,
-  keptLogsMs,
-  logsRetryMs,
-  PUSH_CONCURRENCY,
-} from "./follow-settings.ts";
+import { type FollowerSettings, PUSH_CONCURRENCY, stepRange } from "./follow-settings.ts";
 import type { FollowerStore, FollowerSubscriptions } from "./follower-ports.ts";
+import { HeadWatch } from "./head-watch.ts";
+import { LeasedCursor, LostLease } from "./leased-cursor.ts";
+import { SubscriberListing } from "./listing.ts";
 import { LogsDelivery, pendingTakers } from "./logs-delivery.ts";
-import { boundedNotification, errorNotification, hexNumber } from "./notifications.ts";
+import { boundedNotification, hexNumber } from "./notifications.ts";
 import { Outbox } from "./outbox.ts";
 import { sendRemovals } from "./removals.ts";
 import { readFork } from "./reorg.ts";
-import { type Followed, standing, takesBlock } from "./subscribers.ts";
+import { type Followed, firstWanted, standing, takesBlock } from "./subscribers.ts";
 
 /**
  * The head follower of one network (docs/behaviour.md "Subscriptions over WebSocket", the
@@ -53,6 +48,11 @@ export interface NetworkFollowerDeps {
   readonly holder: string;
   /** Serves a request text through the gateway's pipeline for this network. */
   readonly handle: Handle;
+  /**
+   * Asks a quorum member for its head now, published as the gateway's polls are
+   * (`Gateway.pollHead`); the number, or null.
+   */
+  readonly probeHead: (timeoutMs: number) => Promise<number | null>;
   readonly subscriptions: FollowerSubscriptions;
   readonly push: ConnectionPush;
   readonly store: FollowerStore;
@@ -65,27 +65,30 @@ export interface NetworkFollowerDeps {
 /** What a step did: nothing new, blocks delivered, more to deliver at once, or the run must stop here. */
 export type StepResult = "idle" | "delivered" | "behind" | "stopped";
 
-/** A cursor write that lost to another (a run that took the lease over): this run stops. */
-class LostLease extends Error {}
+/** The tip is read again when no new block came for this many block times. */
+const TIP_CHECK_BLOCKS = 2;
 
 export class NetworkFollower {
   readonly #deps: NetworkFollowerDeps;
   readonly #reads: ChainReads;
   readonly #dropped = new Set<string>();
-  /**
-   * The subscriptions this run made live: the registry's list is eventually consistent, and
-   * one read as it was a moment before must not miss a block.
-   */
-  readonly #madeLive = new Set<string>();
+  readonly #listing: SubscriberListing;
+  readonly #watch: HeadWatch;
   readonly #catchUp: CatchUp;
   readonly #logs: LogsDelivery;
-  #cursor: FollowerCursor | null = null;
+  readonly #lease: LeasedCursor;
   #until = 0;
   /** When the block delivered last was last read again, to see a reorg at its height (ms). */
   #tipCheckedAt = Number.NEGATIVE_INFINITY;
 
   constructor(deps: NetworkFollowerDeps) {
     this.#deps = deps;
+    this.#lease = new LeasedCursor(deps);
+    this.#listing = new SubscriberListing({ ...deps, dropped: this.#dropped });
+    this.#watch = new HeadWatch({
+      ...deps,
+      readAhead: (block) => void this.#reads.blocks([block]).catch(() => undefined),
+    });
     this.#reads = new ChainReads(
       deps.handle,
       deps.settings.maxBatch,
@@ -96,22 +99,22 @@ export class NetworkFollower {
       reads: this.#reads,
       outbox: () => this.#outbox(),
       until: () => this.#until,
-      remembered: () => this.#held().recent.length + 1,
+      remembered: () => this.#lease.held().recent.length + 1,
     });
     this.#catchUp = new CatchUp({
       ...deps,
       reads: this.#reads,
-      cursor: () => this.#held(),
-      write: (next) => this.#write(next),
+      cursor: () => this.#lease.held(),
+      write: (next) => this.#lease.write(next),
       outbox: () => this.#outbox(),
       dropped: this.#dropped,
-      madeLive: (id) => this.#madeLive.add(id),
+      move: (sub, next, live) => this.#listing.move(sub, next, live),
     });
   }
 
   /** The cursor this run holds (tests, status). */
   get cursor(): FollowerCursor | null {
-    return this.#cursor;
+    return this.#lease.current;
   }
 
   /**
@@ -130,23 +133,10 @@ export class NetworkFollower {
     }
     const mine = leased(stored, holder, clock(), until);
     if (mine === null) return false;
-    this.#cursor = stored;
+    this.#lease.hold(stored);
     try {
-      await this.#write(mine);
-      const left = interrupted(mine);
-      if (left.block !== null || left.catchingUp.length > 0) {
-        const subs = await this.#deps.subscriptions.list(network);
-        const { telemetry } = this.#deps;
-        await farewellInterrupted(
-          this.#outbox(),
-          subs,
-          left.block,
-          left.catchingUp,
-          telemetry,
-          network,
-        );
-        await this.#write(recovered(this.#held()));
-      }
+      await this.#lease.write(mine);
+      await this.#recover();
     } catch (error) {
       if (error instanceof LostLease) return false;
       throw error;
@@ -164,68 +154,91 @@ export class NetworkFollower {
     }
   }
 
+  /** How long to wait before the next step when the last one left nothing to do at once (ms). */
+  waitMs(): number {
+    return this.#watch.waitMs();
+  }
+
   /** Gives the lease back with the cursor as this run leaves it. */
   async end(): Promise<void> {
-    if (this.#cursor === null) return;
-    await this.#write(released(this.#cursor)).catch(() => undefined);
-    this.#cursor = null;
+    const held = this.#lease.current;
+    if (held !== null) await this.#lease.release(released(held));
+  }
+
+  /**
+   * What a run left half-done (the one before, or this one in a step that threw): a block
+   * whose header may have reached some of its subscribers and not others, catch-ups claimed.
+   * Its subscribers cannot know what they were sent of it, so they are told, and their sockets
+   * closed; never a silent gap.
+   */
+  async #recover(): Promise<void> {
+    const left = interrupted(this.#lease.held());
+    if (left.block === null && left.catchingUp.length === 0) return;
+    const { network, telemetry } = this.#deps;
+    const subs = await this.#deps.subscriptions.list(network);
+    const outbox = this.#outbox();
+    await farewellInterrupted(outbox, subs, left.block, left.catchingUp, telemetry, network);
+    await this.#lease.write(recovered(this.#lease.held()));
   }
 
   async #step(): Promise<StepResult> {
-    const { network, telemetry, subscriptions } = this.#deps;
+    const { network, telemetry, clock, settings } = this.#deps;
+    await this.#recover();
+    this.#watch.lookAhead();
     const head = await this.#reads.servedHead();
     if (head === null) return "idle";
-    const subs = (await subscriptions.list(network))
-      .filter((sub) => !this.#dropped.has(sub.connection))
-      .map((sub) =>
-        sub.live !== true && this.#madeLive.has(sub.id) ? { ...sub, live: true } : sub,
-      );
-    const start = this.#held();
+    this.#watch.look(head);
+    const start = this.#lease.held();
     telemetry.measure(
       "follower_lag_blocks",
       { network },
       Math.max(0, head - (start.next - 1)),
       "Count",
     );
+    const tipDue =
+      start.recent.at(-1)?.number === head &&
+      this.#listing.count > 0 &&
+      clock() - this.#tipCheckedAt >= TIP_CHECK_BLOCKS * settings.blockTimeMs;
+    const work = head !== start.next - 1 || start.logsPending !== null || tipDue;
+    if (!this.#listing.due(work)) return "idle";
+    // The blocks are read while the subscriptions are: one round trip less before a header goes out.
+    const reading =
+      start.logsPending === null && head >= start.next
+        ? this.#reads.blocks(stepRange(start.next, head)).catch(() => null)
+        : null;
+    const subs = await this.#listing.read(start.next);
     if (start.logsPending !== null) {
       const block = { number: start.next - 1, hash: start.logsPending };
       const takers = pendingTakers(subs, block.number);
       const pending =
         takers.length === 0 ? "done" : await this.#logs.deliver(block, takers, start.pendingSince);
       if (pending === "stopped") return "stopped";
-      this.#cursor = completed(this.#held());
+      this.#lease.set(completed(this.#lease.held()));
     }
-    this.#skipUnwanted(subs, head);
-    const cursor = this.#held();
+    const wanted = firstWanted(subs, start.next, head);
+    if (wanted > start.next) this.#lease.set(skipped(this.#lease.held(), wanted));
+    const cursor = this.#lease.held();
     const result =
       cursor.next > head
         ? await this.#checkTip(head, subs)
-        : await this.#deliverFrom(cursor.next, head, cursor.next, subs);
+        : await this.#deliverFrom(cursor.next, head, cursor.next, subs, {
+            read: cursor.next === start.next ? reading : null,
+          });
     if (result === "stopped") return result;
     await this.#catchUp.run(subs);
     // Behind only when blocks went out and more are there: a block not shown yet is waited for.
-    return result === "delivered" && this.#held().next <= head ? "behind" : result;
-  }
-
-  /** With no live subscription, blocks nobody waits for are not read: the cursor moves past them. */
-  #skipUnwanted(subs: readonly Followed[], head: number): void {
-    const cursor = this.#held();
-    if (subs.some((sub) => sub.live === true)) return;
-    const waiting = subs
-      .filter((sub) => standing(sub, cursor.next) === "waiting")
-      .map((sub) => sub.nextBlock);
-    const target = Math.min(head + 1, ...waiting);
-    if (target > cursor.next) this.#cursor = skipped(cursor, target);
+    return result === "delivered" && this.#lease.held().next <= head ? "behind" : result;
   }
 
   /**
-   * With no new block, the block delivered last is read again once a block time: a reorg
-   * that replaced it with another of the same height is delivered before the next block comes.
-   * A served head below it is a chain that restarted.
+   * With no new block for two block times, the block delivered last is read again: a reorg that
+   * replaced it with another of the same height is delivered without waiting for the next
+   * block (whose parent shows the reorg otherwise). A served head below it is a chain that
+   * restarted.
    */
   async #checkTip(head: number, subs: Followed[]): Promise<StepResult> {
     const { clock, settings } = this.#deps;
-    const cursor = this.#held();
+    const cursor = this.#lease.held();
     if (head < cursor.next - 1) {
       // The served head never goes back but when the chain restarted lower (§10.7).
       await this.#restart(head, subs);
@@ -233,7 +246,7 @@ export class NetworkFollower {
     }
     const tip = cursor.recent.at(-1);
     if (tip === undefined || tip.number !== head || subs.length === 0) return "idle";
-    if (clock() - this.#tipCheckedAt < settings.blockTimeMs) return "idle";
+    if (clock() - this.#tipCheckedAt < TIP_CHECK_BLOCKS * settings.blockTimeMs) return "idle";
     this.#tipCheckedAt = clock();
     const found = await this.#reads.blocks([head]);
     const block = found?.get(head);
@@ -247,11 +260,10 @@ export class NetworkFollower {
     head: number,
     cycleNext: number,
     subs: Followed[],
-    afterReorg = false,
+    { afterReorg = false, read = null }: { afterReorg?: boolean; read?: BlocksRead | null } = {},
   ): Promise<StepResult> {
-    const to = Math.min(head, from + BLOCKS_PER_STEP - 1);
-    const numbers = Array.from({ length: to - from + 1 }, (_, index) => from + index);
-    const found = await this.#reads.blocks(numbers);
+    const numbers = stepRange(from, head);
+    const found = await (read ?? this.#reads.blocks(numbers));
     if (found === null) return "idle";
     const chain: ChainBlock[] = [];
     for (const number of numbers) {
@@ -261,7 +273,7 @@ export class NetworkFollower {
     }
     // Blocks of two branches (a reorg between two reads, providers on two forks): read again.
     if (chain.length === 0 || !oneChain(chain, null)) return "idle";
-    const tip = this.#held().recent.at(-1);
+    const tip = this.#lease.held().recent.at(-1);
     const first = chain[0] as ChainBlock;
     if (tip !== undefined && tip.number === from - 1 && !sameBlock(first.parentHash, tip.key)) {
       // A second reorg while the first was handled: the next step reads the chain again.
@@ -280,20 +292,18 @@ export class NetworkFollower {
     subs: Followed[],
     cycleNext: number,
   ): Promise<"done" | "replaced" | "stopped"> {
-    const { network, subscriptions, clock, settings } = this.#deps;
-    const cursor = this.#held();
+    const { clock } = this.#deps;
+    const cursor = this.#lease.held();
     const takers = subs.filter(
       (sub) => !this.#dropped.has(sub.connection) && takesBlock(sub, block.number, cycleNext),
     );
     const recent: RecentBlock = { number: block.number, key: blockKey(block.hash) };
-    await this.#write(claimed(cursor, recent));
+    await this.#lease.write(claimed(cursor, recent));
     const sent: Followed[] = [];
     for (const sub of takers) {
       if (standing(sub, cycleNext) === "waiting") {
         // Its first block: from now on the cursor's deliveries are its, with no write of its own.
-        if (!(await subscriptions.advance(network, sub.id, sub.nextBlock, sub.nextBlock, true)))
-          continue;
-        this.#madeLive.add(sub.id);
+        if (!(await this.#listing.move(sub, sub.nextBlock, true))) continue;
         replaceIn(subs, { ...sub, live: true });
       }
       sent.push(sub);
@@ -310,12 +320,19 @@ export class NetworkFollower {
     );
     const askedAt = clock();
     const logs =
-      logTakers.length === 0 ? "done" : await this.#logs.deliver(block, logTakers, askedAt);
+      logTakers.length === 0
+        ? "done"
+        : await this.#logs.deliver(block, logTakers, askedAt).catch(async (error: unknown) => {
+            // The header went out: the logs are left pending, for the next step to send.
+            await this.#lease.write(logsLeftPending(this.#lease.held(), block.hash, askedAt));
+            throw error;
+          });
     if (logs === "stopped") {
-      await this.#write(logsLeftPending(this.#held(), block.hash, askedAt));
+      await this.#lease.write(logsLeftPending(this.#lease.held(), block.hash, askedAt));
       return "stopped";
     }
-    this.#cursor = completed(this.#held());
+    this.#lease.set(completed(this.#lease.held()));
+    this.#tipCheckedAt = clock();
     return logs;
   }
 
@@ -325,7 +342,7 @@ export class NetworkFollower {
    */
   async #reorg(head: number, cycleNext: number, subs: Followed[]): Promise<StepResult> {
     const { network, telemetry } = this.#deps;
-    const cursor = this.#held();
+    const cursor = this.#lease.held();
     const finding = await readFork(this.#reads, cursor.recent);
     if (finding?.kind !== "fork") return "idle";
     if (finding.deeper && head <= finding.fork) {
@@ -341,15 +358,15 @@ export class NetworkFollower {
       deeper_than_remembered: finding.deeper,
       ...removed,
     });
-    this.#cursor = rewound(this.#held(), finding.fork);
-    return this.#deliverFrom(finding.fork + 1, head, cycleNext, subs, true);
+    this.#lease.set(rewound(this.#lease.held(), finding.fork));
+    return this.#deliverFrom(finding.fork + 1, head, cycleNext, subs, { afterReorg: true });
   }
 
   /** The chain is now below every block remembered (a restart): every subscriber starts afresh. */
   async #restart(head: number, subs: readonly Followed[]): Promise<void> {
     const { network, telemetry } = this.#deps;
     await farewellRestart(this.#outbox(), subs, head, telemetry, network);
-    await this.#write(restarted(this.#held(), head + 1));
+    await this.#lease.write(restarted(this.#lease.held(), head + 1));
   }
 
   #removalDeps() {
@@ -367,24 +384,9 @@ export class NetworkFollower {
       dropped: this.#dropped,
     });
   }
-
-  #held(): FollowerCursor {
-    if (this.#cursor === null) throw new LostLease("the follower holds no lease");
-    return this.#cursor;
-  }
-
-  /** Writes the cursor over the version this run holds; a write that loses means the lease is gone. */
-  async #write(next: FollowerCursor): Promise<void> {
-    const { store, network, clock } = this.#deps;
-    const held = this.#held();
-    const written = { ...next, version: held.version + 1 };
-    if (!(await store.writeCursor(network, written, held.version, clock() + CURSOR_TTL_MS))) {
-      this.#cursor = null;
-      throw new LostLease(`the follower's cursor of ${network} was written by another run`);
-    }
-    this.#cursor = written;
-  }
 }
+
+type BlocksRead = Promise<Map<number, ChainBlock | null> | null>;
 
 function replaceIn(subs: Followed[], changed: Followed): void {
   const index = subs.findIndex((sub) => sub.id === changed.id);

@@ -37,3 +37,16 @@ export function wasSent(subscription: Followed, number: number, cursorNext: numb
   if (number < first) return false;
   return subscription.live === true ? number < cursorNext : number < subscription.nextBlock;
 }
+
+/**
+ * The block the cursor may move on to without reading the ones before it: with no live
+ * subscription, nobody waits for a block before the served head's next or before the first
+ * block a waiting subscription wants; with one, `next` itself.
+ */
+export function firstWanted(subs: readonly Followed[], next: number, head: number): number {
+  if (subs.some((sub) => sub.live === true)) return next;
+  const waiting = subs
+    .filter((sub) => standing(sub, next) === "waiting")
+    .map((sub) => sub.nextBlock);
+  return Math.max(next, Math.min(head + 1, ...waiting));
+}
