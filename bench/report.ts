@@ -13,6 +13,7 @@ import type {
 } from "./results.ts";
 import { COST_WARMUP_SECONDS, dollarsPerMillionPerMs, PRICES } from "./targets/cost.ts";
 import { renderHedge } from "./targets/hedge.ts";
+import { renderSubscriptions } from "./targets/subscriptions-cost.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
 import { LAMBDA_BLOCK_TIME_SECONDS } from "./tools/lambda-env.ts";
 import { formatLoad } from "./tools/machine.ts";
@@ -63,6 +64,7 @@ export function renderReport(results: Results): string {
     ["answer cache: indexer replay", results.replay],
     ["hedged reads", results.hedge],
     ["eth_getLogs over any range", results.logs],
+    ["subscriptions: what the head follower costs", results.subscriptions],
   ] as const;
   const machine = [results.throughput, results.handler, results.cold, results.cost]
     .map((part) => part?.machine)
@@ -95,6 +97,7 @@ export function renderReport(results: Results): string {
   if (results.profile) lines.push(...renderProfile(results.profile));
   if (results.hedge) lines.push(...renderHedge(results.hedge));
   if (results.logs) lines.push(...renderLogs(results.logs));
+  if (results.subscriptions) lines.push(...renderSubscriptions(results.subscriptions));
   return lines.join("\n").trimEnd();
 }
 

@@ -5,6 +5,7 @@ import type { HedgePart } from "./targets/hedge.ts";
 import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./targets/lambda.ts";
 import type { LogsMeasurement } from "./targets/logs.ts";
 import type { ReplayRecord } from "./targets/replay.ts";
+import type { SubscriptionsPart } from "./targets/subscriptions-cost.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
 import type { MachineInfo } from "./tools/machine.ts";
 import type { ProfileFindings } from "./tools/profiling.ts";
@@ -26,7 +27,8 @@ export type PartName =
   | "profile"
   | "replay"
   | "hedge"
-  | "logs";
+  | "logs"
+  | "subscriptions";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
   "handler",
@@ -36,6 +38,7 @@ export const PART_NAMES: readonly PartName[] = [
   "replay",
   "hedge",
   "logs",
+  "subscriptions",
 ];
 
 export interface Verdict {
@@ -107,6 +110,7 @@ export interface Results {
   replay?: ReplayPart;
   hedge?: HedgePart;
   logs?: LogsPart;
+  subscriptions?: SubscriptionsPart;
 }
 
 export function readResults(): Results {
