@@ -4,12 +4,10 @@ import type {
   CostPart,
   HandlerPart,
   LogsPart,
-  PartMeta,
   ProfilePart,
   ReplayPart,
   Results,
   ThroughputPart,
-  Verdict,
 } from "./results.ts";
 import { COST_WARMUP_SECONDS, dollarsPerMillionPerMs, PRICES } from "./targets/cost.ts";
 import { renderHedge } from "./targets/hedge.ts";
@@ -17,6 +15,7 @@ import { renderSubscriptions } from "./targets/subscriptions-cost.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
 import { LAMBDA_BLOCK_TIME_SECONDS } from "./tools/lambda-env.ts";
 import { formatLoad } from "./tools/machine.ts";
+import type { PartMeta } from "./verdict.ts";
 
 /**
  * bench/RESULTS.md: the section between the markers is generated from bench/results.json by
@@ -31,11 +30,6 @@ const ms = (value: number, digits = 3) => (Number.isFinite(value) ? value.toFixe
 const cores = (value: number | null) => (value === null ? "n/a" : value.toFixed(2));
 const kb = (bytes: number) => `${Math.round(bytes / 1024)} KB`;
 const dollars = (value: number) => `$${value.toFixed(4)}`;
-
-export function verdict(ok: boolean, valid = true): Verdict["verdict"] {
-  if (!valid) return "INVALID";
-  return ok ? "PASS" : "FAIL";
-}
 
 /**
  * The range of the same-round ratios, as text ("; rounds 0.71–0.93×"), or nothing with fewer

@@ -7,8 +7,8 @@ import type { LogsMeasurement } from "./targets/logs.ts";
 import type { ReplayRecord } from "./targets/replay.ts";
 import type { SubscriptionsPart } from "./targets/subscriptions-cost.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
-import type { MachineInfo } from "./tools/machine.ts";
 import type { ProfileFindings } from "./tools/profiling.ts";
+import type { PartMeta, Verdict } from "./verdict.ts";
 
 /**
  * What the bench keeps between runs: bench/results.json holds the latest result of every
@@ -40,21 +40,6 @@ export const PART_NAMES: readonly PartName[] = [
   "logs",
   "subscriptions",
 ];
-
-export interface Verdict {
-  readonly target: string;
-  readonly measured: string;
-  readonly verdict: "PASS" | "FAIL" | "INVALID";
-}
-
-export interface PartMeta {
-  readonly date: string;
-  readonly command: string;
-  readonly revision: string;
-  readonly machine: MachineInfo;
-  readonly loadAtStart: readonly number[];
-  readonly loadAtEnd: readonly number[];
-}
 
 export interface ThroughputPart extends PartMeta {
   readonly loadGenerator: string;

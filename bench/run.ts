@@ -41,7 +41,6 @@ import { rpcEvent } from "../test/support/api-gateway-event.ts";
 import { renderReport, writeReport } from "./report.ts";
 import {
   PART_NAMES,
-  type PartMeta,
   type PartName,
   type Results,
   readResults,
@@ -78,6 +77,7 @@ import {
 import { loadGenerator } from "./tools/load.ts";
 import { formatLoad, loadAverage, machineInfo } from "./tools/machine.ts";
 import { profileHandler, profileLocalServer, profilePacedHandler } from "./tools/profiling.ts";
+import type { PartMeta } from "./verdict.ts";
 
 const RESULTS_MD = new URL("./RESULTS.md", import.meta.url).pathname;
 

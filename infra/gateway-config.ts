@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { configSchema } from "../functions/core/config-schema.ts";
-import { secretNamesOf } from "../functions/core/placeholders.ts";
+import { configSchema } from "../functions/core/config/config-schema.ts";
+import { secretNamesOf } from "../functions/core/config/placeholders.ts";
 import { SetupError } from "./environments.ts";
 
 /** The repository root (infra/ lives directly under it). */

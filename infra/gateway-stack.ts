@@ -13,8 +13,8 @@ import { BucketDeployment, Source } from "aws-cdk-lib/aws-s3-deployment";
 import { Schedule, ScheduleExpression } from "aws-cdk-lib/aws-scheduler";
 import { LambdaInvoke } from "aws-cdk-lib/aws-scheduler-targets";
 import type { Construct } from "constructs";
-import { EXTENSION_CONNECTIONS } from "../functions/adapters/secrets-extension.ts";
-import { PROXY_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/http-api.ts";
+import { EXTENSION_CONNECTIONS } from "../functions/adapters/config/secrets-extension.ts";
+import { PROXY_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/http/http-api.ts";
 import { SOCKET_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/subscriptions/websocket-quotas.ts";
 import { GatewayFunction } from "./constructs/node-function.ts";
 import { type EnvironmentSettings, secretsPrefixOf } from "./environments.ts";
@@ -48,7 +48,7 @@ export const PROXY_TABLE_ACCESS = {
   partitions: ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*", "CACHE#*"],
 } as const;
 /**
- * The filters the gateway serves (functions/adapters/filter-store.ts): the proxy reads, lists
+ * The filters the gateway serves (functions/adapters/store/filter-store.ts): the proxy reads, lists
  * and updates its own filter items, and nothing else, under a statement of their own; the
  * monitor never touches them.
  */
@@ -57,7 +57,7 @@ export const PROXY_FILTER_ACCESS = {
   partitions: ["FILTER#*"],
 } as const;
 /**
- * WebSocket connections and subscriptions (functions/adapters/subscription-store.ts): the
+ * WebSocket connections and subscriptions (functions/adapters/subscriptions/subscription-store.ts): the
  * socket function registers them, the head follower reads and moves them; no one else.
  */
 export const SUBSCRIPTION_TABLE_ACCESS = {
@@ -78,7 +78,7 @@ const MONITOR_TIMEOUT = Duration.seconds(90);
 
 /**
  * The Parameters and Secrets Lambda Extension, through which both functions read their
- * secrets (functions/adapters/secrets-extension.ts) with their own role. Its calls to AWS get a
+ * secrets (functions/adapters/config/secrets-extension.ts) with their own role. Its calls to AWS get a
  * time limit under the function's 3 s per read, so a slow SSM or Secrets Manager comes back as
  * the extension's error rather than as silence; as many connections to AWS as the function
  * opens to it. Its cache (at most 5 minutes) matters little: the gateway keeps every value it

@@ -19,8 +19,12 @@ import {
   CORS_ALLOW_METHODS,
   CORS_EXPOSE_HEADERS,
   CORS_MAX_AGE_SECONDS,
-} from "../functions/core/cors.ts";
-import { API_ROUTES, INTEGRATION_TIMEOUT_SECONDS, routeKeyOf } from "../functions/core/http-api.ts";
+} from "../functions/core/http/cors.ts";
+import {
+  API_ROUTES,
+  INTEGRATION_TIMEOUT_SECONDS,
+  routeKeyOf,
+} from "../functions/core/http/http-api.ts";
 import { acknowledge } from "./nag.ts";
 
 export interface Throttle {

@@ -1,6 +1,6 @@
 import { Duration } from "aws-cdk-lib";
 import { type IMetric, MathExpression, Metric } from "aws-cdk-lib/aws-cloudwatch";
-import type { CooldownReason, RetryKind } from "../functions/core/verdict.ts";
+import type { CooldownReason, RetryKind } from "../functions/core/classify/verdict.ts";
 
 /**
  * The metric contract between the Lambdas (Powertools EMF) and the alarms and dashboard.

@@ -12,18 +12,18 @@ import {
   DEFAULT_CORS_ORIGINS,
   isPreflight,
   preflightHeaders,
-} from "../functions/core/cors.ts";
+} from "../functions/core/http/cors.ts";
 import {
   API_ROUTES,
   INTEGRATION_TIMEOUT_SECONDS,
   PROXY_FUNCTION_TIMEOUT_SECONDS,
   routeKeyOf,
-} from "../functions/core/http-api.ts";
+} from "../functions/core/http/http-api.ts";
 import {
   fitsSerialized,
   LAMBDA_REQUEST_LIMIT_BYTES,
   LAMBDA_RESPONSE_LIMIT_BYTES,
-} from "../functions/core/payload-limit.ts";
+} from "../functions/core/http/payload-limit.ts";
 import { InvocationDeadlines } from "./apigw-deadlines.ts";
 import { buildEvent, decodeHttpApiPath } from "./apigw-event.ts";
 import { apiRequestId } from "./apigw-ids.ts";
@@ -40,7 +40,7 @@ import {
   type LambdaHandler,
   type Timeout,
 } from "./lambda-invoke.ts";
-import { startWebSocketSide, type WebSocketSideOptions } from "./websocket-side.ts";
+import { startWebSocketSide, type WebSocketSideOptions } from "./websocket/websocket-side.ts";
 
 /**
  * What a Lambda handler may return: payload format 2.0 reads an object with a `statusCode` as

@@ -1,10 +1,11 @@
 /**
  * `npm run config:check [--env-secrets] [file...]`: validates config files (all of
- * config/*.json when none is named), prints every problem with its JSON path, exits 1 on any.
+ * config/*.json when none is named), prints every problem with its JSON path, exits 1 on any;
+ * a warning (a methods_deny that serves what the default refuses) is printed, not a failure.
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { checkConfigFile, describeProblems } from "../functions/adapters/config-file.ts";
+import { checkConfigFile, describeProblems } from "../functions/adapters/config/config-file.ts";
 
 const args = process.argv.slice(2);
 const envSecrets = args.includes("--env-secrets");
@@ -35,6 +36,7 @@ for (const file of files) {
   if (report.summary) {
     const { networks, providers } = report.summary;
     console.log(`ok ${file} (${networks} networks, ${providers} providers)`);
+    if (report.warnings) console.error(describeProblems(`warning: ${file}`, report.warnings));
   } else {
     failed = true;
     console.error(describeProblems(file, report.problems));

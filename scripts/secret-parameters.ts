@@ -1,7 +1,7 @@
 import { DescribeSecretCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { GetParametersCommand, type SSMClient } from "@aws-sdk/client-ssm";
-import type { Config } from "../functions/core/config-schema.ts";
-import { placeholderUses } from "../functions/core/placeholders.ts";
+import type { Config } from "../functions/core/config/config-schema.ts";
+import { placeholderUses } from "../functions/core/config/placeholders.ts";
 
 /**
  * The secrets a config needs, and whether each exists where the deployed gateway will look:

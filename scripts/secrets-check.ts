@@ -8,7 +8,7 @@
 import { parseArgs } from "node:util";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { SSMClient } from "@aws-sdk/client-ssm";
-import { loadConfigFile } from "../functions/adapters/config-file.ts";
+import { loadConfigFile } from "../functions/adapters/config/config-file.ts";
 import { DEPLOYED_ENVIRONMENTS, ENVIRONMENTS, secretsPrefixOf } from "../infra/environments.ts";
 import {
   checkSecretsManagerSecrets,

@@ -6,7 +6,7 @@ import type {
   APIGatewayProxyStructuredResultV2,
   Context,
 } from "aws-lambda";
-import { createUpstream } from "../../functions/adapters/upstream.ts";
+import { createUpstream } from "../../functions/adapters/upstream/upstream.ts";
 
 /**
  * The bench's baseline Lambda: the least a proxy handler on this stack does. It imports middy

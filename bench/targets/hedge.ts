@@ -3,9 +3,9 @@ import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { metricsNamed, parseEmf, valuesOf } from "../../test/support/emf.ts";
-import { verdict } from "../report.ts";
-import type { PartMeta, Verdict } from "../results.ts";
 import { formatLoad } from "../tools/machine.ts";
+import type { PartMeta, Verdict } from "../verdict.ts";
+import { verdict } from "../verdict.ts";
 
 /**
  * Hedged reads, side by side in one run: one gateway (the local stack in this process) with

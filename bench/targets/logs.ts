@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
 import { startAnvil } from "../../local/anvil.ts";
 import { buildLogChain } from "../../local/log-chain.ts";
 import { type LogsRangeCap, startLogsRangeCap } from "../../local/logs-range-cap.ts";

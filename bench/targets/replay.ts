@@ -1,9 +1,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { join, resolve } from "node:path";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
-import { createDynamoClient } from "../../functions/adapters/state-store.ts";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
+import { createDynamoClient } from "../../functions/adapters/store/state-store.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { startDynalite } from "../../local/dynamodb.ts";
 import { LOCAL_TABLE_NAME } from "../../local/stack.ts";

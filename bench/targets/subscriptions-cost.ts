@@ -1,6 +1,6 @@
-import { verdict } from "../report.ts";
-import type { PartMeta, Verdict } from "../results.ts";
 import { formatLoad } from "../tools/machine.ts";
+import type { PartMeta, Verdict } from "../verdict.ts";
+import { verdict } from "../verdict.ts";
 import {
   BENCH_BLOCK_SECONDS,
   type SizeRecord,

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import WebSocket from "ws";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { messageEvent } from "../../local/websocket-events.ts";
+import { messageEvent } from "../../local/websocket/websocket-events.ts";
 import { startEventChain } from "../../test/support/event-chain.ts";
 import { buildBundle } from "../tools/bundles.ts";
 import { startCountingRelay } from "../tools/counting-relay.ts";

@@ -1,5 +1,6 @@
-import { addedLatency, find, roundRatios, verdict } from "../report.ts";
-import type { Verdict } from "../results.ts";
+import { addedLatency, find, roundRatios } from "../report.ts";
+import type { Verdict } from "../verdict.ts";
+import { verdict } from "../verdict.ts";
 import { FORWARDED } from "./calls.ts";
 import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./lambda.ts";
 import type { LogsMeasurement } from "./logs.ts";

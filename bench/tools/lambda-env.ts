@@ -5,8 +5,8 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
-import { createDynamoClient } from "../../functions/adapters/state-store.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
+import { createDynamoClient } from "../../functions/adapters/store/state-store.ts";
 import { startDynalite } from "../../local/dynamodb.ts";
 import { startCountingRelay } from "./counting-relay.ts";
 

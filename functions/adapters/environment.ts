@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { PREPARED_CONFIG_FILE, preparedConfigReader } from "./config-prepared.ts";
-import { type ConfigSource, createConfigSource } from "./config-source.ts";
-import { createS3ObjectReader } from "./s3-object.ts";
-import { createDynamoClient, DynamoStateStore } from "./state-store.ts";
+import { PREPARED_CONFIG_FILE, preparedConfigReader } from "./config/config-prepared.ts";
+import { type ConfigSource, createConfigSource } from "./config/config-source.ts";
+import { createS3ObjectReader } from "./config/s3-object.ts";
+import { createDynamoClient, DynamoStateStore } from "./store/state-store.ts";
 
 /**
  * Builds the adapters a Lambda needs from its environment, so both handlers stay thin:

@@ -1,5 +1,4 @@
-import type { Wait } from "../core/ports.ts";
-import type { HedgeTimer } from "../core/request/hedging.ts";
+import type { HedgeTimer, Wait } from "../core/ports.ts";
 
 /** The real timer behind the core's `Wait` port: resolves after `ms`, or at once on abort. */
 export const wait: Wait = (ms, signal) =>

@@ -80,6 +80,13 @@ export const CHAIN_RESTART_CHECKS = 3;
 export const BROADCAST_DELAY_MS = 50;
 
 /**
+ * The sends of one request claimed in the transaction ledger (docs/behaviour.md §4.12), two
+ * writes each (the claim, the outcome): any hex string is a transaction to claim, so a batch
+ * of 100 wrote 200 items. Sends past it go out as without a ledger.
+ */
+export const LEDGER_CLAIMS_PER_REQUEST = 16;
+
+/**
  * The most a request waits, after its answer is settled, for the copies of its transactions
  * still on their way (a Lambda is frozen once it answers).
  */
@@ -162,3 +169,11 @@ export const FILTER_SEEN_BLOCKS = 64;
  * every second.
  */
 export const FILTER_EXTEND_AFTER_FRACTION = 0.2;
+
+/**
+ * The filter calls (installs, polls, reads, uninstalls) one request may have the gateway serve
+ * from its filter store, each a read and at most a write there: a batch of 100 polls wrote 100
+ * items. Clients poll a filter a request (viem, ethers); a dashboard polling many batches them
+ * by sixteen.
+ */
+export const FILTER_CALLS_PER_REQUEST = 16;

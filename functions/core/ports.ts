@@ -1,7 +1,8 @@
-import type { ChainHead } from "./chain-head.ts";
-import type { FilterAdvance, FilterRecord } from "./filters/filter-progress.ts";
-import type { ProviderHealth } from "./health.ts";
-import type { NetworkState } from "./network-state.ts";
+import type { ChainHead } from "./chain/chain-head.ts";
+import type { TransportFailure } from "./classify/verdict.ts";
+import type { ProviderHealth } from "./health/health.ts";
+import type { FilterAdvance, FilterRecord } from "./request/filters/filter-progress.ts";
+import type { NetworkState } from "./routing/network-state.ts";
 import type {
   ConnectionRecord,
   ConnectOutcome,
@@ -10,7 +11,6 @@ import type {
   SubscriptionBounds,
   SubscriptionRecord,
 } from "./subscriptions/subscription-records.ts";
-import type { TransportFailure } from "./verdict.ts";
 
 /**
  * What the gateway needs from the world. Adapters implement these; tests may pass real
@@ -256,3 +256,16 @@ export interface Telemetry {
     unit: "Milliseconds" | "Seconds" | "Count",
   ): void;
 }
+
+/** A wait that may be called off: `done` then never resolves. */
+export interface HedgeWait {
+  readonly done: Promise<void>;
+  cancel(): void;
+}
+
+/**
+ * Starts a wait of `ms`. The real one (`hedgeTimer` in adapters/wait.ts) is a plain timer, not
+ * an AbortSignal: one is started for every hedgeable read, and an AbortController with its
+ * abort event costs several times a timer's set and clear. Tests pass a timer they fire.
+ */
+export type HedgeTimer = (ms: number) => HedgeWait;

@@ -1,17 +1,17 @@
 import middy from "@middy/core";
 import type { Context, ScheduledEvent } from "aws-lambda";
-import { DynamoAnswerStore } from "../adapters/answer-store.ts";
-import { ApiGatewayConnectionPush } from "../adapters/connection-push.ts";
+import { createSecretResolver } from "../adapters/config/secrets.ts";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
-import { DynamoEventStore } from "../adapters/event-store.ts";
-import { DynamoFollowerStore } from "../adapters/follower-store.ts";
-import { createSecretResolver } from "../adapters/secrets.ts";
-import { DynamoStatsStore } from "../adapters/stats-store.ts";
-import { DynamoSubscriptionStore } from "../adapters/subscription-store.ts";
-import { createUpstream } from "../adapters/upstream.ts";
+import { DynamoAnswerStore } from "../adapters/store/answer-store.ts";
+import { DynamoEventStore } from "../adapters/store/event-store.ts";
+import { DynamoStatsStore } from "../adapters/store/stats-store.ts";
+import { ApiGatewayConnectionPush } from "../adapters/subscriptions/connection-push.ts";
+import { DynamoFollowerStore } from "../adapters/subscriptions/follower-store.ts";
+import { DynamoSubscriptionStore } from "../adapters/subscriptions/subscription-store.ts";
+import { createUpstream } from "../adapters/upstream/upstream.ts";
+import { type FollowRunResult, runEndsAt } from "../core/follower/follow-run.ts";
 import { reportFailedRun } from "../monitor/middlewares.ts";
 import { createProxyRuntime } from "../proxy/runtime.ts";
-import { type FollowRunResult, runEndsAt } from "./follow-run.ts";
 import { createFollowerRuntime } from "./runtime.ts";
 
 /**

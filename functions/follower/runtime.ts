@@ -1,7 +1,7 @@
+import { type FollowRunResult, runFollower } from "../core/follower/follow-run.ts";
 import type { FollowerStore, FollowerSubscriptions } from "../core/follower/follower-ports.ts";
 import type { ConnectionPush, SubscriptionStore } from "../core/ports.ts";
 import type { ProxyRuntime } from "../proxy/runtime.ts";
-import { type FollowRunResult, runFollower } from "./follow-run.ts";
 
 /**
  * The head follower's composition root (docs/behaviour.md "Subscriptions over WebSocket",

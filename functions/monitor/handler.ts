@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import middy from "@middy/core";
 import type { Context, ScheduledEvent } from "aws-lambda";
+import { createSecretResolver } from "../adapters/config/secrets.ts";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
-import { DynamoEventStore } from "../adapters/event-store.ts";
-import { DynamoMonitorStore } from "../adapters/monitor-store.ts";
-import { createSecretResolver } from "../adapters/secrets.ts";
-import { DynamoStatsStore } from "../adapters/stats-store.ts";
-import { createUpstream } from "../adapters/upstream.ts";
-import { type MonitorLoopResult, runScheduled } from "./loop.ts";
+import { DynamoEventStore } from "../adapters/store/event-store.ts";
+import { DynamoMonitorStore } from "../adapters/store/monitor-store.ts";
+import { DynamoStatsStore } from "../adapters/store/stats-store.ts";
+import { createUpstream } from "../adapters/upstream/upstream.ts";
+import { type MonitorLoopResult, runScheduled } from "../core/monitor/loop.ts";
 import { reportFailedRun } from "./middlewares.ts";
 import { createMonitorRuntime } from "./runtime.ts";
 

@@ -1,7 +1,7 @@
 import type middy from "@middy/core";
 import type { Context, ScheduledEvent } from "aws-lambda";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
-import type { MonitorLoopResult } from "./loop.ts";
+import type { MonitorLoopResult } from "../core/monitor/loop.ts";
 
 /**
  * A run that fails outside a tick (the config cannot load, the lease store is down) is logged

@@ -1,14 +1,14 @@
-import { createConfigInForce } from "../adapters/config-in-force.ts";
-import type { ConfigSource } from "../adapters/config-source.ts";
-import { EventRecorder } from "../adapters/event-recorder.ts";
-import type { EventStore } from "../adapters/event-store.ts";
-import type { SecretResolver } from "../adapters/secrets.ts";
+import { createConfigInForce } from "../adapters/config/config-in-force.ts";
+import type { ConfigSource } from "../adapters/config/config-source.ts";
+import type { SecretResolver } from "../adapters/config/secrets.ts";
+import { EventRecorder } from "../adapters/store/event-recorder.ts";
+import type { EventStore } from "../adapters/store/event-store.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
-import { eventRetentionSeconds } from "../core/events.ts";
-import type { GatewayModel } from "../core/network-model.ts";
+import type { GatewayModel } from "../core/config/network-model.ts";
+import { createMonitor, type Monitor } from "../core/monitor/monitor.ts";
+import type { MonitorStore, StatsReader } from "../core/monitor/monitor-ports.ts";
 import type { StateStore, Upstream } from "../core/ports.ts";
-import { createMonitor, type Monitor } from "./monitor.ts";
-import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
+import { eventRetentionSeconds } from "../core/status/events.ts";
 
 export interface MonitorRuntimeOptions {
   readonly configSource: ConfigSource;

@@ -1,18 +1,18 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { corsResponseHeaders, DEFAULT_CORS_ORIGINS, preflightHeaders } from "../core/cors.ts";
-import type { Gateway, RpcOptions } from "../core/gateway.ts";
-import { ANY_NETWORK, type GuardCounts } from "../core/guards.ts";
-import { ErrorCode, errorResponse, parseRequest } from "../core/jsonrpc.ts";
-import type { GatewayModel } from "../core/network-model.ts";
+import type { GatewayModel } from "../core/config/network-model.ts";
+import { corsResponseHeaders, DEFAULT_CORS_ORIGINS, preflightHeaders } from "../core/http/cors.ts";
 import {
   answerTooLargeBody,
   fitsSerialized,
   LAMBDA_RESPONSE_LIMIT_BYTES,
   serializedBytes,
-} from "../core/payload-limit.ts";
-import { cacheControlFor, getModeBody, matchRoute } from "../core/routes.ts";
-import type { NetworkStatus } from "../core/status.ts";
+} from "../core/http/payload-limit.ts";
+import { cacheControlFor, getModeBody, matchRoute } from "../core/http/routes.ts";
+import { ErrorCode, errorResponse, parseRequest } from "../core/jsonrpc/jsonrpc.ts";
+import type { Gateway, RpcOptions } from "../core/request/gateway.ts";
+import { ANY_NETWORK, type GuardCounts } from "../core/status/guards.ts";
+import type { NetworkStatus } from "../core/status/status.ts";
 import { STATUS_PAGE_HEADERS } from "./status-page.ts";
 
 /**
@@ -105,7 +105,9 @@ export function internalErrorResult(
     // An unreadable body leaves the id null.
   }
   const body = errorResponse(rawId, ErrorCode.internal, "internal gateway error");
-  return withCors(json(500, body), event, origins);
+  // 503, not 500: what fails inside is mostly passing (a dependency, a container), and the
+  // next try may land on another container; clients retry a 503 (subsquid's not a 500).
+  return withCors(json(503, body), event, origins);
 }
 
 /**

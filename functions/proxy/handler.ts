@@ -1,12 +1,12 @@
-import { DynamoAnswerStore } from "../adapters/answer-store.ts";
+import { createSecretResolver } from "../adapters/config/secrets.ts";
 import { configSourceFromEnv, stateStoreFromEnv } from "../adapters/environment.ts";
-import { DynamoEventStore } from "../adapters/event-store.ts";
-import { DynamoFilterStore } from "../adapters/filter-store.ts";
-import { createSecretResolver } from "../adapters/secrets.ts";
-import { DynamoStatsStore } from "../adapters/stats-store.ts";
-import { DynamoTransactionLedger } from "../adapters/transaction-ledger.ts";
-import { createUpstream } from "../adapters/upstream.ts";
-import { DynamoUsageStore } from "../adapters/usage-store.ts";
+import { DynamoAnswerStore } from "../adapters/store/answer-store.ts";
+import { DynamoEventStore } from "../adapters/store/event-store.ts";
+import { DynamoFilterStore } from "../adapters/store/filter-store.ts";
+import { DynamoStatsStore } from "../adapters/store/stats-store.ts";
+import { DynamoTransactionLedger } from "../adapters/store/transaction-ledger.ts";
+import { DynamoUsageStore } from "../adapters/store/usage-store.ts";
+import { createUpstream } from "../adapters/upstream/upstream.ts";
 import { createProxyHandler } from "./lambda.ts";
 import { createProxyRuntime } from "./runtime.ts";
 

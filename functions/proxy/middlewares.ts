@@ -16,7 +16,7 @@ type ProxyMiddleware = middy.MiddlewareObj<
 
 /**
  * The last line of defence: whatever fails inside the gateway (a bug, the platform's early
- * timeout) is answered with a JSON-RPC error, HTTP 500, carrying the caller's id when the body
+ * timeout) is answered with a JSON-RPC error, HTTP 503, carrying the caller's id when the body
  * is one call whose id can be read, with the CORS headers, and never a stack trace.
  */
 export function jsonRpcErrorBoundary(

@@ -1,19 +1,19 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { type ConfigInForce, createConfigInForce } from "../adapters/config-in-force.ts";
-import type { ConfigSource } from "../adapters/config-source.ts";
-import { EventRecorder } from "../adapters/event-recorder.ts";
-import type { EventStore } from "../adapters/event-store.ts";
-import type { ModelInForce } from "../adapters/model-source.ts";
-import type { SecretResolver } from "../adapters/secrets.ts";
-import { createStatsFlusher, type DynamoStatsStore } from "../adapters/stats-store.ts";
+import { type ConfigInForce, createConfigInForce } from "../adapters/config/config-in-force.ts";
+import type { ConfigSource } from "../adapters/config/config-source.ts";
+import type { ModelInForce } from "../adapters/config/model-source.ts";
+import type { SecretResolver } from "../adapters/config/secrets.ts";
+import { EventRecorder } from "../adapters/store/event-recorder.ts";
+import type { EventStore } from "../adapters/store/event-store.ts";
+import { createStatsFlusher, type DynamoStatsStore } from "../adapters/store/stats-store.ts";
+import { createKeyLimiter, type DynamoUsageStore } from "../adapters/store/usage-store.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
-import { createKeyLimiter, type DynamoUsageStore } from "../adapters/usage-store.ts";
 import { hedgeTimer, wait } from "../adapters/wait.ts";
-import { DEFAULT_CORS_ORIGINS } from "../core/cors.ts";
-import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/events.ts";
-import { Gateway } from "../core/gateway.ts";
-import { ANY_NETWORK, GuardCounts } from "../core/guards.ts";
-import { KeyUsage } from "../core/key-usage.ts";
+import { type RequestStats, recordOutcome, windowOf } from "../core/health/request-stats.ts";
+import { HISTORY_WINDOW_SECONDS, historyOf } from "../core/health/stats-history.ts";
+import { DEFAULT_CORS_ORIGINS } from "../core/http/cors.ts";
+import { KeyUsage } from "../core/http/key-usage.ts";
+import { matchRoute } from "../core/http/routes.ts";
 import { STATS_BUCKET_SECONDS, STATS_WINDOW_SECONDS } from "../core/policies.ts";
 import type {
   FilterStore,
@@ -22,11 +22,11 @@ import type {
   TransactionLedger,
   Upstream,
 } from "../core/ports.ts";
-import { type RequestStats, recordOutcome, windowOf } from "../core/request-stats.ts";
-import { matchRoute } from "../core/routes.ts";
-import { StateCache } from "../core/state-cache.ts";
-import { HISTORY_WINDOW_SECONDS, historyOf } from "../core/stats-history.ts";
-import { networkStatus } from "../core/status.ts";
+import { Gateway } from "../core/request/gateway.ts";
+import { StateCache } from "../core/routing/state-cache.ts";
+import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/status/events.ts";
+import { ANY_NETWORK, GuardCounts } from "../core/status/guards.ts";
+import { networkStatus } from "../core/status/status.ts";
 import { handleEvent } from "./api.ts";
 import { type StatusPageNetwork, statusPage } from "./status-page.ts";
 

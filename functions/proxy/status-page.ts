@@ -1,6 +1,6 @@
-import type { EventKind, EventStatus } from "../core/events.ts";
-import { HISTORY_STEP_SECONDS, type HistoryPoint } from "../core/stats-history.ts";
-import type { NetworkStatus, ProviderStatus } from "../core/status.ts";
+import { HISTORY_STEP_SECONDS, type HistoryPoint } from "../core/health/stats-history.ts";
+import type { EventKind, EventStatus } from "../core/status/events.ts";
+import type { NetworkStatus, ProviderStatus } from "../core/status/status.ts";
 import { type ChartMarker, chart } from "./status-charts.ts";
 
 /**

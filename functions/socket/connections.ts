@@ -1,7 +1,7 @@
-import { allowedOrigin } from "../core/cors.ts";
-import { ANY_NETWORK } from "../core/guards.ts";
-import { ErrorCode, errorResponse } from "../core/jsonrpc.ts";
+import { allowedOrigin } from "../core/http/cors.ts";
+import { ErrorCode, errorResponse } from "../core/jsonrpc/jsonrpc.ts";
 import type { SubscriptionStore, Telemetry } from "../core/ports.ts";
+import { ANY_NETWORK } from "../core/status/guards.ts";
 import type { ConnectionRecord } from "../core/subscriptions/subscription-records.ts";
 import {
   CONNECTION_RECORD_MARGIN_MS,

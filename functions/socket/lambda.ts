@@ -1,6 +1,6 @@
 import middy from "@middy/core";
 import type { Context } from "aws-lambda";
-import { ErrorCode, errorResponse } from "../core/jsonrpc.ts";
+import { ErrorCode, errorResponse } from "../core/jsonrpc/jsonrpc.ts";
 import type { SocketRuntime } from "./runtime.ts";
 import type { WebSocketEvent, WebSocketResult } from "./socket-event.ts";
 

@@ -1,7 +1,7 @@
-import type { RpcOptions } from "../core/gateway.ts";
-import { ErrorCode, parseRequest } from "../core/jsonrpc.ts";
-import type { Network } from "../core/network-model.ts";
+import type { Network } from "../core/config/network-model.ts";
+import { ErrorCode, parseRequest } from "../core/jsonrpc/jsonrpc.ts";
 import type { SubscriptionStore } from "../core/ports.ts";
+import type { RpcOptions } from "../core/request/gateway.ts";
 import type { SubscriptionRegistry } from "../core/subscriptions/registry.ts";
 import {
   assembleAnswer,

@@ -1,6 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { PREPARED_CONFIG_FILE, prepareConfig } from "../../functions/adapters/config-prepared.ts";
+import {
+  PREPARED_CONFIG_FILE,
+  prepareConfig,
+} from "../../functions/adapters/config/config-prepared.ts";
 
 /** Where the bundled fallback config lands in the function package (the Lambda task root). */
 export const BUNDLED_CONFIG_FILE = "config.json";

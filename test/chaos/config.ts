@@ -1,5 +1,5 @@
-import { publicationDelayMs } from "../../functions/core/chain-head.ts";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
+import { publicationDelayMs } from "../../functions/core/chain/chain-head.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
 
 /**
  * The gateway config of every chaos scenario: the shipped defaults with SHORT timings, so a

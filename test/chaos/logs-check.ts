@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AnvilNode } from "../../local/anvil.ts";
 import { PROVIDERS } from "./config.ts";
-import type { OpRecord } from "./traffic.ts";
+import { logKey, type OpRecord } from "./traffic.ts";
 
 /**
  * Whether every eth_getLogs answer of a scenario held exactly the logs the node behind it has
@@ -16,15 +16,6 @@ const RUNTIME = "60003560006000a100";
 // Init: copy the 9-byte runtime (after these 12 bytes) to memory and return it.
 const INIT = `0x6009600c60003960096000f3${RUNTIME}`;
 const FEED_INTERVAL_MS = 400;
-
-/** A log, as the chaos check compares them: block, index in the block, transaction. */
-export function logKey(log: {
-  blockNumber: unknown;
-  logIndex: unknown;
-  transactionHash: unknown;
-}): string {
-  return `${Number(log.blockNumber)}:${Number(log.logIndex)}:${String(log.transactionHash).toLowerCase()}`;
-}
 
 /**
  * Sends each node a transaction that emits a log every `FEED_INTERVAL_MS`, from an account the

@@ -178,8 +178,8 @@ export function renderChaosReport(report: ChaosReport): string {
 const KNOWN_FAILURES: Readonly<Record<string, string>> = {
   "wrong-chain":
     "The proxy hands out a provider's `eth_chainId` answer without comparing it with the network's " +
-    "`chain_id` (`functions/core/classify-result.ts` checks only that it is a hex quantity; " +
-    "`functions/core/request/judge.ts` passes it on). The provider is excluded only when the " +
+    "`chain_id` (`functions/core/classify/classify-result.ts` checks only that it is a hex quantity; " +
+    "`functions/core/request/attempts/judge.ts` passes it on). The provider is excluded only when the " +
     "monitor's next chain-id check sees it (`quorum.chain_id_check_seconds`: 0.5 s here, **600 s by " +
     "default**), so for up to that long callers get the wrong chain id, and from a provider really " +
     "on another chain its blocks and state, while a healthy provider is available. Expected: an " +

@@ -2,7 +2,6 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { BaseError, createPublicClient, type Hex, http, type PublicClient, parseEther } from "viem";
 import { foundry } from "viem/chains";
 import { CHAIN_ID } from "./config.ts";
-import { logKey } from "./logs-check.ts";
 import type { SecretScanner } from "./secrets.ts";
 
 /**
@@ -48,6 +47,15 @@ export interface Exchange {
   readonly body: string;
   readonly error: string | null;
   readonly ms: number;
+}
+
+/** A log, as the chaos check compares them: block, index in the block, transaction. */
+export function logKey(log: {
+  blockNumber: unknown;
+  logIndex: unknown;
+  transactionHash: unknown;
+}): string {
+  return `${Number(log.blockNumber)}:${Number(log.logIndex)}:${String(log.transactionHash).toLowerCase()}`;
 }
 
 /** One client operation: one viem call, or one batch of calls (one HTTP request either way). */

@@ -1,7 +1,7 @@
 import { keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";

@@ -5,10 +5,13 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createConfigSource } from "../../functions/adapters/config-source.ts";
-import { envSecretResolver } from "../../functions/adapters/secrets.ts";
-import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
-import { createUpstream } from "../../functions/adapters/upstream.ts";
+import { createConfigSource } from "../../functions/adapters/config/config-source.ts";
+import { envSecretResolver } from "../../functions/adapters/config/secrets.ts";
+import {
+  createDynamoClient,
+  DynamoStateStore,
+} from "../../functions/adapters/store/state-store.ts";
+import { createUpstream } from "../../functions/adapters/upstream/upstream.ts";
 import { createProxyRuntime } from "../../functions/proxy/runtime.ts";
 import type { AnvilNode } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { buildLogChain, type LogChain } from "../../local/log-chain.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";

@@ -1,8 +1,8 @@
 import { createPublicClient, http, type PublicClient } from "viem";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
-import { applyProbePass } from "../../functions/core/health.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
+import { applyProbePass } from "../../functions/core/health/health.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type Fault, type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";

@@ -336,7 +336,7 @@ describe("gateway errors of docs/behaviour.md §2 carry the caller's id", () => 
       "oversized body",
       "/devnet",
       `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":["${"0".repeat(5000)}"]}`,
-      413,
+      400,
       -32600,
       null,
     ],
@@ -346,7 +346,7 @@ describe("gateway errors of docs/behaviour.md §2 carry the caller's id", () => 
       JSON.stringify(
         Array.from({ length: 21 }, (_, id) => ({ jsonrpc: "2.0", id, method: "eth_chainId" })),
       ),
-      413,
+      400,
       -32600,
       null,
     ],

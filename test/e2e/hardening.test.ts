@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../functions/core/config-schema.ts";
-import type { ProviderStatus } from "../../functions/core/status.ts";
+import type { ConfigInput } from "../../functions/core/config/config-schema.ts";
+import type { ProviderStatus } from "../../functions/core/status/status.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type Fault, type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";

@@ -2,10 +2,13 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createConfigSource } from "../../functions/adapters/config-source.ts";
-import { envSecretResolver } from "../../functions/adapters/secrets.ts";
-import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
-import { createUpstream } from "../../functions/adapters/upstream.ts";
+import { createConfigSource } from "../../functions/adapters/config/config-source.ts";
+import { envSecretResolver } from "../../functions/adapters/config/secrets.ts";
+import {
+  createDynamoClient,
+  DynamoStateStore,
+} from "../../functions/adapters/store/state-store.ts";
+import { createUpstream } from "../../functions/adapters/upstream/upstream.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../../functions/proxy/runtime.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";

@@ -110,9 +110,13 @@ describe("a provider whose secret is missing", () => {
       error: {
         code: -32603,
         message:
-          "no provider of lonely is in service: every one is left out because a secret of its URL did not resolve (see GET /lonely/status)",
+          "all providers failed for eth_chainId; last error: no provider of lonely is in service: every one is left out because a secret of its URL did not resolve (see GET /lonely/status)",
       },
     });
+  });
+
+  it("regression: it was HTTP 200, which subsquid's client does not retry; now 502, as when every provider is down (the secret may resolve at the next config load)", async () => {
+    expect((await rpc("lonely")).status).toBe(502);
   });
 
   it("is counted in the providers_left_out metric", async () => {

@@ -3,7 +3,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "
 import fc from "fast-check";
 import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_METHODS_DENY } from "../../functions/core/config-schema.ts";
+import { DEFAULT_METHODS_DENY } from "../../functions/core/config/config-schema.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import {
@@ -481,7 +481,7 @@ function simpleEvent(method: string, path: string, body?: string): APIGatewayPro
 
 /** The gateway's own refusal of a body over max_body_bytes (8 192 here): nothing goes upstream. */
 function expectOverBodyLimit(status: number, headers: Record<string, unknown>, text: string): void {
-  expect(status, text).toBe(413);
+  expect(status, text).toBe(400);
   expect(JSON.parse(text)).toMatchObject({ jsonrpc: "2.0", error: { code: -32600 } });
   expect(text).toContain("max_body_bytes");
   expect(headers["x-gateway-attempts"]).toBeUndefined();
@@ -490,7 +490,7 @@ function expectOverBodyLimit(status: number, headers: Record<string, unknown>, t
 describe("regressions", () => {
   // GET mode re-serialised params with a recursive JSON.stringify (routes.ts getModeBody);
   // deep params threw RangeError, handleEvent did not catch it, and the runtime answered 500.
-  it("GET mode with params 20 000 levels deep answered 500; now 413 -32600 (over max_body_bytes)", async () => {
+  it("GET mode with params 20 000 levels deep answered 500; now 400 -32600 (over max_body_bytes)", async () => {
     const deep = `[${deepText(20_000, "array")}]`;
     const result = await open.runtime.handle(
       simpleEvent("GET", `/${NETWORK}/get/eth_call/${deep}`),
@@ -500,7 +500,7 @@ describe("regressions", () => {
     expectOverBodyLimit(result.statusCode ?? 200, result.headers ?? {}, result.body ?? "");
   });
 
-  it("the same through HTTP, 4 500 levels in a 9 KB URL: 413 -32600", async () => {
+  it("the same through HTTP, 4 500 levels in a 9 KB URL: 400 -32600", async () => {
     const depth = 4500;
     const response = await request(
       `${open.url}/${NETWORK}/get/eth_call/${"[".repeat(depth)}${"]".repeat(depth)}`,

@@ -6,7 +6,7 @@ import {
   type Span,
   valueEnd,
   withId,
-} from "../../functions/core/json-raw.ts";
+} from "../../functions/core/jsonrpc/json-raw.ts";
 import {
   fuzzParams,
   hostileString,
@@ -20,7 +20,7 @@ import {
 } from "./arbitraries.ts";
 
 /**
- * The byte-faithful JSON surgery of functions/core/json-raw.ts, with JSON.parse as the oracle.
+ * The byte-faithful JSON surgery of functions/core/jsonrpc/json-raw.ts, with JSON.parse as the oracle.
  * The texts are serialised here token by token, so the test knows where every value lies and
  * can demand that every byte outside the id is unchanged.
  */

@@ -1,14 +1,14 @@
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { classifyAnswer, planCall } from "../../functions/core/request/cache-class.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
 import {
   cacheControlFor,
   getModeBody,
   matchRoute,
   type Route,
-} from "../../functions/core/routes.ts";
+} from "../../functions/core/http/routes.ts";
+import { classifyAnswer, planCall } from "../../functions/core/request/cache/cache-class.ts";
 import { matchingKey } from "../../functions/proxy/api.ts";
 import {
   bytesAsString,
@@ -19,7 +19,7 @@ import {
   methodName,
 } from "./arbitraries.ts";
 
-/** matchRoute / getModeBody (functions/core/routes.ts) and matchingKey on anything. */
+/** matchRoute / getModeBody (functions/core/http/routes.ts) and matchingKey on anything. */
 
 /** A chain position with a finalized block, so calls about blocks may be cached. */
 const HEAD: ChainHead = {

@@ -8,9 +8,15 @@ import type { CfnElement } from "aws-cdk-lib";
 import { build } from "esbuild";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PREPARED_CONFIG_FILE, prepareConfig } from "../../functions/adapters/config-prepared.ts";
-import { createDynamoClient, DynamoStateStore } from "../../functions/adapters/state-store.ts";
-import { DynamoSubscriptionStore } from "../../functions/adapters/subscription-store.ts";
+import {
+  PREPARED_CONFIG_FILE,
+  prepareConfig,
+} from "../../functions/adapters/config/config-prepared.ts";
+import {
+  createDynamoClient,
+  DynamoStateStore,
+} from "../../functions/adapters/store/state-store.ts";
+import { DynamoSubscriptionStore } from "../../functions/adapters/subscriptions/subscription-store.ts";
 import { BUNDLE_DEFINES } from "../../infra/constructs/node-function.ts";
 import { PROJECT_ROOT } from "../../infra/gateway-config.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
@@ -340,7 +346,7 @@ describe("the bundles CDK builds", () => {
       return bytes;
     };
     const monitor = join(PROJECT_ROOT, "functions/monitor/handler.ts");
-    const push = join(PROJECT_ROOT, "functions/adapters/connection-push.ts");
+    const push = join(PROJECT_ROOT, "functions/adapters/subscriptions/connection-push.ts");
     const without = await measure(`export { handler } from ${JSON.stringify(monitor)};`);
     const withPush = await measure(
       `export { handler } from ${JSON.stringify(monitor)};\nexport { ApiGatewayConnectionPush } from ${JSON.stringify(push)};`,

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { App } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_ROUTES, routeKeyOf } from "../../functions/core/http-api.ts";
+import { API_ROUTES, routeKeyOf } from "../../functions/core/http/http-api.ts";
 import { ENVIRONMENTS } from "../../infra/environments.ts";
 import { PROJECT_ROOT, readGatewayConfig } from "../../infra/gateway-config.ts";
 import { GatewayStack } from "../../infra/gateway-stack.ts";

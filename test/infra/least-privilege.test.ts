@@ -99,11 +99,11 @@ describe("least privilege", () => {
     expect(proxyActions).not.toContain("dynamodb:PutItem");
     const used = new Set(
       [
-        "functions/adapters/state-store.ts",
-        "functions/adapters/stats-store.ts",
-        "functions/adapters/event-store.ts",
-        "functions/adapters/usage-store.ts",
-        "functions/adapters/answer-store.ts",
+        "functions/adapters/store/state-store.ts",
+        "functions/adapters/store/stats-store.ts",
+        "functions/adapters/store/event-store.ts",
+        "functions/adapters/store/usage-store.ts",
+        "functions/adapters/store/answer-store.ts",
       ].flatMap(dynamoCommands),
     );
     expect([...used].sort()).toEqual([...PROXY_TABLE_ACCESS.actions].sort());
@@ -114,7 +114,7 @@ describe("least privilege", () => {
   });
 
   it("the proxy's filters get exactly the filter store's commands, on the filter items alone", () => {
-    const used = new Set(dynamoCommands("functions/adapters/filter-store.ts"));
+    const used = new Set(dynamoCommands("functions/adapters/store/filter-store.ts"));
     expect([...used].sort()).toEqual([...PROXY_FILTER_ACCESS.actions].sort());
     const filters = statementsOf(template, stack, "proxy").find((s) => s.Sid === "Filters");
     expect(actionsOf(filters ? [filters] : []).sort()).toEqual(
@@ -133,10 +133,10 @@ describe("least privilege", () => {
   it("the monitor role has the commands of its adapters, the monitor store's puts included", () => {
     const used = new Set(
       [
-        "functions/adapters/state-store.ts",
-        "functions/adapters/stats-store.ts",
-        "functions/adapters/event-store.ts",
-        "functions/adapters/monitor-store.ts",
+        "functions/adapters/store/state-store.ts",
+        "functions/adapters/store/stats-store.ts",
+        "functions/adapters/store/event-store.ts",
+        "functions/adapters/store/monitor-store.ts",
       ].flatMap(dynamoCommands),
     );
     expect([...used].sort()).toEqual([...MONITOR_TABLE_ACCESS.actions].sort());

@@ -1,10 +1,10 @@
 import { rm, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { DynamoFollowerStore } from "../../functions/adapters/follower-store.ts";
+import { DynamoFollowerStore } from "../../functions/adapters/subscriptions/follower-store.ts";
+import { Outbox } from "../../functions/core/follower/delivery/outbox.ts";
 import { followerSettingsOf } from "../../functions/core/follower/follow-settings.ts";
 import { NetworkFollower } from "../../functions/core/follower/network-follower.ts";
-import { Outbox } from "../../functions/core/follower/outbox.ts";
 import { METRICS_NAMESPACE } from "../../infra/monitoring.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";

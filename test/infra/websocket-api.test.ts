@@ -202,9 +202,9 @@ describe.each(CASES)("the WebSocket side of $settings.name", ({ settings, defaul
       Resource: table,
       Condition: leading(["WSCONN#*", "WSSUB#*"]),
     });
-    expect([...new Set(dynamoCommands("functions/adapters/subscription-store.ts"))].sort()).toEqual(
-      [...SUBSCRIPTION_TABLE_ACCESS.actions].sort(),
-    );
+    expect(
+      [...new Set(dynamoCommands("functions/adapters/subscriptions/subscription-table.ts"))].sort(),
+    ).toEqual([...SUBSCRIPTION_TABLE_ACCESS.actions].sort());
     expect(JSON.stringify(statementsOf(stack.socket.role))).not.toContain("execute-api");
   });
 

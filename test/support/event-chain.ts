@@ -1,5 +1,6 @@
 import { type Hex, keccak256, parseAbi, toHex } from "viem";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
+import { waitUntil } from "./wait-until.ts";
 
 /**
  * A chain with an event in every block, as indexers follow one: anvil mining a block every
@@ -64,9 +65,11 @@ export async function startEventChain(options: {
     const [from] = await node.rpc<string[]>("eth_accounts");
     if (from === undefined) throw new Error("the node has no unlocked account");
     const deploy = await node.rpc<string>("eth_sendTransaction", [{ from, data: TICK_INIT }]);
-    const receipt = await node.rpc<{ contractAddress: Hex } | null>("eth_getTransactionReceipt", [
-      deploy,
-    ]);
+    // Automine mines the deployment at once, but a loaded machine may answer its receipt late.
+    const receiptOf = () =>
+      node.rpc<{ contractAddress: Hex } | null>("eth_getTransactionReceipt", [deploy]);
+    await waitUntil(async () => (await receiptOf()) !== null, 10_000).catch(() => undefined);
+    const receipt = await receiptOf();
     if (receipt === null) throw new Error("the Tick contract was not mined");
     await node.rpc("evm_setAutomine", [false]);
     let head = Number.parseInt(await node.rpc<string>("eth_blockNumber"), 16);

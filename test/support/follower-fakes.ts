@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
+import type { Followed } from "../../functions/core/follower/delivery/subscribers.ts";
 import type { FollowerSubscriptions } from "../../functions/core/follower/follower-ports.ts";
-import type { Followed } from "../../functions/core/follower/subscribers.ts";
 import type { ConnectionPush, Telemetry } from "../../functions/core/ports.ts";
 import type { PushOutcome } from "../../functions/core/subscriptions/subscription-records.ts";
 import { MemoryFollowerStore } from "./memory-follower-store.ts";

@@ -1,5 +1,5 @@
 import { Agent, request } from "undici";
-import type { NetworkStatus, ProviderStatus } from "../../functions/core/status.ts";
+import type { NetworkStatus, ProviderStatus } from "../../functions/core/status/status.ts";
 
 /** What a caller sees of one HTTP answer. */
 export interface HttpAnswer {

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { privateKeyToAccount } from "viem/accounts";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
-import { parseRequest } from "../../functions/core/jsonrpc.ts";
-import { answerTooLargeBody } from "../../functions/core/payload-limit.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
+import { answerTooLargeBody } from "../../functions/core/http/payload-limit.ts";
+import { parseRequest } from "../../functions/core/jsonrpc/jsonrpc.ts";
 import { internalErrorResult } from "../../functions/proxy/api.ts";
 import { startAnvil } from "../../local/anvil.ts";
 import { startApiGateway } from "../../local/apigw-emulator.ts";
@@ -94,6 +94,11 @@ export async function provokeGatewayErrors(): Promise<Map<string, ProvokedError>
         logsbytes: {
           chain_id: CHAIN_ID,
           max_response_bytes: 2500,
+          providers: [{ name: "node", url: node.url }],
+        },
+        bytes: {
+          chain_id: CHAIN_ID,
+          max_response_bytes: 300,
           providers: [{ name: "node", url: node.url }],
         },
         missing: {
@@ -202,7 +207,7 @@ export async function provokeGatewayErrors(): Promise<Map<string, ProvokedError>
     ]);
     await send("request deadline passed", "slow", one("eth_getBlockByNumber", ["0x1", false]));
     await send(
-      "max_upstream_calls reached",
+      "max_upstream_calls reached on retries of failing providers",
       "budget",
       [1, 2, 3].map((block) => ({ method: "eth_getBlockByNumber", params: [hex(block), false] })),
     );
@@ -218,6 +223,11 @@ export async function provokeGatewayErrors(): Promise<Map<string, ProvokedError>
       logs(0, chain.head),
     );
     await send("eth_getLogs answer over max_response_bytes", "logsbytes", logs(0, chain.head));
+    await send(
+      "upstream answer over max_response_bytes",
+      "bytes",
+      one("eth_getBlockByNumber", ["0x1", true]),
+    );
     await send(
       "eth_getLogs every provider answers without the logs (missing data)",
       "missing",

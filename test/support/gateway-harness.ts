@@ -1,10 +1,14 @@
 import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { Gateway, type GatewayDeps } from "../../functions/core/gateway.ts";
-import { GuardCounts } from "../../functions/core/guards.ts";
-import { buildModel, type GatewayModel, type Network } from "../../functions/core/network-model.ts";
+import { type ConfigInput, configSchema } from "../../functions/core/config/config-schema.ts";
+import {
+  buildModel,
+  type GatewayModel,
+  type Network,
+} from "../../functions/core/config/network-model.ts";
 import type { Telemetry, Upstream } from "../../functions/core/ports.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
+import { Gateway, type GatewayDeps } from "../../functions/core/request/gateway.ts";
+import { StateCache } from "../../functions/core/routing/state-cache.ts";
+import { GuardCounts } from "../../functions/core/status/guards.ts";
 import { MemoryStateStore } from "./memory-state-store.ts";
 import { ScriptedUpstream } from "./scripted-upstream.ts";
 

@@ -1,4 +1,4 @@
-import { bloomBits } from "../../functions/core/logs-bloom.ts";
+import { bloomBits } from "../../functions/core/request/logs/checks/logs-bloom.ts";
 import { answer, type Script, type SentCall } from "./scripted-upstream.ts";
 
 /**
@@ -78,6 +78,8 @@ export interface Misbehaviour {
   readonly logsMissingFrom?: () => number;
   /** Answers eth_getBlockReceipts with "method not found". */
   readonly noReceipts?: boolean;
+  /** Its receipts leave out the logs its log index leaves out (a lie kept consistent). */
+  readonly receiptsAsItsLogs?: boolean;
   /** Its logs name this hash instead of the block's (a stale fork's logs). */
   readonly staleHash?: string;
 }
@@ -142,7 +144,8 @@ export function chainScript(
         }
         const block = Number.parseInt(String(first).slice(4), 16);
         if (first !== hashOf(block) || block > head()) return { result: null };
-        return { result: [{ blockHash: hashOf(block), logs: chain.logs(block) }] };
+        const logs = misbehaviour.receiptsAsItsLogs ? logsOf(block) : chain.logs(block);
+        return { result: [{ blockHash: hashOf(block), logs }] };
       }
       case "eth_blockNumber":
         return { result: hex(head()) };

@@ -1,10 +1,10 @@
 import { gzipSync } from "node:zlib";
-import { MAX_COMPRESSED_BYTES } from "../../functions/adapters/answer-store.ts";
+import { MAX_COMPRESSED_BYTES } from "../../functions/adapters/store/answer-store.ts";
 import type { SharedAnswerStore } from "../../functions/core/ports.ts";
 
 /**
  * The answer cache's shared tier in memory, honouring the DynamoDB adapter's contract (the
- * contract test in test/integration/answer-store-contract.test.ts runs against both): what is
+ * contract test in test/integration/adapters/store/answer-store-contract.test.ts runs against both): what is
  * written is read back by network and key; an expired answer is not read; an answer over the
  * item cap compressed (or too large for an item at all) is not kept. Counts reads and writes for the pipeline's tests.
  */

@@ -1,18 +1,21 @@
 import { randomBytes } from "node:crypto";
+import type { FilterStore, NewFilter } from "../../functions/core/ports.ts";
 import {
   FILTER_ID_RANDOM_BYTES,
   FILTER_SLOTS,
   filterIdOf,
   gatewayFilterId,
   slotOfFilterId,
-} from "../../functions/core/filters/filter-id.ts";
-import type { FilterAdvance, FilterRecord } from "../../functions/core/filters/filter-progress.ts";
-import type { FilterStore, NewFilter } from "../../functions/core/ports.ts";
+} from "../../functions/core/request/filters/filter-id.ts";
+import type {
+  FilterAdvance,
+  FilterRecord,
+} from "../../functions/core/request/filters/filter-progress.ts";
 
 /**
  * The filter store in memory, for the pipeline's unit tests: the DynamoDB adapter's semantics
  * (slots per owner, conditional moves on the version, expired filters not read), held to the
- * same contract (test/integration/filter-store-contract.test.ts).
+ * same contract (test/integration/adapters/store/filter-store-contract.test.ts).
  */
 export class MemoryFilterStore implements FilterStore {
   readonly #slots = new Map<string, Map<number, FilterRecord>>();

@@ -2,7 +2,7 @@ import type { LedgerEntry, TransactionLedger } from "../../functions/core/ports.
 
 /**
  * The transaction ledger in memory, for the pipeline's unit tests; held to the same contract
- * as the DynamoDB ledger (test/integration/transaction-ledger.test.ts).
+ * as the DynamoDB ledger (test/integration/adapters/store/transaction-ledger.test.ts).
  */
 export class MemoryTransactionLedger implements TransactionLedger {
   readonly entries = new Map<string, LedgerEntry>();

@@ -1,15 +1,15 @@
-import { type ChainHead, mayPublish } from "../../functions/core/chain-head.ts";
-import { HEALTHY, type ProviderHealth } from "../../functions/core/health.ts";
+import { type ChainHead, mayPublish } from "../../functions/core/chain/chain-head.ts";
+import { HEALTHY, type ProviderHealth } from "../../functions/core/health/health.ts";
+import type { StateStore, WriteOutcome } from "../../functions/core/ports.ts";
 import type {
   LearnedLimit,
   NetworkState,
   QuorumSnapshot,
-} from "../../functions/core/network-state.ts";
-import type { StateStore, WriteOutcome } from "../../functions/core/ports.ts";
+} from "../../functions/core/routing/network-state.ts";
 
 /**
  * The shared state in memory, honouring the DynamoDB adapter's contract (the contract test
- * in test/integration/state-store-contract.test.ts runs against both): health writes succeed
+ * in test/integration/adapters/store/state-store-contract.test.ts runs against both): health writes succeed
  * only at the expected version and otherwise return the stored item; capability blacklists
  * only move later; expired capability blacklists are not read. For unit tests of the request
  * pipeline that must run in milliseconds.

@@ -17,7 +17,7 @@ interface HeldConnection {
  * DynamoDB adapter's semantics (a key's live connections bounded, a connection's, a key's and
  * a network's subscriptions bounded, removals only by their owner, expired records never
  * read, moves conditional on `nextBlock`), held to the same contract
- * (test/integration/subscription-store-contract.test.ts). Exact where the adapter may run a
+ * (test/integration/adapters/subscriptions/subscription-store-contract.test.ts). Exact where the adapter may run a
  * counter ahead for a while: nothing here dies half-way.
  */
 export class MemorySubscriptionStore implements SubscriptionStore {

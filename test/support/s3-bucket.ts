@@ -3,7 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
-import { createS3ObjectReader, type S3ObjectReader } from "../../functions/adapters/s3-object.ts";
+import {
+  createS3ObjectReader,
+  type S3ObjectReader,
+} from "../../functions/adapters/config/s3-object.ts";
 
 /** A bucket in s3rver on 127.0.0.1 (a free port, a scratch directory) and a client for it. */
 export interface S3Bucket {

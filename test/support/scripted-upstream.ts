@@ -1,5 +1,5 @@
 import type { Upstream, UpstreamRequest, UpstreamResult } from "../../functions/core/ports.ts";
-import { HEAD_POLL_BODY } from "../../functions/core/request/head-publication.ts";
+import { HEAD_POLL_BODY } from "../../functions/core/request/head/head-publication.ts";
 
 /**
  * What a scripted provider does with one request: a result at once, or a promise of one whose

@@ -1,5 +1,5 @@
-import type { ChainHead } from "../../functions/core/chain-head.ts";
-import type { GatewayDeps } from "../../functions/core/gateway.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
+import type { GatewayDeps } from "../../functions/core/request/gateway.ts";
 import { everyoneInQuorum, gatewayHarness, type HarnessProviders } from "./gateway-harness.ts";
 import { MemoryTransactionLedger } from "./memory-ledger.ts";
 

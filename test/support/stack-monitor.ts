@@ -1,8 +1,8 @@
-import { createConfigSource } from "../../functions/adapters/config-source.ts";
-import { DynamoMonitorStore } from "../../functions/adapters/monitor-store.ts";
-import { envSecretResolver } from "../../functions/adapters/secrets.ts";
-import { DynamoStatsStore } from "../../functions/adapters/stats-store.ts";
-import { createUpstream } from "../../functions/adapters/upstream.ts";
+import { createConfigSource } from "../../functions/adapters/config/config-source.ts";
+import { envSecretResolver } from "../../functions/adapters/config/secrets.ts";
+import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
+import { DynamoStatsStore } from "../../functions/adapters/store/stats-store.ts";
+import { createUpstream } from "../../functions/adapters/upstream/upstream.ts";
 import { createMonitorRuntime } from "../../functions/monitor/runtime.ts";
 import type { LocalStack } from "../../local/stack.ts";
 

@@ -1,5 +1,5 @@
 import { keccak256, toHex } from "viem";
-import { publicationDelayMs } from "../../functions/core/chain-head.ts";
+import { publicationDelayMs } from "../../functions/core/chain/chain-head.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { type ChainLog, type EventChain, startEventChain } from "./event-chain.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
 import type { UpstreamRequest } from "../../functions/core/ports.ts";
 import {
   everyoneInQuorum,

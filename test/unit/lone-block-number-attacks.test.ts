@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { hedgeTimer, wait } from "../../functions/adapters/wait.ts";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { type ConfigInput, configSchema } from "../../functions/core/config-schema.ts";
-import { Gateway } from "../../functions/core/gateway.ts";
-import { GuardCounts } from "../../functions/core/guards.ts";
-import { HEALTHY } from "../../functions/core/health.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
+import { type ConfigInput, configSchema } from "../../functions/core/config/config-schema.ts";
+import { buildModel } from "../../functions/core/config/network-model.ts";
+import { HEALTHY } from "../../functions/core/health/health.ts";
 import type { Telemetry } from "../../functions/core/ports.ts";
-import { whyNotCandidate } from "../../functions/core/selection.ts";
-import { StateCache } from "../../functions/core/state-cache.ts";
+import { Gateway } from "../../functions/core/request/gateway.ts";
+import { whyNotCandidate } from "../../functions/core/routing/selection.ts";
+import { StateCache } from "../../functions/core/routing/state-cache.ts";
+import { GuardCounts } from "../../functions/core/status/guards.ts";
 import { gatewayHarness, type HarnessNetwork } from "../support/gateway-harness.ts";
 import { MemoryStateStore } from "../support/memory-state-store.ts";
 import { resultFor, ScriptedUpstream } from "../support/scripted-upstream.ts";
@@ -277,10 +277,15 @@ describe("the short path across containers whose copies of the state differ in a
     });
     const chainHead = () => 100 + Math.floor((now - NOW) / 1000);
     const upstream = new ScriptedUpstream(() => undefined);
+    // The served head's poll asks for the latest block (docs/behaviour.md §10.2).
     for (const url of [P1, P2, P3])
       upstream.script(
         url,
-        resultFor(() => `0x${chainHead().toString(16)}`),
+        resultFor((method) =>
+          method === "eth_getBlockByNumber"
+            ? { number: `0x${chainHead().toString(16)}`, hash: `0x${"ab".repeat(32)}` }
+            : `0x${chainHead().toString(16)}`,
+        ),
       );
     const telemetry: Telemetry = {
       log: () => undefined,

@@ -1,15 +1,18 @@
 import { describe, expect, it } from "vitest";
-import type { ChainHead } from "../../functions/core/chain-head.ts";
-import { configSchema } from "../../functions/core/config-schema.ts";
-import { buildModel } from "../../functions/core/network-model.ts";
-import { EMPTY_NETWORK_STATE, type QuorumSnapshot } from "../../functions/core/network-state.ts";
-import { ObservedHeads } from "../../functions/core/request/observed-head.ts";
+import type { ChainHead } from "../../functions/core/chain/chain-head.ts";
+import { configSchema } from "../../functions/core/config/config-schema.ts";
+import { buildModel } from "../../functions/core/config/network-model.ts";
+import { ObservedHeads } from "../../functions/core/request/head/observed-head.ts";
 import {
   reachableBlocks,
   servedHeadView,
   tagsToPin,
-} from "../../functions/core/request/served-head.ts";
-import type { SelectionContext } from "../../functions/core/selection.ts";
+} from "../../functions/core/request/head/served-head.ts";
+import {
+  EMPTY_NETWORK_STATE,
+  type QuorumSnapshot,
+} from "../../functions/core/routing/network-state.ts";
+import type { SelectionContext } from "../../functions/core/routing/selection.ts";
 
 /**
  * Block-aware routing under attack: a stuck provider, one lying ahead, flipping or going back,

@@ -1,9 +1,9 @@
-import { isRecord } from "../classify-envelope.ts";
-import { batchMembers } from "../filters/filter-answers.ts";
-import { parseJsonOrUndefined } from "../json-raw.ts";
+import { isRecord } from "../jsonrpc/envelope.ts";
+import { parseJsonOrUndefined } from "../jsonrpc/json-raw.ts";
+import { batchMembers } from "../request/filters/filter-answers.ts";
 import type { LogsFilter } from "../subscriptions/subscription-records.ts";
-import { type BlockLog, blockLogsOf, blockLogsParams } from "./block-logs.ts";
-import { headerText, hexNumber } from "./notifications.ts";
+import { type BlockLog, blockLogsOf, blockLogsParams } from "./delivery/block-logs.ts";
+import { headerText, hexNumber } from "./delivery/notifications.ts";
 
 /**
  * What the follower reads from the chain, each read a request through the gateway's own

@@ -1,5 +1,5 @@
-import { publicationDelayMs } from "../chain-head.ts";
-import type { Network } from "../network-model.ts";
+import { publicationDelayMs } from "../chain/chain-head.ts";
+import type { Network } from "../config/network-model.ts";
 
 /**
  * The follower's settings for one network (from its config), and the fixed policies of its

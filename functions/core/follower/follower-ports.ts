@@ -1,6 +1,6 @@
 import type { SubscriptionStore } from "../ports.ts";
 import type { FollowerCursor, RecentBlock } from "./cursor.ts";
-import type { Followed } from "./subscribers.ts";
+import type { Followed } from "./delivery/subscribers.ts";
 
 /**
  * What the head follower needs from storage (docs/behaviour.md "Subscriptions over

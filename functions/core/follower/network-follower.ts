@@ -1,6 +1,5 @@
-import { oneChain } from "../filters/filter-progress.ts";
 import type { ConnectionPush, Telemetry } from "../ports.ts";
-import { CatchUp } from "./catch-up.ts";
+import { oneChain } from "../request/filters/filter-progress.ts";
 import { type ChainBlock, ChainReads, type Handle } from "./chain-reads.ts";
 import {
   blockKey,
@@ -19,18 +18,19 @@ import {
   sameBlock,
   skipped,
 } from "./cursor.ts";
-import { farewellInterrupted, farewellRestart } from "./farewells.ts";
+import { CatchUp } from "./delivery/catch-up.ts";
+import { farewellInterrupted, farewellRestart } from "./delivery/farewells.ts";
+import { SubscriberListing } from "./delivery/listing.ts";
+import { LogsDelivery, pendingTakers } from "./delivery/logs-delivery.ts";
+import { boundedNotification, hexNumber } from "./delivery/notifications.ts";
+import { Outbox } from "./delivery/outbox.ts";
+import { sendRemovals } from "./delivery/removals.ts";
+import { type Followed, firstWanted, standing, takesBlock } from "./delivery/subscribers.ts";
 import { type FollowerSettings, PUSH_CONCURRENCY, stepRange } from "./follow-settings.ts";
 import type { FollowerStore, FollowerSubscriptions } from "./follower-ports.ts";
 import { HeadWatch } from "./head-watch.ts";
 import { LeasedCursor, LostLease } from "./leased-cursor.ts";
-import { SubscriberListing } from "./listing.ts";
-import { LogsDelivery, pendingTakers } from "./logs-delivery.ts";
-import { boundedNotification, hexNumber } from "./notifications.ts";
-import { Outbox } from "./outbox.ts";
-import { sendRemovals } from "./removals.ts";
 import { readFork } from "./reorg.ts";
-import { type Followed, firstWanted, standing, takesBlock } from "./subscribers.ts";
 
 /**
  * The head follower of one network (docs/behaviour.md "Subscriptions over WebSocket", the

@@ -1,9 +1,9 @@
-import { isRecord } from "../classify-envelope.ts";
-import type { PlacedLog } from "../filters/filter-answers.ts";
-import { parseJsonOrUndefined } from "../json-raw.ts";
-import type { BlockLog } from "./block-logs.ts";
+import { isRecord } from "../jsonrpc/envelope.ts";
+import { parseJsonOrUndefined } from "../jsonrpc/json-raw.ts";
+import type { PlacedLog } from "../request/filters/filter-answers.ts";
 import type { ChainBlock, ChainReads } from "./chain-reads.ts";
 import { type RecentBlock, sameBlock } from "./cursor.ts";
+import type { BlockLog } from "./delivery/block-logs.ts";
 
 /**
  * A reorg, as the follower meets it (docs/behaviour.md "Subscriptions over WebSocket", the

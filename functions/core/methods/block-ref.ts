@@ -4,7 +4,7 @@
  * `null`, as does a method about no block.
  */
 
-import { isRecord } from "../classify-envelope.ts";
+import { isRecord } from "../jsonrpc/envelope.ts";
 import { methodSpec } from "./catalogue.ts";
 import type { BlockParam, BlockTag } from "./method-spec.ts";
 

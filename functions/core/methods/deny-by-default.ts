@@ -1,3 +1,5 @@
+import { methodMatches } from "../jsonrpc/jsonrpc.ts";
+
 /**
  * Methods refused unless a config lists its own `methods_deny` (docs/behaviour.md §8.2): those
  * that sign with a node's keys or change a node's state or configuration, and those that hand
@@ -17,8 +19,19 @@ export const DEFAULT_METHODS_DENY = [
   "eth_resend",
   "eth_sign*",
   "eth_accounts",
+  // anvil's alias of eth_accounts (EIP-1102's name), and the pool's transactions from them (geth)
+  "eth_requestAccounts",
+  "eth_pendingTransactions",
+  // a wallet's calls, sent and paid for by the node's own key (anvil's Odyssey executor)
+  "wallet_*",
+  "odyssey_sendTransaction",
   "priv_*",
   "eea_*",
+  // a node's own messages and stores: Whisper identities, the legacy db_put*, a PoW miner's work
+  "shh_*",
+  "db_*",
+  "eth_submitWork",
+  "eth_submitHashrate",
   // development nodes' controls: balances, code, storage, mining, time, impersonation, snapshots
   "anvil_*",
   "hardhat_*",
@@ -37,6 +50,8 @@ export const DEFAULT_METHODS_DENY = [
   "debug_*Profile",
   "debug_*ToFile",
   "debug_goTrace",
+  "debug_backtraceAt",
+  "debug_sync",
   "debug_verbosity",
   "debug_vmodule",
   "debug_freeOSMemory",
@@ -50,9 +65,21 @@ export const DEFAULT_METHODS_DENY = [
   "*_discardValidatorVote",
   "perm_*",
   "plugins_*",
+  // geth's light server: its clients' balances and parameters
+  "les_*",
   // the mempool's content (every pending transaction; txpool_status's counts stay served)
   "txpool_content*",
   "txpool_inspect",
   "txpool_besuTransactions",
+  "txpool_besuPendingTransactions",
   "parity_pendingTransactions",
 ] as const;
+
+/**
+ * The default patterns a configured `methods_deny` no longer refuses: the list replaces the
+ * default whole, so one written to refuse one more method serves all of these. A pattern
+ * counts as kept when the list names it or holds one matching it (`eth_*` keeps `eth_sign*`).
+ */
+export function reopenedByDefault(deny: readonly string[]): string[] {
+  return DEFAULT_METHODS_DENY.filter((pattern) => !methodMatches(pattern, deny));
+}

@@ -1,36 +1,28 @@
-import type { GuardCounts } from "../guards.ts";
+import type { Network, Provider } from "../config/network-model.ts";
 import {
+  type AcceptedRequest,
   type Call,
+  callsOf,
   ErrorCode,
   errorResponse,
-  type InvalidMember,
   isCall,
   methodRefusal,
-  type ParsedRequest,
-} from "../jsonrpc.ts";
+} from "../jsonrpc/jsonrpc.ts";
 import { blockRefOf } from "../methods/block-ref.ts";
-import type { Network, Provider } from "../network-model.ts";
-import { type AttemptSlot, attemptOrder, type SelectionContext } from "../selection.ts";
-import { logQueryOf, spanOf } from "./logs-range.ts";
-import { pinnedLogRange } from "./logs-tags.ts";
-import { type OpenCall, openCall } from "./open-call.ts";
-import { pinBlockTags } from "./pin-tags.ts";
-import type { RequestScope } from "./scope.ts";
-import { wrongChainAnswer } from "./sent-transactions.ts";
-
-/** A request the parser accepted: one call or a batch. */
-export type AcceptedRequest = Exclude<ParsedRequest, { kind: "error" }>;
+import { type AttemptSlot, attemptOrder, type SelectionContext } from "../routing/selection.ts";
+import type { GuardCounts } from "../status/guards.ts";
+import { pinBlockTags } from "./head/pin-tags.ts";
+import { logQueryOf, spanOf } from "./logs/logs-range.ts";
+import { pinnedLogRange } from "./logs/logs-tags.ts";
+import { openCall } from "./open-call.ts";
+import { wrongChainAnswer } from "./send/sent-transactions.ts";
+import type { OpenCall, RequestScope } from "./vocabulary.ts";
 
 export interface Admission {
   /** Calls that go upstream, each with its attempt order. */
   readonly open: OpenCall[];
   /** Answers settled before any upstream call, by position in the request. */
   readonly immediate: Map<number, string>;
-}
-
-/** Every member of the request in the caller's order. */
-export function callsOf(request: AcceptedRequest): ReadonlyArray<Call | InvalidMember> {
-  return request.kind === "single" ? [request.call] : request.members;
 }
 
 /**
@@ -85,20 +77,23 @@ export function admitCalls(
     }
     const { call } = range;
     const order = attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
+    if (order.length === 0 && network.providers.length === 0) {
+      // Every provider failed, none being in service: the gateway's "all providers failed"
+      // (502, which every client retries), as when they are all down; a secret may resolve at
+      // the next config load.
+      const entry = openCall(call, order, call === member ? null : member);
+      entry.lastError = `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`;
+      open.push(entry);
+      continue;
+    }
     if (order.length === 0) {
       immediate.set(
         member.position,
-        network.providers.length === 0
-          ? errorResponse(
-              member.rawId ?? "null",
-              ErrorCode.internal,
-              `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`,
-            )
-          : errorResponse(
-              member.rawId ?? "null",
-              ErrorCode.methodNotFound,
-              `method ${member.method} is not served by any provider of ${network.name}`,
-            ),
+        errorResponse(
+          member.rawId ?? "null",
+          ErrorCode.methodNotFound,
+          `method ${member.method} is not served by any provider of ${network.name}`,
+        ),
       );
       continue;
     }

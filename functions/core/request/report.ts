@@ -1,7 +1,7 @@
-import type { Network, Provider } from "../network-model.ts";
+import type { Network, Provider } from "../config/network-model.ts";
 import type { Telemetry } from "../ports.ts";
-import { explainRouting, type SelectionContext } from "../selection.ts";
-import type { OpenCall } from "./open-call.ts";
+import { explainRouting, type SelectionContext } from "../routing/selection.ts";
+import type { OpenCall } from "./vocabulary.ts";
 
 export interface RequestReport {
   readonly network: Network;

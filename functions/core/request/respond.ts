@@ -1,18 +1,14 @@
-import { withId } from "../json-raw.ts";
-import { ErrorCode, errorResponse, isCall } from "../jsonrpc.ts";
-import type { Network } from "../network-model.ts";
+import type { Network } from "../config/network-model.ts";
+import { withId } from "../jsonrpc/json-raw.ts";
+import {
+  type AcceptedRequest,
+  callsOf,
+  ErrorCode,
+  errorResponse,
+  isCall,
+} from "../jsonrpc/jsonrpc.ts";
 import type { Telemetry } from "../ports.ts";
-import { type AcceptedRequest, callsOf } from "./admit.ts";
-import type { AnswerClass } from "./cache-class.ts";
-import type { OpenCall } from "./open-call.ts";
-
-export interface GatewayResponse {
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly body: string;
-  /** How long a lone call's answer stays true (GET mode's Cache-Control); absent: never. */
-  readonly cacheClass?: AnswerClass;
-}
+import type { GatewayResponse, OpenCall } from "./vocabulary.ts";
 
 export const JSON_HEADERS: Readonly<Record<string, string>> = {
   "content-type": "application/json",

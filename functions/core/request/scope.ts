@@ -1,37 +1,18 @@
-import { publicationDelayMs } from "../chain-head.ts";
-import { isCall } from "../jsonrpc.ts";
+import { publicationDelayMs } from "../chain/chain-head.ts";
+import type { GatewayModel, Network } from "../config/network-model.ts";
+import { type AcceptedRequest, callsOf, isCall } from "../jsonrpc/jsonrpc.ts";
 import { FILTER_METHODS } from "../methods/filters.ts";
-import type { GatewayModel, Network, Provider } from "../network-model.ts";
-import type { LearnedLimit, NetworkState } from "../network-state.ts";
 import { QUORUM_STALE_INTERVALS } from "../policies.ts";
-import { PLAIN_READ, rankProviders, type SelectionContext, whyNotCandidate } from "../selection.ts";
-import { type AcceptedRequest, callsOf } from "./admit.ts";
-import { highestSighting, type ObservedHeads } from "./observed-head.ts";
-import type { HeldPenalty } from "./penalties.ts";
-import type { PinnedTags } from "./pin-tags.ts";
-import { reachableBlocks, type ServedHeadView, servedHeadView, tagsToPin } from "./served-head.ts";
-
-/** What one request's attempts share. */
-export interface RequestScope {
-  readonly network: Network;
-  readonly model: GatewayModel;
-  readonly request: AcceptedRequest;
-  readonly single: boolean;
-  /** The providers in preference order for this request (drawn once, so a batch agrees). */
-  readonly ranked: readonly Provider[];
-  readonly context: SelectionContext;
-  readonly quorumHead: number | null;
-  /** Providers that answered, in order of use (x-gateway-provider). */
-  readonly used: string[];
-  /** State writes started by this request: they run beside the retries, not before them. */
-  readonly writes: Promise<unknown>[];
-  readonly held: HeldPenalty[];
-  /** Batch sizes providers take, as learned so far (this request may learn more). */
-  readonly batchLimits: Map<string, LearnedLimit>;
-  readonly servedHead: ServedHeadView;
-  /** What block tags are pinned to, or null when they go upstream as written. */
-  readonly pin: PinnedTags | null;
-}
+import type { NetworkState } from "../routing/network-state.ts";
+import {
+  PLAIN_READ,
+  rankProviders,
+  type SelectionContext,
+  whyNotCandidate,
+} from "../routing/selection.ts";
+import { highestSighting, type ObservedHeads } from "./head/observed-head.ts";
+import { reachableBlocks, servedHeadView, tagsToPin } from "./head/served-head.ts";
+import type { RequestScope } from "./vocabulary.ts";
 
 /**
  * The draw for a request about filters only: the same order every time (weight, then the

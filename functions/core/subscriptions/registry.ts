@@ -1,5 +1,5 @@
-import { ErrorCode, errorResponse } from "../jsonrpc.ts";
-import type { Network } from "../network-model.ts";
+import type { Network } from "../config/network-model.ts";
+import { ErrorCode, errorResponse } from "../jsonrpc/jsonrpc.ts";
 import type { SubscriptionStore, Telemetry } from "../ports.ts";
 import { firstBlockOf } from "./resume.ts";
 import { NODE_ERROR, readSubscribe, readUnsubscribe } from "./subscribe-params.ts";

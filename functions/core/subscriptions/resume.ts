@@ -1,4 +1,4 @@
-import { ErrorCode } from "../jsonrpc.ts";
+import { ErrorCode } from "../jsonrpc/jsonrpc.ts";
 import type { Read } from "./subscribe-params.ts";
 
 /**

@@ -1,5 +1,11 @@
-import { arrayElementSpans } from "../json-raw.ts";
-import { type Call, ErrorCode, errorResponse, isCall, type ParsedRequest } from "../jsonrpc.ts";
+import { arrayElementSpans } from "../jsonrpc/json-raw.ts";
+import {
+  type Call,
+  ErrorCode,
+  errorResponse,
+  isCall,
+  type ParsedRequest,
+} from "../jsonrpc/jsonrpc.ts";
 import { isRegistryMethod, type RegistryCall } from "./registry.ts";
 import { WEBSOCKET_MESSAGE_BYTES } from "./websocket-quotas.ts";
 

@@ -1,5 +1,5 @@
-import { isRecord } from "../classify-envelope.ts";
-import { ErrorCode } from "../jsonrpc.ts";
+import { isRecord } from "../jsonrpc/envelope.ts";
+import { ErrorCode } from "../jsonrpc/jsonrpc.ts";
 import type { LogsFilter, SubscriptionKind, TopicFilter } from "./subscription-records.ts";
 
 /**
