@@ -216,7 +216,8 @@ export interface SubscriptionStore {
   /**
    * Moves a subscription that is not live from `nextBlock = expected` to `next`, and makes it
    * live when `live`; false when it is not at `expected` (another run moved it), is live, or is
-   * gone. Two follower runs never both deliver a block.
+   * gone. Two follower runs never both deliver a block. Idempotent: a move found already made
+   * (at `next`, live as asked: an earlier attempt whose answer was lost, retried) is true.
    */
   advance(
     network: string,

@@ -12,6 +12,11 @@ export class MemoryFollowerStore implements FollowerStore {
   writes = 0;
   /** The next this many cursor writes are made, and then answered with an error (an answer lost). */
   lostAnswers = 0;
+  /**
+   * The next this many cursor writes are made, and then answered as refused (the SDK's retry
+   * of a request whose answer was lost, refused by its own first attempt's write).
+   */
+  retriedAnswers = 0;
   /** Called before each cursor write is made; what it throws, the write throws (not made). */
   beforeWrite: ((cursor: FollowerCursor) => void) | null = null;
   readonly #clock: () => number;
@@ -51,6 +56,10 @@ export class MemoryFollowerStore implements FollowerStore {
     if (this.lostAnswers > 0) {
       this.lostAnswers--;
       throw new Error("socket hang up (the answer was lost; the write was made)");
+    }
+    if (this.retriedAnswers > 0) {
+      this.retriedAnswers--;
+      return false;
     }
     return true;
   }

@@ -120,8 +120,9 @@ export class MemorySubscriptionStore implements SubscriptionStore {
     this.#check();
     const subs = this.#subscriptions.get(network);
     const record = subs?.get(subscriptionId);
-    if (subs === undefined || record === undefined || record.nextBlock !== expected) return false;
-    if (record.live === true) return false;
+    if (subs === undefined || record === undefined) return false;
+    if (record.nextBlock === next && (record.live === true) === live) return true;
+    if (record.nextBlock !== expected || record.live === true) return false;
     subs.set(subscriptionId, { ...record, nextBlock: next, ...(live ? { live: true } : {}) });
     return true;
   }

@@ -8,7 +8,9 @@ import type { FollowerStore } from "./follower-ports.ts";
  * run holds, so a write that loses means another run took the lease over, and this one stops.
  * A write whose answer was lost (a timeout, a reset connection: made or not, nobody knows) is
  * settled by reading the cursor back before the next write: made by this run, it is taken as
- * held; not made, the write is tried again; made by another run, the lease is gone.
+ * held; not made, the write is tried again; made by another run, the lease is gone. A write
+ * refused is read back too: the SDK sends a request again when its answer is lost, and the
+ * retry is refused by its own first attempt's write, which is then this run's.
  */
 
 /** The lease is gone (another run wrote the cursor): this run stops following the network. */
@@ -68,8 +70,13 @@ export class LeasedCursor {
       if (this.#cursor === written) return;
       throw error;
     }
-    if (!made) this.#lost();
-    this.#cursor = written;
+    if (made) {
+      this.#cursor = written;
+      return;
+    }
+    this.#unsure = written;
+    await this.#settle();
+    if (this.#cursor !== written) this.#lost();
   }
 
   /** Gives the lease back (a failure to is not thrown: the lease then runs out). */

@@ -37,19 +37,21 @@ describe("runs of the follower", () => {
   });
 
   it.each([
-    ["the claim of a block", 1],
-    ["the lease itself", 0],
-  ])(
-    "regression: a cursor write whose answer was lost (%s made, the answer an error) stopped the run for the rest of its lease and closed the block's sockets; now the follower reads the cursor back and goes on",
-    async (_name, writesBefore) => {
+    ["the claim of a block", "an error", 1, "lostAnswers"],
+    ["the lease itself", "an error", 0, "lostAnswers"],
+    ["the claim of a block", "the SDK's retry refused by the write itself", 1, "retriedAnswers"],
+    ["the lease itself", "the SDK's retry refused by the write itself", 0, "retriedAnswers"],
+  ] as const)(
+    "regression: a cursor write whose answer was lost (%s made, answered by %s) stopped the run for the rest of its lease and closed the block's sockets; now the follower reads the cursor back and goes on",
+    async (_name, _answer, writesBefore, how) => {
       const scene = followerScene(5);
       const heads = subscription("c1", "newHeads", 5);
       scene.subscriptions.add(heads);
       const follower = sceneFollower(scene, "run-1");
-      if (writesBefore === 0) scene.store.lostAnswers = 1;
+      if (writesBefore === 0) scene.store[how] = 1;
       expect(await follower.begin(scene.clock.now + 60_000)).toBe(true);
       scene.chain.mine();
-      scene.store.lostAnswers = 1;
+      scene.store[how] = 1;
       await stepUntilIdle(follower);
       for (let i = 0; i < 3; i++) {
         scene.chain.mine();
