@@ -44,6 +44,7 @@ export function createFollowerRuntime(options: FollowerRuntimeOptions): Follower
             model: async () => (await proxy.current()).model,
             handle: (network, body, remainingMs) =>
               proxy.gateway.handleRpc(network, body, { startedAt: clock(), remainingMs }),
+            servedHead: (network) => proxy.gateway.servedHead(network),
             probeHead: (network, timeoutMs) => proxy.gateway.pollHead(network, timeoutMs),
             subscriptions: options.subscriptions,
             push: options.push,

@@ -162,6 +162,7 @@ beforeAll(async () => {
     holder: "metric-contract",
     handle: (body, remainingMs) =>
       follower.proxy.gateway.handleRpc("devnet", body, { remainingMs }),
+    servedHead: () => follower.proxy.gateway.servedHead("devnet"),
     probeHead: (timeoutMs) => follower.proxy.gateway.pollHead("devnet", timeoutMs),
     subscriptions: stack.subscriptions,
     push: stack.push,

@@ -137,6 +137,12 @@ export class FakeChain {
     return { jsonrpc: "2.0", id: call.id, error: { code: -32601, message: "not here" } };
   }
 
+  /** The served head as the gateway reads it for the follower (`Gateway.servedHead`). */
+  readonly servedHeadRead = async (): Promise<number | null> => {
+    this.calls.set("servedHead", (this.calls.get("servedHead") ?? 0) + 1);
+    return this.#head();
+  };
+
   /** A quorum member's head, as the gateway's poll asks it (`Gateway.pollHead`). */
   readonly probeHead = async (): Promise<number | null> => {
     this.calls.set("probe", (this.calls.get("probe") ?? 0) + 1);

@@ -12,6 +12,7 @@ export function sceneFollower(
     network: "devnet",
     holder,
     handle: scene.chain.handle,
+    servedHead: scene.chain.servedHeadRead,
     probeHead: scene.chain.probeHead,
     subscriptions: scene.subscriptions,
     push: scene.push,

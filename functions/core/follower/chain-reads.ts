@@ -36,24 +36,36 @@ export const MIN_READ_MS = 1_500;
 const call = (id: number, method: string, params: readonly unknown[]) =>
   JSON.stringify({ jsonrpc: "2.0", id, method, params });
 
+export interface ChainReadsDeps {
+  readonly handle: Handle;
+  /** The served head, as `eth_blockNumber` answers it but never from a provider (`Gateway.servedHead`). */
+  readonly servedHead: () => Promise<number | null>;
+  readonly maxBatch: number;
+  /** The time left before the run ends (a read's deadline is within it). */
+  readonly remainingMs: () => number;
+}
+
 export class ChainReads {
   readonly #handle: Handle;
+  readonly #servedHead: () => Promise<number | null>;
   readonly #maxBatch: number;
   readonly #remainingMs: () => number;
 
-  /** `remainingMs`: the time left before the run ends (a read's deadline is within it). */
-  constructor(handle: Handle, maxBatch: number, remainingMs: () => number) {
-    this.#handle = handle;
-    this.#maxBatch = Math.max(1, maxBatch);
-    this.#remainingMs = remainingMs;
+  constructor(deps: ChainReadsDeps) {
+    this.#handle = deps.handle;
+    this.#servedHead = deps.servedHead;
+    this.#maxBatch = Math.max(1, deps.maxBatch);
+    this.#remainingMs = deps.remainingMs;
   }
 
-  /** The served head, as `eth_blockNumber` answers it; null when none could be read. */
+  /**
+   * The served head; null while there is none, or when no time is left. Never a provider's
+   * number: asked of the pipeline, a look when nothing was published for a block time would
+   * go to a provider, once per look.
+   */
   async servedHead(): Promise<number | null> {
-    const body = await this.#read(call(1, "eth_blockNumber", []));
-    const parsed = body === null ? undefined : parseJsonOrUndefined(body);
-    const result = isRecord(parsed) ? parsed.result : undefined;
-    return typeof result === "string" && QUANTITY.test(result) ? Number.parseInt(result, 16) : null;
+    if (this.#remainingMs() < MIN_READ_MS) return null;
+    return this.#servedHead();
   }
 
   /**

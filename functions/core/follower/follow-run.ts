@@ -22,6 +22,8 @@ export interface FollowRunDeps {
     body: string,
     remainingMs: number,
   ) => Promise<{ readonly body: string }>;
+  /** The served head of `network`, never asked of a provider. */
+  readonly servedHead: (network: string) => Promise<number | null>;
   /** Asks a quorum member of `network` for its head now, published as the gateway's polls are. */
   readonly probeHead: (network: string, timeoutMs: number) => Promise<number | null>;
   readonly subscriptions: FollowerSubscriptions &
@@ -70,6 +72,7 @@ export async function runFollower(
       network: name,
       holder: deps.holder,
       handle: (body, remainingMs) => deps.handle(name, body, remainingMs),
+      servedHead: () => deps.servedHead(name),
       probeHead: (timeoutMs) => deps.probeHead(name, timeoutMs),
       subscriptions: deps.subscriptions,
       push: deps.push,

@@ -48,6 +48,8 @@ export interface NetworkFollowerDeps {
   readonly holder: string;
   /** Serves a request text through the gateway's pipeline for this network. */
   readonly handle: Handle;
+  /** The served head, never asked of a provider (`Gateway.servedHead`). */
+  readonly servedHead: () => Promise<number | null>;
   /**
    * Asks a quorum member for its head now, published as the gateway's polls are
    * (`Gateway.pollHead`); the number, or null.
@@ -89,11 +91,11 @@ export class NetworkFollower {
       ...deps,
       readAhead: (block) => void this.#reads.blocks([block]).catch(() => undefined),
     });
-    this.#reads = new ChainReads(
-      deps.handle,
-      deps.settings.maxBatch,
-      () => this.#until - deps.clock(),
-    );
+    this.#reads = new ChainReads({
+      ...deps,
+      maxBatch: deps.settings.maxBatch,
+      remainingMs: () => this.#until - deps.clock(),
+    });
     this.#logs = new LogsDelivery({
       ...deps,
       reads: this.#reads,

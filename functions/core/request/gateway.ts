@@ -1,3 +1,4 @@
+import { publicationDelayMs, servedHeadAt } from "../chain/chain-head.ts";
 import type { Network } from "../config/network-model.ts";
 import { callsOf, errorResponse, parseRequest } from "../jsonrpc/jsonrpc.ts";
 import { methodSpec } from "../methods/catalogue.ts";
@@ -94,6 +95,21 @@ export class Gateway {
     if (network === undefined) return null;
     const state = await this.#deps.cache.get(network.name, { freshHead: true });
     return this.#heads.pollNow(network, state, model.checkIntervalSeconds, timeoutMs);
+  }
+
+  /**
+   * The served head of `networkName` now, as `eth_blockNumber` answers it, without ever asking
+   * a provider (the head follower's look: its own polls find new blocks); null while there is
+   * none. The container's background poll is paced by it as by any request.
+   */
+  async servedHead(networkName: string): Promise<number | null> {
+    const model = this.#deps.model();
+    const network = model.networks.get(networkName);
+    if (network === undefined) return null;
+    const state = await this.#deps.cache.get(network.name, { freshHead: true });
+    this.#heads.afterRequest(network, state, model.checkIntervalSeconds);
+    const delay = publicationDelayMs(network.settings.head_cache_ms);
+    return servedHeadAt(state.head, this.#deps.clock(), delay);
   }
 
   /** Heads this container saw in answers that are still in force, by provider. */

@@ -35,6 +35,7 @@ function deps(
   return {
     model: async () => model,
     handle: (_network, body) => scene.chain.handle(body),
+    servedHead: () => scene.chain.servedHeadRead(),
     probeHead: () => scene.chain.probeHead(),
     subscriptions: {
       list: (network) => scene.subscriptions.list(network),

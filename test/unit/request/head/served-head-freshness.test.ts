@@ -298,6 +298,18 @@ describe("a poll asked for now (the head follower's look for a block it expects)
     expect((await h.served())?.block).toBe(100);
   });
 
+  it("regression: the follower read the served head as eth_blockNumber, which goes to a provider when nothing was published for a block time (1.4 calls a block at 1 s blocks); servedHead never asks one for its number, and still paces the background poll", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 2_500 } });
+    h.upstream.script(P1, chainNode({ head: 101 })).script(P2, chainNode({ head: 101 }));
+    expect(await h.gateway.servedHead("net")).toBe(100);
+    await h.settle();
+    const asked = [...(h.upstream.calls.get(P1) ?? []), ...(h.upstream.calls.get(P2) ?? [])];
+    // The only call is the background poll for a head that stood still, published.
+    expect(asked.map((request) => request.body)).toEqual([HEAD_POLL_BODY]);
+    expect((await h.served())?.block).toBe(101);
+    expect(await h.gateway.servedHead("elsewhere")).toBeNull();
+  });
+
   it("answers null and asks nobody for an unknown network, or with no quorum in force", async () => {
     const h = harness({});
     expect(await h.gateway.pollHead("elsewhere", 400)).toBeNull();
