@@ -13,6 +13,7 @@ import { renderConsensus } from "./targets/consensus.ts";
 import { COST_WARMUP_SECONDS, dollarsPerMillionPerMs, PRICES } from "./targets/cost.ts";
 import { renderHedge } from "./targets/hedge.ts";
 import { renderStages } from "./targets/stages.ts";
+import { renderSubscriptions } from "./targets/subscriptions-cost.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
 import { LAMBDA_BLOCK_TIME_SECONDS } from "./tools/lambda-env.ts";
 import { measuredWhen } from "./verdict.ts";
@@ -55,6 +56,7 @@ export function renderReport(results: Results): string {
     ["hedged reads", results.hedge],
     ["eth_getLogs over any range", results.logs],
     ["read consensus", results.consensus],
+    ["subscriptions: what the head follower costs", results.subscriptions],
   ] as const;
   const machine = [results.throughput, results.handler, results.cold, results.cost]
     .map((part) => part?.machine)
@@ -89,6 +91,7 @@ export function renderReport(results: Results): string {
   if (results.logs) lines.push(...renderLogs(results.logs));
   if (results.stages) lines.push(...renderStages(results.stages));
   if (results.consensus) lines.push(...renderConsensus(results.consensus));
+  if (results.subscriptions) lines.push(...renderSubscriptions(results.subscriptions));
   return lines.join("\n").trimEnd();
 }
 

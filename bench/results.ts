@@ -7,6 +7,7 @@ import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./targets/la
 import type { LogsMeasurement } from "./targets/logs.ts";
 import type { ReplayRecord } from "./targets/replay.ts";
 import type { StagesPart } from "./targets/stages.ts";
+import type { SubscriptionsPart } from "./targets/subscriptions-cost.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
 import type { ProfileFindings } from "./tools/profiling.ts";
 import type { PartMeta, Verdict } from "./verdict.ts";
@@ -30,7 +31,8 @@ export type PartName =
   | "hedge"
   | "logs"
   | "stages"
-  | "consensus";
+  | "consensus"
+  | "subscriptions";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
   "handler",
@@ -42,6 +44,7 @@ export const PART_NAMES: readonly PartName[] = [
   "logs",
   "stages",
   "consensus",
+  "subscriptions",
 ];
 
 export interface ThroughputPart extends PartMeta {
@@ -104,6 +107,7 @@ export interface Results {
   logs?: LogsPart;
   stages?: StagesPart;
   consensus?: ConsensusPart;
+  subscriptions?: SubscriptionsPart;
 }
 
 export function readResults(): Results {

@@ -30,6 +30,9 @@
  *   logs        one eth_getLogs over a chain of anvil blocks with logs, through the gateway in
  *               front of providers capped at --logs-cap blocks, vs the node asked piece by piece
  *               [--logs-blocks 2000] [--logs-cap 200] [--logs-concurrency 4]
+ *   subscriptions  the head follower's shipped bundle run for 1, 100 and 1,000 subscriptions on
+ *               a 1 s chain: DynamoDB units, provider calls, CPU, notifications; what that
+ *               costs a month [--subscriptions-seconds 30] [--subscriptions-sizes 1,100,1000]
  *   consensus   read consensus off and on side by side: upstream calls per call and the p50
  *               added, three shims of 5, 15 and 25 ms over one anvil node
  *   stages      what each stage of the request pipeline costs the forwarded call (the gateway's
@@ -65,6 +68,8 @@ import {
 import { measureLogs } from "./targets/logs.ts";
 import { measureReplay } from "./targets/replay.ts";
 import { measureStages } from "./targets/stages.ts";
+import { measureSubscriptions } from "./targets/subscriptions.ts";
+import { subscriptionsVerdicts } from "./targets/subscriptions-cost.ts";
 import { measureThroughput, WORKLOADS } from "./targets/throughput.ts";
 import {
   coldVerdicts,
@@ -111,6 +116,8 @@ const args = (() => {
         "logs-blocks": { type: "string", default: "2000" },
         "logs-cap": { type: "string", default: "200" },
         "logs-concurrency": { type: "string", default: "4" },
+        "subscriptions-seconds": { type: "string", default: "30" },
+        "subscriptions-sizes": { type: "string", default: "1,100,1000" },
         "dry-run": { type: "boolean", default: false },
         against: { type: "string" },
       },
@@ -188,6 +195,12 @@ async function main(): Promise<number> {
       blocks: whole("logs-blocks", args["logs-blocks"]),
       cap: whole("logs-cap", args["logs-cap"]),
       concurrency: whole("logs-concurrency", args["logs-concurrency"]),
+    },
+    subscriptions: {
+      seconds: whole("subscriptions-seconds", args["subscriptions-seconds"]),
+      sizes: (args["subscriptions-sizes"] ?? "")
+        .split(",")
+        .map((size) => whole("subscriptions-sizes", size)),
     },
   };
   const { seconds, rounds, warmupSeconds } = settings;
@@ -387,6 +400,18 @@ async function main(): Promise<number> {
       const started = loadAverage();
       const measured = await measureLogs(settings.logs, log);
       results.logs = { ...meta(started), ...measured, verdicts: logsVerdicts(measured) };
+    }
+
+    if (parts.has("subscriptions")) {
+      const started = loadAverage();
+      const measured = await measureSubscriptions(settings.subscriptions, log);
+      invalid ||= measured.records.some((record) => record.problems.length > 0);
+      results.subscriptions = {
+        ...meta(started),
+        ...measured,
+        options: settings.subscriptions,
+        verdicts: subscriptionsVerdicts(measured),
+      };
     }
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);

@@ -51,11 +51,13 @@ export interface EnvironmentSettings {
      * Reserved concurrency: the most proxy invocations that run at once. A flood beyond it is
      * throttled by Lambda instead of taking the account's concurrency or running the bill
      * without bound. AWS keeps 100 of the account's concurrency unreserved, so the account's
-     * quota must be at least this + the socket's + 1 (the monitor) + 100.
+     * quota must be at least this + the socket's + 1 (the monitor) + 2 (the follower) + 100.
      */
     readonly reservedConcurrency: number;
   };
   readonly monitor: { readonly memoryMb: number };
+  /** The head follower (docs/behaviour.md "Subscriptions over WebSocket"): one run a minute. */
+  readonly follower: { readonly memoryMb: number };
   /**
    * The socket function behind the WebSocket API (docs/behaviour.md "Subscriptions over
    * WebSocket"): its memory, its reserved concurrency (the account's quota must cover it too),
@@ -96,6 +98,7 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
     name: "dev",
     proxy: { memoryMb: 512, reservedConcurrency: 20 },
     monitor: { memoryMb: 256 },
+    follower: { memoryMb: 256 },
     socket: {
       memoryMb: 512,
       reservedConcurrency: 10,
@@ -126,6 +129,7 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
     name: "prod",
     proxy: { memoryMb: 1024, reservedConcurrency: 200 },
     monitor: { memoryMb: 256 },
+    follower: { memoryMb: 256 },
     socket: {
       memoryMb: 1024,
       reservedConcurrency: 100,

@@ -18,6 +18,12 @@ import { PROXY_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/http/http-api.
 import { SOCKET_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/subscriptions/websocket-quotas.ts";
 import { GatewayFunction } from "./constructs/node-function.ts";
 import { type EnvironmentSettings, secretsPrefixOf } from "./environments.ts";
+import {
+  FOLLOWER_CONCURRENCY,
+  FOLLOWER_TABLE_ACCESS,
+  FOLLOWER_TIMEOUT,
+  scheduleFollower,
+} from "./follower.ts";
 import type { GatewayConfigFile } from "./gateway-config.ts";
 import { addGatewayHttpApi } from "./http-api.ts";
 import { dashboardUrl, METRICS_NAMESPACE, Monitoring, serviceNameOf } from "./monitoring.ts";
@@ -96,6 +102,7 @@ export class GatewayStack extends Stack {
   readonly monitor: GatewayFunction;
   readonly api: HttpApi;
   readonly socket: GatewayFunction;
+  readonly follower: GatewayFunction;
   readonly webSocket: GatewayWebSocketApi;
   readonly monitoring: Monitoring;
 
@@ -192,6 +199,14 @@ export class GatewayStack extends Stack {
       timeout: SOCKET_TIMEOUT,
       reservedConcurrency: settings.socket.reservedConcurrency,
     });
+    const follower = new GatewayFunction(this, "Follower", {
+      ...common,
+      description: `RPC gateway ${env}: the head follower, subscriptions' notifications, a run each minute`,
+      entry: "functions/follower/handler.ts",
+      memoryMb: settings.follower.memoryMb,
+      timeout: FOLLOWER_TIMEOUT,
+      reservedConcurrency: FOLLOWER_CONCURRENCY,
+    });
     // A throttled start (the previous loop still finishing) is dropped, not queued for hours:
     // the next schedule comes within a minute.
     monitor.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
@@ -225,10 +240,16 @@ export class GatewayStack extends Stack {
           Subscriptions: SUBSCRIPTION_TABLE_ACCESS,
         },
       },
-      // The head follower runs in the monitor's loop (WS-SPEC): it reads and moves subscriptions.
+      { fn: monitor, tables: { StateTable: MONITOR_TABLE_ACCESS } },
+      // The head follower reads through the pipeline (the proxy's items), reads and moves the
+      // subscriptions, and keeps its own cursor.
       {
-        fn: monitor,
-        tables: { StateTable: MONITOR_TABLE_ACCESS, Subscriptions: SUBSCRIPTION_TABLE_ACCESS },
+        fn: follower,
+        tables: {
+          StateTable: PROXY_TABLE_ACCESS,
+          Subscriptions: SUBSCRIPTION_TABLE_ACCESS,
+          Follower: FOLLOWER_TABLE_ACCESS,
+        },
       },
     ];
     for (const { fn, tables } of grants) {
@@ -312,7 +333,8 @@ export class GatewayStack extends Stack {
       removalPolicy: settings.removalPolicy,
     });
     // The follower pushes notifications and closes the connections it cannot serve.
-    webSocket.grantPush(monitor);
+    webSocket.grantPush(follower);
+    scheduleFollower(this, { env, account: this.account }, follower);
 
     const monitoring = new Monitoring(this, "Monitoring", {
       settings,
@@ -351,6 +373,7 @@ export class GatewayStack extends Stack {
     this.monitor = monitor;
     this.api = api;
     this.socket = socket;
+    this.follower = follower;
     this.webSocket = webSocket;
     this.monitoring = monitoring;
 

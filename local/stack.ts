@@ -13,11 +13,14 @@ import { DynamoStatsStore } from "../functions/adapters/store/stats-store.ts";
 import { DynamoTransactionLedger } from "../functions/adapters/store/transaction-ledger.ts";
 import { DynamoUsageStore } from "../functions/adapters/store/usage-store.ts";
 import { ApiGatewayConnectionPush } from "../functions/adapters/subscriptions/connection-push.ts";
+import { DynamoFollowerStore } from "../functions/adapters/subscriptions/follower-store.ts";
 import { DynamoSubscriptionStore } from "../functions/adapters/subscriptions/subscription-store.ts";
 import { createUpstream } from "../functions/adapters/upstream/upstream.ts";
 import type { ConfigInput } from "../functions/core/config/config-schema.ts";
+import { startFollowerSchedule } from "../functions/core/follower/schedule.ts";
 import { startMonitorTimer } from "../functions/core/monitor/loop.ts";
 import type { Upstream } from "../functions/core/ports.ts";
+import { createFollowerRuntime, type FollowerRuntime } from "../functions/follower/runtime.ts";
 import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/runtime.ts";
 import { createProxyHandler, type ProxyHandler } from "../functions/proxy/lambda.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../functions/proxy/runtime.ts";
@@ -67,6 +70,12 @@ export interface LocalStackOptions {
    * shortened for tests.
    */
   readonly webSocket?: { readonly idleTimeoutMs?: number; readonly maxConnectionMs?: number };
+  /**
+   * The head follower on its schedule (a run every `everyMs`, each `runMs` long, as
+   * EventBridge starts its function in AWS), delivering subscriptions' notifications; on by
+   * default with the monitor, whose chain position it follows. `false` turns it off.
+   */
+  readonly follower?: false | { readonly everyMs?: number; readonly runMs?: number };
 }
 
 export interface LocalStack {
@@ -88,6 +97,8 @@ export interface LocalStack {
   readonly subscriptions: DynamoSubscriptionStore;
   /** Pushes to the emulator's sockets through its management API, as the follower does in AWS. */
   readonly push: ApiGatewayConnectionPush;
+  /** The head follower (a container of its own), when it runs. */
+  readonly follower: FollowerRuntime | null;
   /** The socket containers' runtimes, as made (tests flush their telemetry). */
   readonly sockets: readonly SocketRuntime[];
   close(): Promise<void>;
@@ -226,6 +237,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       credentials: { accessKeyId: "local", secretAccessKey: "local" },
     });
     cleanups.push(async () => push.destroy());
+    let follower: FollowerRuntime | null = null;
+    if (options.monitor && options.follower !== false) {
+      const own = createUpstream();
+      cleanups.push(() => own.close());
+      follower = createFollowerRuntime({
+        proxy: proxyRuntime(own),
+        subscriptions,
+        push,
+        store: new DynamoFollowerStore({ ...tables, ...clockOption }),
+        ...clockOption,
+      });
+      // Stopped before the management API and the table close (cleanups run in reverse).
+      cleanups.push(startFollowerSchedule(follower, options.follower ?? {}));
+    }
     return {
       url: api.url,
       configPath,
@@ -239,6 +264,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       wsUrl: api.url.replace(/^http:/, "ws:"),
       subscriptions,
       push,
+      follower,
       sockets,
       close,
     };

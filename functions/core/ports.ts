@@ -239,14 +239,17 @@ export interface SubscriptionStore {
   /** The network's live subscriptions (the follower's read, once per block). */
   list(network: string): Promise<readonly SubscriptionRecord[]>;
   /**
-   * Moves a subscription's `nextBlock` from `expected` to `next`; false when it is not at
-   * `expected` (another run moved it) or is gone. Two follower runs never both deliver a block.
+   * Moves a subscription that is not live from `nextBlock = expected` to `next`, and makes it
+   * live when `live`; false when it is not at `expected` (another run moved it), is live, or is
+   * gone. Two follower runs never both deliver a block. Idempotent: a move found already made
+   * (at `next`, live as asked: an earlier attempt whose answer was lost, retried) is true.
    */
   advance(
     network: string,
     subscriptionId: string,
     expected: number,
     next: number,
+    live?: boolean,
   ): Promise<boolean>;
   /**
    * Those of `networks` (the configured ones) that hold at least one subscription, one cheap

@@ -1,6 +1,10 @@
 import { rm, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { DynamoFollowerStore } from "../../functions/adapters/subscriptions/follower-store.ts";
+import { Outbox } from "../../functions/core/follower/delivery/outbox.ts";
+import { followerSettingsOf } from "../../functions/core/follower/follow-settings.ts";
+import { NetworkFollower } from "../../functions/core/follower/network-follower.ts";
 import { METRICS_NAMESPACE } from "../../infra/monitoring.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
@@ -146,6 +150,46 @@ beforeAll(async () => {
   await rm(stack.configPath);
   clockNow += 31_000;
   await rpc();
+
+  // The head follower: a step (its lag behind the served head), and a push that fails (a
+  // delivery failure, and the notification's outcome).
+  const follower = stack.follower;
+  if (follower === null) throw new Error("the stack has no follower");
+  const devnet = (await follower.proxy.current()).model.networks.get("devnet");
+  if (devnet === undefined) throw new Error("no devnet");
+  const networkFollower = new NetworkFollower({
+    network: "devnet",
+    holder: "metric-contract",
+    handle: (body, remainingMs) =>
+      follower.proxy.gateway.handleRpc("devnet", body, { remainingMs }),
+    servedHead: () => follower.proxy.gateway.servedHead("devnet"),
+    probeHead: (timeoutMs) => follower.proxy.gateway.pollHead("devnet", timeoutMs),
+    subscriptions: stack.subscriptions,
+    push: stack.push,
+    store: new DynamoFollowerStore({
+      client: stack.store.client,
+      tableName: stack.store.tableName,
+      clock: () => clockNow,
+    }),
+    clock: () => clockNow,
+    wait: async () => undefined,
+    telemetry: follower.proxy.telemetry,
+    settings: followerSettingsOf(devnet),
+  });
+  expect(await networkFollower.begin(clockNow + 60_000)).toBe(true);
+  await networkFollower.step();
+  await networkFollower.end();
+  const outbox = new Outbox({
+    network: "devnet",
+    push: { post: async () => "failed", close: async () => undefined },
+    forget: async () => undefined,
+    telemetry: follower.proxy.telemetry,
+    concurrency: 1,
+    dropped: new Set(),
+  });
+  outbox.add("a-broken-connection", "newHeads", { text: "{}", fits: true });
+  await outbox.flush();
+  follower.proxy.telemetry.flush();
 
   // The state store goes down: every network's monitor tick fails, and a WebSocket connect
   // is refused because its connection cannot be registered.

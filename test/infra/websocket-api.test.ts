@@ -208,28 +208,67 @@ describe.each(CASES)("the WebSocket side of $settings.name", ({ settings, defaul
     expect(JSON.stringify(statementsOf(stack.socket.role))).not.toContain("execute-api");
   });
 
-  it("lets only the function that pushes (the follower's, in the monitor) manage connections, on this API's @connections, and tells it where", () => {
+  it("lets only the function that pushes (the head follower's) manage connections, on this API's @connections, and tells it where", () => {
     const pushers = ofType("AWS::IAM::Policy").filter(([, policy]) =>
       JSON.stringify(policy.Properties).includes("execute-api:ManageConnections"),
     );
     expect(pushers).toHaveLength(1);
-    const push = statementsOf(stack.monitor.role).find((s) => s.Sid === "PushToConnections");
+    const push = statementsOf(stack.follower.role).find((s) => s.Sid === "PushToConnections");
     expect(push?.Action).toBe("execute-api:ManageConnections");
     expect(flattenCfnReference(push?.Resource)).toMatch(
       /^arn:.*:execute-api:.*:.*:<WebSocketApi[0-9A-F]+>\/\*\/\*\/@connections\/\*$/,
     );
-    const subscriptions = statementsOf(stack.monitor.role).find((s) => s.Sid === "Subscriptions");
+    const subscriptions = statementsOf(stack.follower.role).find((s) => s.Sid === "Subscriptions");
     expect(subscriptions?.Condition).toEqual({
       "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["WSCONN#*", "WSSUB#*"] },
     });
-    const url = (resource(stack.monitor.function).Properties.Environment as { Variables: Json })
+    const url = (resource(stack.follower.function).Properties.Environment as { Variables: Json })
       .Variables.WEBSOCKET_MANAGEMENT_URL;
     expect(flattenCfnReference(url)).toMatch(
       /^https:\/\/<WebSocketApi[0-9A-F]+>\.execute-api\..+\..+$/,
     );
-    expect(
-      JSON.stringify((resource(stack.proxy.function).Properties.Environment as Json) ?? {}),
-    ).not.toContain("WEBSOCKET_MANAGEMENT_URL");
+    for (const fn of [stack.proxy, stack.monitor, stack.socket]) {
+      expect(
+        JSON.stringify((resource(fn.function).Properties.Environment as Json) ?? {}),
+      ).not.toContain("WEBSOCKET_MANAGEMENT_URL");
+    }
+  });
+
+  it("alarms per network on the head follower's lag and on notifications that did not reach their subscribers", () => {
+    const alarms = ofType("AWS::CloudWatch::Alarm").map(([, a]) => a.Properties);
+    for (const network of config.networks) {
+      const metricOf = (name: string) =>
+        (
+          (alarms.find((a) => a.AlarmName === name)?.Metrics ?? []) as Array<{ MetricStat: Json }>
+        )[0]?.MetricStat;
+      const lag = `RpcGateway-${env}-follower-lag-${network}`;
+      expect(alarms.find((a) => a.AlarmName === lag)).toMatchObject({
+        ComparisonOperator: "GreaterThanOrEqualToThreshold",
+        Threshold: 10,
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 3,
+        TreatMissingData: "notBreaching",
+      });
+      expect(metricOf(lag)).toMatchObject({
+        Metric: {
+          MetricName: "follower_lag_blocks",
+          Dimensions: expect.arrayContaining([{ Name: "network", Value: network }]),
+        },
+        Stat: "Minimum",
+        Period: 60,
+      });
+      const failures = `RpcGateway-${env}-subscription-delivery-failures-${network}`;
+      expect(alarms.find((a) => a.AlarmName === failures)).toMatchObject({
+        Threshold: 10,
+        EvaluationPeriods: 1,
+        TreatMissingData: "notBreaching",
+      });
+      expect(metricOf(failures)).toMatchObject({
+        Metric: { MetricName: "subscription_delivery_failures" },
+        Stat: "Sum",
+        Period: 300,
+      });
+    }
   });
 
   it("alarms per network when connects are refused because the registry failed, and outputs the WebSocket URL", () => {

@@ -115,12 +115,15 @@ export class MemorySubscriptionStore implements SubscriptionStore {
     subscriptionId: string,
     expected: number,
     next: number,
+    live = false,
   ): Promise<boolean> {
     this.#check();
     const subs = this.#subscriptions.get(network);
     const record = subs?.get(subscriptionId);
-    if (subs === undefined || record === undefined || record.nextBlock !== expected) return false;
-    subs.set(subscriptionId, { ...record, nextBlock: next });
+    if (subs === undefined || record === undefined) return false;
+    if (record.nextBlock === next && (record.live === true) === live) return true;
+    if (record.nextBlock !== expected || record.live === true) return false;
+    subs.set(subscriptionId, { ...record, nextBlock: next, ...(live ? { live: true } : {}) });
     return true;
   }
 

@@ -15,8 +15,8 @@ import type {
  * - `WSCONN#<network>#<caller>` / `<slot>`: one of an API key's connection slots (four hex
  *   digits, at most `max_connections_per_key`), held by `connection` until `expires_at`.
  * - `WSSUB#<network>` / `0x…`: a subscription (`connection`, `caller`, `key_sha256` with keys,
- *   `kind`, `filter` as JSON, `next_block`). One Query on `begins_with(sk, "0x")` lists a
- *   network's.
+ *   `kind`, `filter` as JSON, `next_block`, `first_block`, and `live` once the follower made it
+ *   live). One Query on `begins_with(sk, "0x")` lists a network's.
  * - `WSSUB#<network>` / `KEY#<caller>` and `/ COUNT`: how many subscriptions an API key and
  *   the network hold (`n`), and when they were last counted from the items (`counted_at`).
  */
@@ -60,6 +60,7 @@ export function subscriptionValues(record: SubscriptionRecord): Item {
     ":kind": { S: record.kind },
     ":filter": { S: JSON.stringify(record.filter) },
     ":next": { N: String(record.nextBlock) },
+    ":first": { N: String(record.firstBlock ?? record.nextBlock) },
     ":expires": { N: String(record.expiresAt) },
     ":ttl": { N: ttlOf(record.expiresAt) },
     ...(record.keySha256 === undefined ? {} : { ":key": { S: record.keySha256 } }),
@@ -73,13 +74,14 @@ export function subscriptionSet(record: SubscriptionRecord): {
 } {
   const keyed = record.keySha256 !== undefined;
   return {
-    UpdateExpression: `SET #connection = :connection, #caller = :caller, #kind = :kind, #filter = :filter, #next = :next, #expires = :expires, #ttl = :ttl${keyed ? ", #key = :key" : ""}`,
+    UpdateExpression: `SET #connection = :connection, #caller = :caller, #kind = :kind, #filter = :filter, #next = :next, #first = :first, #expires = :expires, #ttl = :ttl${keyed ? ", #key = :key" : ""}`,
     ExpressionAttributeNames: names(
       "#connection",
       "#caller",
       "#kind",
       "#filter",
       "#next",
+      "#first",
       "#expires",
       "#ttl",
       ...(keyed ? (["#key"] as const) : []),
@@ -94,6 +96,8 @@ export const NAMES = {
   "#kind": "kind",
   "#filter": "filter",
   "#next": "next_block",
+  "#first": "first_block",
+  "#live": "live",
   "#expires": "expires_at",
   "#ttl": "ttl",
   "#connected": "connected_at",
@@ -132,6 +136,9 @@ export function subscriptionOf(item: Item): SubscriptionRecord | null {
     kind,
     filter: kind === "logs" ? filter : null,
     nextBlock: num(item, "next_block"),
+    firstBlock:
+      item.first_block?.N === undefined ? num(item, "next_block") : num(item, "first_block"),
+    live: item.live?.BOOL === true,
     expiresAt: num(item, "expires_at"),
   };
 }

@@ -201,17 +201,26 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     subscriptionId: string,
     expected: number,
     next: number,
+    live = false,
   ): Promise<boolean> {
-    return this.#table.conditional({
+    const moved = await this.#table.conditional({
       Key: itemKey(subscriptionPartition(network), subscriptionId),
-      UpdateExpression: "SET #next = :next",
-      ConditionExpression: "#next = :expected",
-      ExpressionAttributeNames: names("#next"),
+      UpdateExpression: live ? "SET #next = :next, #live = :live" : "SET #next = :next",
+      ConditionExpression: "#next = :expected AND (attribute_not_exists(#live) OR #live = :no)",
+      ExpressionAttributeNames: names("#next", "#live"),
       ExpressionAttributeValues: {
         ":next": { N: String(next) },
         ":expected": { N: String(expected) },
+        ":no": { BOOL: false },
+        ...(live ? { ":live": { BOOL: true } } : {}),
       },
     });
+    if (moved) return true;
+    // Refused: a retry of this very move whose first answer was lost finds it made. Only the
+    // follower holding the network's lease moves subscriptions, so the state asked for is its.
+    const item = await this.#table.get(subscriptionPartition(network), subscriptionId);
+    const record = item === undefined ? null : subscriptionOf(item);
+    return record !== null && record.nextBlock === next && (record.live === true) === live;
   }
 
   async networksWithSubscribers(networks: readonly string[]): Promise<readonly string[]> {

@@ -1,3 +1,4 @@
+import { publicationDelayMs, servedHeadAt } from "../chain/chain-head.ts";
 import { handBack, report, respond } from "./answer-stages.ts";
 import { attempts, penalties, stateWrites } from "./attempts/attempt-stages.ts";
 import { cacheLookup, cacheOutcome, cacheStore } from "./cache/cache-stages.ts";
@@ -112,5 +113,32 @@ export class Gateway {
     const flight = new InFlight(this, this.#container, networkName, body, options);
     const stages = options.internal === undefined ? REQUEST_STAGES : INTERNAL_STAGES;
     return walk(stages, flight, this.#deps.stageObserver);
+  }
+
+  /**
+   * Asks one quorum member of `networkName` for its head now and publishes it as the served
+   * head's polls do (the head follower's look for a block when it is due); the number, or null.
+   */
+  async pollHead(networkName: string, timeoutMs: number): Promise<number | null> {
+    const model = this.#deps.model();
+    const network = model.networks.get(networkName);
+    if (network === undefined) return null;
+    const state = await this.#deps.cache.get(network.name, { freshHead: true });
+    return this.#container.heads.pollNow(network, state, model.checkIntervalSeconds, timeoutMs);
+  }
+
+  /**
+   * The served head of `networkName` now, as `eth_blockNumber` answers it, without ever asking
+   * a provider (the head follower's look: its own polls find new blocks); null while there is
+   * none. The container's background poll is paced by it as by any request.
+   */
+  async servedHead(networkName: string): Promise<number | null> {
+    const model = this.#deps.model();
+    const network = model.networks.get(networkName);
+    if (network === undefined) return null;
+    const state = await this.#deps.cache.get(network.name, { freshHead: true });
+    this.#container.heads.afterRequest(network, state, model.checkIntervalSeconds);
+    const delay = publicationDelayMs(network.settings.head_cache_ms);
+    return servedHeadAt(state.head, this.#deps.clock(), delay);
   }
 }

@@ -115,6 +115,8 @@ export class SubscriptionRegistry {
       kind: request.value.kind,
       filter: request.value.filter,
       nextBlock: first.value,
+      firstBlock: first.value,
+      live: false,
       // No connection lives longer from now, so neither does what it subscribed.
       expiresAt: now + WEBSOCKET_MAX_CONNECTION_MS + CONNECTION_RECORD_MARGIN_MS,
     };

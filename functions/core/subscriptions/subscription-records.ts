@@ -49,8 +49,18 @@ export interface SubscriptionRecord {
   readonly kind: SubscriptionKind;
   /** What a `logs` subscription matches; null for `newHeads`. */
   readonly filter: LogsFilter | null;
-  /** The first block this subscription has not been sent yet. */
+  /**
+   * The first block this subscription has not been sent yet, while it is not live (the
+   * follower moves it, conditionally, as it catches the subscription up).
+   */
   readonly nextBlock: number;
+  /** The first block it is sent: `nextBlock` at subscribe, never changed (absent: `nextBlock`). */
+  readonly firstBlock?: number;
+  /**
+   * Set by the follower once the subscription has every block before the network's cursor:
+   * from then on it is sent each block the cursor delivers, with no write of its own.
+   */
+  readonly live?: boolean;
   readonly expiresAt: number;
 }
 

@@ -16,6 +16,11 @@ export const SUBSCRIPTION_DEFAULTS = {
   max_per_network: 10_000,
   /** How far back (seconds of blocks) `resumeFrom` may name the last block seen; 0: no resume. */
   resume_window_seconds: 600,
+  /**
+   * How long the follower asks providers for a block's logs before telling its `logs`
+   * subscribers they could not be delivered (and closing their sockets).
+   */
+  delivery_timeout_seconds: 30,
 } as const;
 
 /** Builds the block's schemas: with defaults (top level) and every key optional (a network's). */
@@ -27,6 +32,7 @@ export function defineSubscriptionSchemas() {
     max_connections_per_key: z.int().check(z.gte(1), z.lte(10_000)),
     max_per_network: z.int().check(z.gte(1), z.lte(100_000)),
     resume_window_seconds: z.number().check(z.gte(0), z.lte(3600)),
+    delivery_timeout_seconds: z.number().check(z.gte(1), z.lte(600)),
   };
   const full = z.strictObject({
     max_per_connection: z._default(
@@ -42,6 +48,10 @@ export function defineSubscriptionSchemas() {
     resume_window_seconds: z._default(
       fields.resume_window_seconds,
       SUBSCRIPTION_DEFAULTS.resume_window_seconds,
+    ),
+    delivery_timeout_seconds: z._default(
+      fields.delivery_timeout_seconds,
+      SUBSCRIPTION_DEFAULTS.delivery_timeout_seconds,
     ),
   });
   return {

@@ -17,6 +17,7 @@ import {
   startDynalite,
   startDynamoDbLocal,
 } from "../../../../local/dynamodb.ts";
+import { startLossyRelay } from "../../../support/lossy-relay.ts";
 import { MemorySubscriptionStore } from "../../../support/memory-subscription-store.ts";
 
 /**
@@ -42,6 +43,8 @@ interface Backend {
     n: number,
     countedAt: number,
   ) => Promise<void>;
+  /** The next request whose body holds `text` is made, and its answer lost (DynamoDB only). */
+  readonly loseAnswer?: (text: string) => void;
   close(): Promise<void>;
 }
 
@@ -50,7 +53,8 @@ const clock = () => now;
 
 async function dynamoBackend(start: () => Promise<LocalDynamoDb>): Promise<Backend> {
   const dynamo = await start();
-  const client = createDynamoClient({ endpoint: dynamo.endpoint });
+  const relay = await startLossyRelay(dynamo.endpoint);
+  const client = createDynamoClient({ endpoint: relay.url });
   const commands: string[] = [];
   client.middlewareStack.add(
     (next, context) => async (args) => {
@@ -75,8 +79,10 @@ async function dynamoBackend(start: () => Promise<LocalDynamoDb>): Promise<Backe
         }),
       );
     },
+    loseAnswer: (text) => relay.lose((body) => body.includes(text)),
     close: async () => {
       client.destroy();
+      await relay.close();
       await dynamo.close();
     },
   };
@@ -133,6 +139,8 @@ describe.each(backends)("the subscription store contract on %s", (_name, start, 
     kind: "newHeads",
     filter: null,
     nextBlock: 101,
+    firstBlock: 101,
+    live: false,
     expiresAt: now + 2 * HOUR,
     ...overrides,
   });
@@ -213,6 +221,46 @@ describe.each(backends)("the subscription store contract on %s", (_name, start, 
       expect(await store.advance(net, heads.id, 101, 103)).toBe(false);
       expect((await store.list(net)).find((record) => record.id === heads.id)?.nextBlock).toBe(102);
       expect(await store.advance(net, `0x${"0".repeat(32)}`, 1, 2)).toBe(false);
+    },
+  );
+
+  it.skipIf(skip)(
+    "a subscription made live keeps its first block and is moved no more (the follower's cursor takes it)",
+    async () => {
+      const net = fresh("net");
+      const conn = await connected(net, "");
+      const heads = subscription(conn);
+      expect(await store.subscribe(net, heads, WIDE)).toBe("ok");
+      expect(await store.advance(net, heads.id, 101, 105, true)).toBe(true);
+      const listed = (await store.list(net)).find((record) => record.id === heads.id);
+      expect(listed).toMatchObject({ nextBlock: 105, firstBlock: 101, live: true });
+      expect(await store.advance(net, heads.id, 105, 106)).toBe(false);
+      expect(await store.advance(net, heads.id, 105, 106, true)).toBe(false);
+    },
+  );
+
+  it.skipIf(skip)(
+    "a move found made as asked is true: the same move again (a retry), not another",
+    async () => {
+      const net = fresh("net");
+      const heads = subscription(await connected(net, ""));
+      expect(await store.subscribe(net, heads, WIDE)).toBe("ok");
+      expect(await store.advance(net, heads.id, 101, 101, true)).toBe(true);
+      expect(await store.advance(net, heads.id, 101, 101, true)).toBe(true);
+      expect(await store.advance(net, heads.id, 101, 101)).toBe(false);
+      expect(await store.advance(net, heads.id, 101, 102, true)).toBe(false);
+    },
+  );
+
+  it.skipIf(skip || _name === "memory")(
+    "regression: a move whose answer was lost was sent again by the SDK and refused by its own first attempt, so the follower took a subscription it had made live for one it had not (a block missed); now it is found made",
+    async () => {
+      const net = fresh("net");
+      const heads = subscription(await connected(net, ""));
+      expect(await store.subscribe(net, heads, WIDE)).toBe("ok");
+      backend.loseAnswer?.(heads.id);
+      expect(await store.advance(net, heads.id, 101, 101, true)).toBe(true);
+      expect((await store.list(net)).find((record) => record.id === heads.id)?.live).toBe(true);
     },
   );
 

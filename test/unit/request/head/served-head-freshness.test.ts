@@ -273,6 +273,63 @@ describe("the background poll when the head stands still", () => {
   });
 });
 
+describe("a poll asked for now (the head follower's look for a block it expects)", () => {
+  it("asks one quorum member at once, within half a block time of a publication, publishes its head and answers it", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 600 } });
+    h.upstream.script(P1, chainNode({ head: 101 })).script(P2, chainNode({ head: 101 }));
+    expect(await h.gateway.pollHead("net", 400)).toBe(101);
+    expect((await h.served())?.block).toBe(101);
+    expect(h.count("head_polls")).toBe(1);
+    const asked = [...(h.upstream.calls.get(P1) ?? []), ...(h.upstream.calls.get(P2) ?? [])];
+    expect(asked.map((request) => [request.body, request.timeoutMs])).toEqual([
+      [HEAD_POLL_BODY, 400],
+    ]);
+  });
+
+  it("publishes by the same rules as any poll: nothing within a delay of the last publication", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 100 } });
+    h.upstream.script(P1, chainNode({ head: 101 })).script(P2, chainNode({ head: 101 }));
+    expect(await h.gateway.pollHead("net", 400)).toBe(101);
+    expect((await h.served())?.block).toBe(100);
+  });
+
+  it("regression: the follower read the served head as eth_blockNumber, which goes to a provider when nothing was published for a block time (1.4 calls a block at 1 s blocks); servedHead never asks one for its number, and still paces the background poll", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 2_500 } });
+    h.upstream.script(P1, chainNode({ head: 101 })).script(P2, chainNode({ head: 101 }));
+    expect(await h.gateway.servedHead("net")).toBe(100);
+    await h.settle();
+    const asked = [...(h.upstream.calls.get(P1) ?? []), ...(h.upstream.calls.get(P2) ?? [])];
+    // The only call is the background poll for a head that stood still, published.
+    expect(asked.map((request) => request.body)).toEqual([HEAD_POLL_BODY]);
+    expect((await h.served())?.block).toBe(101);
+    expect(await h.gateway.servedHead("elsewhere")).toBeNull();
+  });
+
+  it("answers null and asks nobody for an unknown network, or with no quorum in force", async () => {
+    const h = harness({});
+    expect(await h.gateway.pollHead("elsewhere", 400)).toBeNull();
+    h.store.setQuorum("net", {
+      head: 100,
+      headTimestamp: NOW / 1000 - 1,
+      members: ["p1", "p2"],
+      excluded: {},
+      heads: {},
+      computedAt: NOW - 600_000,
+    });
+    expect(await h.gateway.pollHead("net", 400)).toBeNull();
+    expect(h.upstream.calls.size).toBe(0);
+  });
+
+  it("answers null and publishes nothing for an answer that is not a head", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 5_000 } });
+    const garbage = { ok: true as const, status: 200, body: "<html>502</html>", elapsedMs: 5 };
+    h.upstream.script(P1, () => garbage).script(P2, () => garbage);
+    expect(await h.gateway.pollHead("net", 400)).toBeNull();
+    expect((await h.served())?.block).toBe(100);
+    expect(h.count("head_poll_failures")).toBe(1);
+  });
+});
+
 describe("answers above the served head are held back (read-your-writes)", () => {
   it.each<[string, string, unknown[], "null" | "shown"]>([
     ["a receipt in a block above", "eth_getTransactionReceipt", [TX], "null"],
