@@ -129,6 +129,7 @@ export const GROUPS: readonly MutationGroup[] = [
     ],
     tests: [
       "test/unit/chain/chain-head.test.ts",
+      "test/unit/request/head/block-number-answers.test.ts",
       "test/unit/request/head/blocks-not-reached.test.ts",
       "test/unit/request/head/lone-block-number.test.ts",
       "test/unit/request/head/observed-head.test.ts",
