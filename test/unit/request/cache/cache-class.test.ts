@@ -353,6 +353,13 @@ describe("classes of calls and their answers", () => {
       "never",
     ],
     [
+      "a finalized block's transaction naming no block",
+      "eth_getTransactionByBlockNumberAndIndex",
+      [hex(100), "0x0"],
+      ok({ hash: TX }),
+      "never",
+    ],
+    [
       "a filter install over finalized blocks: a write, never kept",
       "eth_newFilter",
       [{ fromBlock: hex(1), toBlock: hex(2) }],
@@ -444,6 +451,9 @@ describe("which block an answer names", () => {
     ["a short hash", { number: "0x1", hash: "0x12" }, null],
     ["a number past 2^53", { number: "0xffffffffffffffff", hash: hash("a") }, null],
     ["a hash with text after it", { number: "0x1", hash: `${hash("a")}00` }, null],
+    ["a hash with text before it", { number: "0x1", hash: `zz${hash("a")}` }, null],
+    ["a number with text after it", { number: "0x10zz", hash: hash("a") }, null],
+    ["a number with text before it", { number: "ab0x10", hash: hash("a") }, null],
     [
       "a block hash without its number (its own number is not its block's)",
       { number: "0x10", hash: hash("a"), blockHash: hash("b") },
