@@ -447,7 +447,7 @@ describe("needsFreshHead: which requests wait for a copy no older than head_cach
   const single = (method: string, params: unknown[]) => ({ jsonrpc: "2.0", id: 1, method, params });
   const calls = (body: unknown) => {
     const parsed = parseRequest(JSON.stringify(body), { maxBodyBytes: 10_000, maxBatch: 10 });
-    if (parsed.kind === "invalid") throw new Error("invalid request");
+    if (parsed.kind === "error") throw new Error("invalid request");
     return callsOf(parsed);
   };
   const range = (fromBlock: string, toBlock: string) => [{ fromBlock, toBlock }];
