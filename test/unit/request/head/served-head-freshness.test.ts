@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
+import { callsOf, parseRequest } from "../../../../functions/core/jsonrpc/jsonrpc.ts";
 import { HEAD_POLL_BODY } from "../../../../functions/core/request/head/head-publication.ts";
+import { needsFreshHead } from "../../../../functions/core/request/head/served-head.ts";
 import {
   everyoneInQuorum,
   gatewayHarness,
@@ -495,5 +497,48 @@ describe("the chain position read alone", () => {
     const read = await h.rpc("eth_getBalance", ["0x01", hex(90)]);
     expect(read.response.headers["x-gateway-head"]).toBe(hex(100));
     expect({ waited, reads: h.store.headReads }).toEqual({ waited: false, reads: 1 });
+  });
+});
+
+describe("needsFreshHead: which requests wait for a copy no older than head_cache_ms", () => {
+  const single = (method: string, params: unknown[]) => ({ jsonrpc: "2.0", id: 1, method, params });
+  const calls = (body: unknown) => {
+    const parsed = parseRequest(JSON.stringify(body), { maxBodyBytes: 10_000, maxBatch: 10 });
+    if (parsed.kind === "error") throw new Error("invalid request");
+    return callsOf(parsed);
+  };
+  const range = (fromBlock: string, toBlock: string) => [{ fromBlock, toBlock }];
+  it.each<[string, unknown, boolean]>([
+    ["eth_blockNumber", single("eth_blockNumber", []), true],
+    [
+      "a receipt (held back above the served head)",
+      single("eth_getTransactionReceipt", [TX]),
+      true,
+    ],
+    // Between numbers, so no tag makes it wait: the install alone does (it reports up to the served head).
+    ["a filter install between numbers", single("eth_newFilter", range("0x1", "0x2")), true],
+    ["a block filter install", single("eth_newBlockFilter", []), true],
+    ["a filter poll", single("eth_getFilterChanges", ["0x1"]), true],
+    ["a filter's logs", single("eth_getFilterLogs", ["0x1"]), true],
+    ["a balance at latest", single("eth_getBalance", ["0x01", "latest"]), true],
+    ["a balance at safe", single("eth_getBalance", ["0x01", "safe"]), true],
+    ["a balance at finalized", single("eth_getBalance", ["0x01", "finalized"]), true],
+    ["a balance with the block left out (latest)", single("eth_getBalance", ["0x01"]), true],
+    ["a balance at a number", single("eth_getBalance", ["0x01", hex(90)]), false],
+    ["a balance at earliest", single("eth_getBalance", ["0x01", "earliest"]), false],
+    ["a balance at pending", single("eth_getBalance", ["0x01", "pending"]), false],
+    ["logs between numbers", single("eth_getLogs", range("0x1", "0x2")), false],
+    ["logs up to latest", single("eth_getLogs", range("0x1", "latest")), true],
+    ["logs from finalized", single("eth_getLogs", range("finalized", "0x100")), true],
+    ["logs of a block hash", single("eth_getLogs", [{ blockHash: HASH }]), false],
+    ["eth_chainId", single("eth_chainId", []), false],
+    [
+      "a batch with one such call",
+      [single("eth_chainId", []), single("eth_blockNumber", [])],
+      true,
+    ],
+    ["a batch of none, one member invalid", [single("eth_chainId", []), { id: 2 }], false],
+  ])("%s", (_name, body, expected) => {
+    expect(needsFreshHead(calls(body))).toBe(expected);
   });
 });
