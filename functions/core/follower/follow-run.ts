@@ -1,5 +1,6 @@
 import type { GatewayModel } from "../config/network-model.ts";
 import type { ConnectionPush, SubscriptionStore, Telemetry } from "../ports.ts";
+import { keyStillServes } from "../subscriptions/key-standing.ts";
 import { followerSettingsOf, READ_MARGIN_MS } from "./follow-settings.ts";
 import type { FollowerStore, FollowerSubscriptions } from "./follower-ports.ts";
 import { NetworkFollower } from "./network-follower.ts";
@@ -74,7 +75,7 @@ export async function runFollower(
       handle: (body, remainingMs) => deps.handle(name, body, remainingMs),
       servedHead: () => deps.servedHead(name),
       probeHead: (timeoutMs) => deps.probeHead(name, timeoutMs),
-      subscriptions: deps.subscriptions,
+      subscriptions: servedByTheirKeys(deps.subscriptions, deps.model),
       push: deps.push,
       store: deps.store,
       clock,
@@ -149,4 +150,23 @@ const LAMBDA_END_MARGIN_MS = 10_000;
 /** When a scheduled run ends, from its start and `context.getRemainingTimeInMillis()`. */
 export function runEndsAt(startedAt: number, remainingMs: number): number {
   return startedAt + Math.min(FOLLOWER_RUN_MS, remainingMs - LAMBDA_END_MARGIN_MS);
+}
+
+/**
+ * The registry as the follower reads it: only the subscriptions whose API key still serves
+ * them under the config in force (docs/behaviour.md §15.3), so a connection that stays silent
+ * after its key was rotated or removed is not streamed to.
+ */
+function servedByTheirKeys(
+  subscriptions: FollowerSubscriptions,
+  model: () => Promise<GatewayModel>,
+): FollowerSubscriptions {
+  return {
+    list: async (network) => {
+      const [{ apiKeys }, listed] = await Promise.all([model(), subscriptions.list(network)]);
+      return listed.filter((subscription) => keyStillServes(subscription, apiKeys));
+    },
+    advance: (...args) => subscriptions.advance(...args),
+    disconnect: (network, connection) => subscriptions.disconnect(network, connection),
+  };
 }

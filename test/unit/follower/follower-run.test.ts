@@ -31,9 +31,10 @@ function deps(
   scene: ReturnType<typeof followerScene>,
   time: VirtualTime,
   holder: string,
+  inForce = model,
 ): FollowRunDeps {
   return {
-    model: async () => model,
+    model: async () => inForce,
     handle: (_network, body) => scene.chain.handle(body),
     servedHead: () => scene.chain.servedHeadRead(),
     probeHead: () => scene.chain.probeHead(),
@@ -118,5 +119,37 @@ describe("runs of the follower", () => {
     expect(scene.telemetry.counts.get("follower_errors")).toBe(1);
     // The lease is given back at the end of the run.
     expect(scene.store.cursor?.holder).toBeNull();
+  });
+
+  it("regression: a silent connection whose API key was rotated since its connect was still streamed to; now the follower delivers nothing to a subscription its key no longer serves (docs/behaviour.md §15.3)", async () => {
+    const keyed = parseConfig({
+      api_keys: [{ name: "k", sha256: "a".repeat(64) }],
+      networks: {
+        devnet: {
+          chain_id: 31337,
+          block_time_seconds: 1,
+          providers: [{ name: "a", url: "http://127.0.0.1:1" }],
+        },
+      },
+    });
+    if (!keyed.ok) throw new Error("the test's config does not parse");
+    const time = new VirtualTime();
+    const scene = followerScene(5, time);
+    const served = { ...subscription("c1", "newHeads", 5), caller: "k", keySha256: "a".repeat(64) };
+    const rotated = {
+      ...subscription("c2", "newHeads", 5),
+      caller: "k",
+      keySha256: "b".repeat(64),
+    };
+    scene.subscriptions.add(served);
+    scene.subscriptions.add(rotated);
+    const start = time.now;
+    for (let second = 1; second <= 5; second++)
+      time.at(start + second * 1000, () => scene.chain.mine());
+    const until = start + 8_000;
+    const inForce = buildModel(keyed.config, (url) => url);
+    await time.run(runFollower(deps(scene, time, "run-0", inForce), () => until));
+    expect(scene.push.results("c1", served.id).length).toBeGreaterThan(0);
+    expect(scene.push.results("c2", rotated.id)).toEqual([]);
   });
 });
