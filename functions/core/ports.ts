@@ -1,6 +1,8 @@
 import type { ChainHead } from "./chain/chain-head.ts";
 import type { TransportFailure } from "./classify/verdict.ts";
 import type { ProviderHealth } from "./health/health.ts";
+import type { HistoryProbe, LearnedBound } from "./history/bounds.ts";
+import type { HistoryResource } from "./history/resources.ts";
 import type { FilterAdvance, FilterRecord } from "./request/filters/filter-progress.ts";
 import type { NetworkState } from "./routing/network-state.ts";
 
@@ -90,6 +92,29 @@ export interface StateStore {
    * (ms); a smaller span replaces a larger one, and any span replaces an expired one.
    */
   recordLogsRange(network: string, provider: string, blocks: number, until: number): Promise<void>;
+  /**
+   * Records that `provider` keeps `resource` from `bound.from` on (it refused `bound.refusedAt`)
+   * until `bound.until` (ms): a later `from` replaces an earlier one, and any replaces an expired
+   * one, so a bound only tightens while in force (docs/behaviour.md §16.3).
+   */
+  recordHistoryBound(
+    network: string,
+    provider: string,
+    resource: HistoryResource,
+    bound: LearnedBound,
+  ): Promise<void>;
+  /**
+   * Forgets the learned bound of `provider` for `resource` if it leaves out `block`, which the
+   * provider has just served: its own answer proves the bound wrong (or gone).
+   */
+  forgetHistoryBound(
+    network: string,
+    provider: string,
+    resource: HistoryResource,
+    block: number,
+  ): Promise<void>;
+  /** The monitor's probe of one provider's history, replacing the previous one. */
+  recordHistoryProbe(network: string, provider: string, probe: HistoryProbe): Promise<void>;
   /** Blacklists one method of one provider until `until` (ms); extends only. */
   blacklistCapability(
     network: string,

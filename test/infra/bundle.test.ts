@@ -36,11 +36,12 @@ import { synthGateway } from "./synth.ts";
  * HTTP client, ~1,050 KB with undici's dispatcher imported by path (its llhttp WebAssembly
  * parser included; `esbuildDetection` leaves out the experimental second one), the method
  * catalogue, the hardening and the status page with its event log, and is ~860 KB since the
- * config object is read with a signed GET instead of the S3 client. Size is no target of its
+ * config object is read with a signed GET instead of the S3 client; 969 KB with history-aware
+ * routing and read consensus (docs/behaviour.md §16, §17). Size is no target of its
  * own (the bench compares import time with a minimal handler's); this bound stops regressions,
  * such as the S3 client (~140 KB) coming back.
  */
-const MAX_PROXY_BYTES = 960 * 1024;
+const MAX_PROXY_BYTES = 1000 * 1024;
 const run = promisify(execFile);
 
 let bundles: Record<"proxy" | "monitor", { dir: string; file: string; bytes: number }>;
@@ -194,7 +195,7 @@ describe("the bundles CDK builds", () => {
     expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
   });
 
-  it("the proxy bundle stays under its regression bound of 960 KB (the cold-start target is measured, not gated)", () => {
+  it("the proxy bundle stays under its regression bound of 1,000 KB (the cold-start target is measured, not gated)", () => {
     const kb = Math.round(bundles.proxy.bytes / 1024);
     console.info(
       `bundle sizes: proxy ${kb} KB, monitor ${Math.round(bundles.monitor.bytes / 1024)} KB`,

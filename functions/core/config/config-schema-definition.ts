@@ -3,6 +3,8 @@ import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "../http/cor
 import { DEFAULT_METHODS_DENY } from "../methods/deny-by-default.ts";
 import { boundIssues, PLATFORM_LIMITS } from "./config-bounds.ts";
 import { consensusIssues, defineConsensusSchema } from "./consensus-schema.ts";
+import { defineHistorySchemas } from "./history-schema.ts";
+import { defineLogCheckSchemas } from "./log-check-schema.ts";
 import { providerUrlProblems } from "./provider-url.ts";
 import { withDefaults } from "./with-defaults.ts";
 
@@ -34,15 +36,7 @@ export function defineConfigSchemas() {
         `at most ${PLATFORM_LIMITS.maxSharedItemBytes} (DynamoDB's 400 KB item, less its key)`,
       ),
     );
-  /**
-   * What a block's logsBloom means for the log checks (docs/behaviour.md §12.12): "standard"
-   * (the Yellow Paper's, checked), "off" (not checked: the chain's blooms mean something else or
-   * nothing), "auto" (the known profile of the network's chain id, else "standard").
-   */
-  const logsBloom = z.enum(["auto", "standard", "off"]);
-  /** Headers one log query's checks may ask for (each a billed call), and receipts fetched. */
-  const logsCheckHeaders = z.int().check(z.gte(0), z.lte(64));
-  const logsCheckReceipts = z.int().check(z.gte(0), z.lte(8));
+  const { logsBloom, logsCheckHeaders, logsCheckReceipts } = defineLogCheckSchemas();
 
   const providerUrl = z.string().check(
     z.superRefine((url, ctx) => {
@@ -51,6 +45,7 @@ export function defineConfigSchemas() {
   );
 
   const nonEmptyString = z.string().check(z.minLength(1));
+  const { providerHistory, historyBounds } = defineHistorySchemas();
   const methodPatterns = z.array(nonEmptyString);
 
   const cooldown = withDefaults(
@@ -209,6 +204,7 @@ export function defineConfigSchemas() {
     quorum: quorum.full,
     events: events.full,
     hedge: hedge.full,
+    history_bounds: historyBounds.full,
     methods_deny: z._default(methodPatterns, [...DEFAULT_METHODS_DENY]),
     methods_allow: z.optional(methodPatterns),
   };
@@ -254,6 +250,7 @@ export function defineConfigSchemas() {
     quorum: z.optional(quorum.override),
     events: z.optional(events.override),
     hedge: z.optional(hedge.override),
+    history_bounds: z.optional(historyBounds.override),
     methods_deny: z.optional(methodPatterns),
     methods_allow: z.optional(methodPatterns),
   };
@@ -281,6 +278,8 @@ export function defineConfigSchemas() {
      * it takes (learned from its range errors).
      */
     max_logs_range: z.optional(positiveInt),
+    archive: z.optional(z.boolean()),
+    history: z.optional(providerHistory),
     methods_deny: z.optional(methodPatterns),
     methods_allow: z.optional(methodPatterns),
   });

@@ -6,6 +6,7 @@ import {
   type Settings,
 } from "./config-schema.ts";
 import type { ConsensusConfig } from "./consensus-schema.ts";
+import { type ConfiguredHistory, configuredHistory } from "./history-schema.ts";
 import { redactTemplate } from "./redact.ts";
 
 /** A provider as the gateway uses it: name settled, secrets resolved, URL redacted once. */
@@ -23,6 +24,8 @@ export interface Provider {
   readonly maxBatch: number | undefined;
   /** The configured most blocks one eth_getLogs may span, if any (learned ones live in the shared state). */
   readonly maxLogsRange: number | undefined;
+  /** What the config says it keeps of each resource (docs/behaviour.md §16); null: nothing. */
+  readonly history: ConfiguredHistory;
   readonly methodsDeny: readonly string[] | undefined;
   readonly methodsAllow: readonly string[] | undefined;
 }
@@ -179,6 +182,7 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     },
     events: { ...config.events, ...network.events },
     hedge: { ...config.hedge, ...network.hedge },
+    history_bounds: { ...config.history_bounds, ...network.history_bounds },
     methods_deny: network.methods_deny ?? config.methods_deny,
     methods_allow: network.methods_allow ?? config.methods_allow,
   };
@@ -275,6 +279,7 @@ export function buildModel(
         backup: provider.backup,
         maxBatch: provider.max_batch,
         maxLogsRange: provider.max_logs_range,
+        history: configuredHistory(provider.archive, provider.history),
         methodsDeny: provider.methods_deny,
         methodsAllow: provider.methods_allow,
       });

@@ -16,6 +16,14 @@ const MINUTE = 60_000;
 const NOW = Date.UTC(2026, 5, 1, 3, 0, 30);
 const HOSTILE = `<script>alert(1)</script><img src=x onerror="alert(2)">"'&`;
 
+const UNKNOWN_BOUND = {
+  from: null,
+  source: null,
+  why: null,
+  asked_last_below: null,
+  asked_last_why: null,
+};
+
 const provider = (name: string, fields: Partial<ProviderStatus> = {}): ProviderStatus => ({
   name,
   url: `https://${name}.example.com/v3/***`,
@@ -34,6 +42,28 @@ const provider = (name: string, fields: Partial<ProviderStatus> = {}): ProviderS
   routing: { slot: "candidate", reason: "priority 1" },
   limits: { max_batch: null, max_logs_range: null },
   log_checks: NO_LOG_CHECKS,
+  history: {
+    bounds: {
+      state: {
+        from: 936,
+        source: "learned",
+        why: "refused state at block 935",
+        asked_last_below: 969,
+        asked_last_why: "refused state at block 935: likely keeps only recent state",
+      },
+      proofs: UNKNOWN_BOUND,
+      bodies: UNKNOWN_BOUND,
+      receipts: UNKNOWN_BOUND,
+      logs: {
+        from: 0,
+        source: "config",
+        why: "configured (archive)",
+        asked_last_below: null,
+        asked_last_why: null,
+      },
+    },
+    probe: null,
+  },
   consensus: null,
   ...fields,
 });
@@ -119,6 +149,26 @@ describe("the status page", () => {
     expect(html).toContain('<meta name="viewport" content="width=device-width,initial-scale=1">');
     expect(html).not.toMatch(/<script|<link|<img|src=|href=|url\(|@import/i);
     expect(STATUS_PAGE_HEADERS["content-security-policy"]).toMatch(/^default-src 'none'/);
+  });
+
+  it("shows what each provider keeps of each resource, and the blocks it is asked last for (docs/behaviour.md §16.6)", () => {
+    const html = page(network({ providers: [provider("main")] }));
+    expect(html).toContain(
+      "<dd>state from 936 (learned), asked last below 969 · logs from 0 (config)</dd>",
+    );
+    const unknown = provider("main", {
+      history: {
+        bounds: {
+          state: UNKNOWN_BOUND,
+          proofs: UNKNOWN_BOUND,
+          bodies: UNKNOWN_BOUND,
+          receipts: UNKNOWN_BOUND,
+          logs: { ...UNKNOWN_BOUND, source: "probed", why: "serves no logs" },
+        },
+        probe: null,
+      },
+    });
+    expect(page(network({ providers: [unknown] }))).toContain("<dd>no logs (probed)</dd>");
   });
 
   it("shows each provider's state, routing reason, head lag and traffic", () => {

@@ -154,6 +154,7 @@ describe("the status JSON", () => {
         "capability_blacklists",
         "consensus",
         "head",
+        "history",
         "in_quorum",
         "last_probe",
         "limits",

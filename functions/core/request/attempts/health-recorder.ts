@@ -79,6 +79,8 @@ export class HealthRecorder {
    * call failed everywhere the same way.
    */
   noteFailure(attempt: AttemptRecord, verdict: FailureVerdict): void {
+    // History it no longer keeps is no failure: counted and logged where the bound is learned.
+    if (verdict.outcome === "pruned") return;
     const { network, slot } = attempt;
     const provider = slot.provider;
     const kind = verdict.outcome === "retry" ? verdict.kind : verdict.outcome;
@@ -106,6 +108,8 @@ export class HealthRecorder {
   penalise(attempt: AttemptRecord, verdict: FailureVerdict, methods: readonly string[]): void {
     const { network, slot } = attempt;
     const provider = slot.provider;
+    // History it no longer keeps is no fault: no strike, no blacklist, no count (§16.4).
+    if (verdict.outcome === "pruned") return;
     if (verdict.outcome === "behind") {
       // Another provider answered about the block: a failed request ("failing often"), so one
       // that is behind on every call while passing the monitor's checks leaves the quorum. No

@@ -1,4 +1,4 @@
-import { PRUNED_STATE } from "../../classify/classify-patterns.ts";
+import { PRUNED_HISTORY, PRUNED_HISTORY_CODE } from "../../classify/pruned-history.ts";
 import { isRecord } from "../../jsonrpc/envelope.ts";
 import { canonicalText, digestOf } from "./canonical.ts";
 
@@ -60,7 +60,8 @@ function errorVote(error: unknown): Vote {
       : { kind: "revert", key: `revert:${data}`, data: true };
   }
   if (EXECUTION_FAILED.test(message)) return { kind: "failed", key: "failed" };
-  if (PRUNED_STATE.test(message) || NOT_FOUND.test(message)) return { kind: "absent" };
+  if (code === PRUNED_HISTORY_CODE || PRUNED_HISTORY.test(message) || NOT_FOUND.test(message))
+    return { kind: "absent" };
   return { kind: "none", why: `error ${code ?? "without a code"}` };
 }
 

@@ -259,6 +259,70 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
     },
   );
 
+  const bound = (from: number, until = NOW + 60_000) => ({
+    from,
+    refusedAt: from - 1,
+    at: NOW,
+    until,
+  });
+
+  it.skipIf(skip)(
+    "a learned history bound only tightens while in force, per provider and resource (§16.3)",
+    async () => {
+      const net = fresh();
+      await store.recordHistoryBound(net, "p", "state", bound(100));
+      await store.recordHistoryBound(net, "p", "state", bound(50)); // older news: kept out
+      await store.recordHistoryBound(net, "p", "state", bound(300));
+      await store.recordHistoryBound(net, "p", "logs", bound(7));
+      await store.recordHistoryBound(net, "q", "state", bound(9, NOW - 1)); // expired: not read
+      const state = await store.readNetwork(net);
+      expect(Object.fromEntries(state.history.get("p")?.learned ?? [])).toEqual({
+        state: bound(300),
+        logs: bound(7),
+      });
+      expect(state.history.get("q")?.learned.size ?? 0).toBe(0);
+      // An expired bound is replaced by any.
+      await store.recordHistoryBound(net, "q", "state", bound(4));
+      expect((await store.readNetwork(net)).history.get("q")?.learned.get("state")).toEqual(
+        bound(4),
+      );
+    },
+  );
+
+  it.skipIf(skip)(
+    "a learned history bound is forgotten only when it leaves out the block",
+    async () => {
+      const net = fresh();
+      await store.recordHistoryBound(net, "p", "state", bound(100));
+      await store.forgetHistoryBound(net, "p", "state", 150); // within the bound: kept
+      expect((await store.readNetwork(net)).history.get("p")?.learned.has("state")).toBe(true);
+      await store.forgetHistoryBound(net, "p", "state", 40);
+      expect((await store.readNetwork(net)).history.get("p")?.learned.has("state") ?? false).toBe(
+        false,
+      );
+    },
+  );
+
+  it.skipIf(skip)(
+    "a history probe replaces the previous one, beside the learned bounds",
+    async () => {
+      const net = fresh();
+      const probe = (at: number) => ({
+        at,
+        capabilities: "supported" as const,
+        capabilitiesAt: at,
+        resources: { state: { from: 0, window: 128, how: "capabilities" as const } },
+        detail: "eth_capabilities answered",
+      });
+      await store.recordHistoryProbe(net, "p", probe(NOW - 1000));
+      await store.recordHistoryProbe(net, "p", probe(NOW));
+      await store.recordHistoryBound(net, "p", "logs", bound(7));
+      const history = (await store.readNetwork(net)).history.get("p");
+      expect(history?.probe).toEqual(probe(NOW));
+      expect(history?.learned.get("logs")).toEqual(bound(7));
+    },
+  );
+
   it.skipIf(skip)("networks do not see each other's state", async () => {
     const [a, b] = [fresh(), fresh()];
     await store.writeHealth(a, "p", 0, blacklisted(1));
