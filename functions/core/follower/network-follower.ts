@@ -301,15 +301,13 @@ export class NetworkFollower {
     );
     const recent: RecentBlock = { number: block.number, key: blockKey(block.hash) };
     await this.#lease.write(claimed(cursor, recent));
-    const sent: Followed[] = [];
-    for (const sub of takers) {
-      if (standing(sub, cycleNext) === "waiting") {
-        // Its first block: from now on the cursor's deliveries are its, with no write of its own.
-        if (!(await this.#listing.move(sub, sub.nextBlock, true))) continue;
-        replaceIn(subs, { ...sub, live: true });
-      }
-      sent.push(sub);
-    }
+    // Their first block: from now on the cursor's deliveries are theirs, with no write of their own.
+    const waiting = takers.filter((sub) => standing(sub, cycleNext) === "waiting");
+    const madeLive = await this.#listing.goLive(waiting);
+    for (const sub of waiting) if (madeLive.has(sub.id)) replaceIn(subs, { ...sub, live: true });
+    const sent = takers.filter(
+      (sub) => standing(sub, cycleNext) !== "waiting" || madeLive.has(sub.id),
+    );
     const outbox = this.#outbox();
     for (const sub of sent) {
       if (sub.kind !== "newHeads") continue;
