@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import WebSocket from "ws";
+import { DynamoFollowerStore } from "../../functions/adapters/subscriptions/follower-store.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { messageEvent } from "../../local/websocket/websocket-events.ts";
 import { startEventChain } from "../../test/support/event-chain.ts";
@@ -150,6 +151,10 @@ export async function measureSubscriptions(
       POWERTOOLS_LOG_LEVEL: "WARN",
       NODE_NO_WARNINGS: "1",
     };
+    const cursors = new DynamoFollowerStore({
+      client: stack.store.client,
+      tableName: stack.store.tableName,
+    });
     let runs = 0;
     /** One run of the follower's Lambda, in a process of its own, for `seconds`. */
     const follow = async (seconds: number, problems: string[]) => {
@@ -171,9 +176,14 @@ export async function measureSubscriptions(
     for (const size of options.sizes) {
       const sockets = await subscribe(stack, size, chain.contract);
       const problems: string[] = [];
-      // A first run makes every subscription live (one write each, once): not a block's cost.
+      // Runs until the follower caught up with the chain make every subscription live (one
+      // write each, once) and send the blocks mined while they were made: not a block's cost.
       log(`subscriptions: ${size} on ${sockets.list.length} sockets, warming up`);
-      await follow(WARMUP_SECONDS, problems);
+      for (let warmups = 0; warmups < 5; warmups++) {
+        await follow(WARMUP_SECONDS, problems);
+        const cursor = await cursors.readCursor("devnet").catch(() => null);
+        if (cursor !== null && cursor.next >= chain.head - 1) break;
+      }
       log(`subscriptions: ${size}, following for ${options.seconds} s`);
       Object.assign(counters, { dynamo: {}, read: 0, write: 0, provider: {} });
       sink.reset();
