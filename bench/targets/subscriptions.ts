@@ -125,8 +125,8 @@ export async function measureSubscriptions(
       { rewrite: withConsumedCapacity },
     );
     closers.push(() => dynamo.close());
-    // The pushes go to a sink that counts them: the follower's work is measured, not the
-    // local emulator's delivery to 500 sockets in this process.
+    // The pushes go to a sink that counts them, in a process of its own: the follower's work
+    // is measured, not the local emulator's delivery to 500 sockets in this busy process.
     const sink = await startPushSink();
     closers.push(() => sink.close());
     log("subscriptions: building the follower's bundle");
@@ -186,14 +186,15 @@ export async function measureSubscriptions(
       }
       log(`subscriptions: ${size}, following for ${options.seconds} s`);
       Object.assign(counters, { dynamo: {}, read: 0, write: 0, provider: {} });
-      sink.reset();
+      await sink.reset();
       const firstBlock = chain.head;
       const measured = await follow(options.seconds, problems);
       const blocks = chain.head - firstBlock;
-      const delivered = sink.bySubscription.get(sockets.firstHeads) ?? 0;
+      const pushed = await sink.counts();
+      const delivered = pushed.bySubscription[sockets.firstHeads] ?? 0;
       if (delivered < blocks - 3)
         problems.push(`the follower fell behind: ${delivered} of ${blocks} blocks sent`);
-      const { messages, bytes, billed } = sink.counts;
+      const { messages, bytes, billed } = pushed;
       records.push({
         subscriptions: size,
         connections: sockets.list.length,
