@@ -51,14 +51,12 @@ async function serve(): Promise<{ url: string; counts: () => PushCounts; reset: 
       res.writeHead(204).end();
       return;
     }
-    res
-      .writeHead(200, { "content-type": "application/json" })
-      .end(
-        JSON.stringify({
-          ConnectedAt: new Date().toISOString(),
-          Identity: { SourceIp: "127.0.0.1" },
-        }),
-      );
+    res.writeHead(200, { "content-type": "application/json" }).end(
+      JSON.stringify({
+        ConnectedAt: new Date().toISOString(),
+        Identity: { SourceIp: "127.0.0.1" },
+      }),
+    );
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
