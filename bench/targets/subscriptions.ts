@@ -5,11 +5,13 @@ import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import WebSocket from "ws";
+import { DynamoFollowerStore } from "../../functions/adapters/subscriptions/follower-store.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { messageEvent } from "../../local/websocket/websocket-events.ts";
 import { startEventChain } from "../../test/support/event-chain.ts";
 import { buildBundle } from "../tools/bundles.ts";
 import { startCountingRelay } from "../tools/counting-relay.ts";
+import { startPushSink } from "../tools/push-sink.ts";
 import { billedMs, type Invocation } from "./cost.ts";
 
 /**
@@ -17,11 +19,13 @@ import { billedMs, type Invocation } from "./cost.ts";
  * subscriptions cost): an anvil chain with one or two `Tick` logs in every 1 s block, `npm
  * start`'s stack (in this process) with its monitor, and for each size (1, 100, 1,000
  * subscriptions: one `newHeads`, or half `newHeads` and half `logs` on the contract, two to a
- * connection) a run of the head follower's shipped bundle in a process of its own, invoked as
- * EventBridge invokes it. Everything it spends is counted from outside it: its DynamoDB calls
+ * connection) two runs of the head follower's shipped bundle in a process of its own,
+ * invoked as EventBridge invokes it: one to make every subscription live (a write each, once),
+ * then the measured one. Everything it spends is counted from outside it: its DynamoDB calls
  * and their capacity units (a relay in front of dynalite that asks every call for its
  * `ConsumedCapacity`), its provider calls (a relay in front of anvil), its CPU and wall time,
- * and the notifications the sockets received. Then viem's keep-alive (`net_version` every
+ * and its pushes (the `@connections` API played by a sink that counts them, so the local
+ * emulator's delivery to hundreds of sockets in this process costs the follower nothing). Then viem's keep-alive (`net_version` every
  * 30 s) through the socket's runtime, its billed duration. Prices: subscriptions-cost.ts.
  */
 
@@ -30,6 +34,8 @@ const CHILD = join(ROOT, "bench", "tools", "follower-child.ts");
 const CHAIN_ID = 31337;
 export const BENCH_BLOCK_SECONDS = 1;
 const SOCKET_MEMORY_MB = 512;
+/** The run before the measured one, which makes every subscription live. */
+const WARMUP_SECONDS = 12;
 const run = promisify(execFile);
 
 export interface SubscriptionsOptions {
@@ -119,6 +125,10 @@ export async function measureSubscriptions(
       { rewrite: withConsumedCapacity },
     );
     closers.push(() => dynamo.close());
+    // The pushes go to a sink that counts them, in a process of its own: the follower's work
+    // is measured, not the local emulator's delivery to 500 sockets in this busy process.
+    const sink = await startPushSink();
+    closers.push(() => sink.close());
     log("subscriptions: building the follower's bundle");
     const configText = JSON.stringify(configFor(upstream.url));
     const bundle = await buildBundle({
@@ -135,52 +145,70 @@ export async function measureSubscriptions(
       DYNAMODB_ENDPOINT: dynamo.url,
       BUNDLED_CONFIG_PATH: join(resolve(bundle.file, ".."), "config.json"),
       CONFIG_FILE: join(resolve(bundle.file, ".."), "config.json"),
-      WEBSOCKET_MANAGEMENT_URL: stack.url,
+      WEBSOCKET_MANAGEMENT_URL: sink.url,
       POWERTOOLS_SERVICE_NAME: "rpc-gateway-follower",
       POWERTOOLS_METRICS_NAMESPACE: "RpcGateway",
       POWERTOOLS_LOG_LEVEL: "WARN",
       NODE_NO_WARNINGS: "1",
     };
-    const records: SizeRecord[] = [];
-    for (const size of options.sizes) {
-      const sockets = await subscribe(stack, size, chain.contract);
-      log(
-        `subscriptions: ${size} on ${sockets.list.length} sockets, following for ${options.seconds} s`,
-      );
-      Object.assign(counters, { dynamo: {}, read: 0, write: 0, provider: {} });
-      sockets.reset();
-      const firstBlock = chain.head;
-      const out = join(scratch, `run-${size}.json`);
-      const job = {
-        module: bundle.file,
-        seconds: options.seconds,
-        requestId: `bench-${size}`,
-        out,
-      };
-      const problems: string[] = [];
+    const cursors = new DynamoFollowerStore({
+      client: stack.store.client,
+      tableName: stack.store.tableName,
+    });
+    let runs = 0;
+    /** One run of the follower's Lambda, in a process of its own, for `seconds`. */
+    const follow = async (seconds: number, problems: string[]) => {
+      const out = join(scratch, `run-${++runs}.json`);
+      const job = { module: bundle.file, seconds, requestId: `bench-${runs}`, out };
       await run(process.execPath, [CHILD, JSON.stringify(job)], {
         cwd: ROOT,
         env,
         maxBuffer: 64 * 1024 * 1024,
-        timeout: (options.seconds + 120) * 1000,
+        timeout: (seconds + 120) * 1000,
       }).catch((error: unknown) => problems.push(`the follower's run failed: ${String(error)}`));
       const measured = JSON.parse(readFileSync(out, "utf8")) as SizeRecord["run"] & {
         error?: string;
       };
       if (measured.error !== undefined) problems.push(measured.error);
+      return measured;
+    };
+    const records: SizeRecord[] = [];
+    for (const size of options.sizes) {
+      const sockets = await subscribe(stack, size, chain.contract);
+      const problems: string[] = [];
+      // Runs until the follower caught up with the chain make every subscription live (one
+      // write each, once) and send the blocks mined while they were made: not a block's cost.
+      log(`subscriptions: ${size} on ${sockets.list.length} sockets, warming up`);
+      for (let warmups = 0; warmups < 6; warmups++) {
+        await sink.reset();
+        const before = chain.head;
+        await follow(WARMUP_SECONDS, problems);
+        // Steady: the first subscription was sent what was mined meanwhile, no backlog.
+        const sent = (await sink.counts()).bySubscription[sockets.firstHeads] ?? 0;
+        const cursor = await cursors.readCursor("devnet").catch(() => null);
+        const caughtUp = cursor !== null && cursor.next >= chain.head - 1;
+        if (caughtUp && cursor.catchingUp.length === 0 && sent <= chain.head - before + 2) break;
+      }
+      log(`subscriptions: ${size}, following for ${options.seconds} s`);
+      Object.assign(counters, { dynamo: {}, read: 0, write: 0, provider: {} });
+      await sink.reset();
+      const firstBlock = chain.head;
+      const measured = await follow(options.seconds, problems);
       const blocks = chain.head - firstBlock;
-      const delivered = sockets.headersOfFirst;
+      const pushed = await sink.counts();
+      const delivered = pushed.bySubscription[sockets.firstHeads] ?? 0;
       if (delivered < blocks - 3)
         problems.push(`the follower fell behind: ${delivered} of ${blocks} blocks sent`);
+      const { messages, bytes, billed } = pushed;
       records.push({
         subscriptions: size,
         connections: sockets.list.length,
         run: { wallMs: measured.wallMs, cpuMs: measured.cpuMs, waitMs: measured.waitMs },
         blocks,
         delivered,
-        notifications: sockets.messages,
-        billedMessages: sockets.billed,
-        meanNotificationBytes: sockets.messages === 0 ? 0 : sockets.bytes / sockets.messages,
+        notifications: messages,
+        billedMessages: billed,
+        meanNotificationBytes: messages === 0 ? 0 : bytes / messages,
         dynamoCalls: { ...counters.dynamo },
         readUnits: counters.read,
         writeUnits: counters.write,
@@ -223,12 +251,8 @@ function countDynamo(
 
 interface Subscribers {
   readonly list: WebSocket[];
-  messages: number;
-  bytes: number;
-  billed: number;
-  /** Headers the first `newHeads` subscription was sent since the reset. */
-  headersOfFirst: number;
-  reset(): void;
+  /** The id of the first connection's `newHeads` subscription. */
+  firstHeads: string;
   close(): Promise<void>;
 }
 
@@ -239,22 +263,17 @@ interface Subscribers {
 async function subscribe(stack: LocalStack, count: number, contract: string): Promise<Subscribers> {
   const subscribers: Subscribers = {
     list: [],
-    messages: 0,
-    bytes: 0,
-    billed: 0,
-    headersOfFirst: 0,
-    reset() {
-      this.messages = 0;
-      this.bytes = 0;
-      this.billed = 0;
-      this.headersOfFirst = 0;
-    },
+    firstHeads: "",
     async close() {
-      for (const socket of this.list) socket.close();
       // Each $disconnect forgets the connection's subscriptions: the next size starts alone.
-      for (let i = 0; i < 100 && (await stack.subscriptions.list("devnet")).length > 0; i++) {
-        await sleep(100);
+      // A few dozen at a time: hundreds at once time out on the embedded DynamoDB.
+      const left = async () =>
+        (await stack.subscriptions.list("devnet").catch(() => [null])).length;
+      for (let start = 0; start < this.list.length; start += 25) {
+        for (const socket of this.list.slice(start, start + 25)) socket.close();
+        await sleep(250);
       }
+      for (let i = 0; i < 200 && (await left()) > 0; i++) await sleep(100);
     },
   };
   const connections = Math.ceil(count / 2);
@@ -265,20 +284,12 @@ async function subscribe(stack: LocalStack, count: number, contract: string): Pr
       socket.once("error", fail);
     });
     const kinds = count === 1 ? 1 : Math.min(2, count - index * 2);
-    let firstHeads = "";
     const subscribed = new Promise<void>((done) => {
       let answered = 0;
       socket.on("message", (data: Buffer) => {
-        const text = data.toString("utf8");
-        if (text.includes('"eth_subscription"')) {
-          subscribers.messages++;
-          subscribers.bytes += data.byteLength;
-          subscribers.billed += Math.max(1, Math.ceil(data.byteLength / 32_768));
-          if (index === 0 && text.includes(firstHeads)) subscribers.headersOfFirst++;
-          return;
-        }
-        const reply = JSON.parse(text) as { id?: unknown; result?: unknown };
-        if (index === 0 && reply.id === 1) firstHeads = String(reply.result);
+        const reply = JSON.parse(data.toString("utf8")) as { id?: unknown; result?: unknown };
+        if (reply.id === undefined) return;
+        if (index === 0 && reply.id === 1) subscribers.firstHeads = String(reply.result);
         if (++answered === kinds) done();
       });
     });

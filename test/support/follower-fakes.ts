@@ -198,6 +198,10 @@ export class MemorySubscriptions implements FollowerSubscriptions {
   lists = 0;
   /** The next this many advances are made, and then answered with an error (an answer lost). */
   lostAnswers = 0;
+  /** Advances answered after a turn of the event loop (a write's round trip), and the most at once. */
+  slowAdvances = false;
+  #inFlight = 0;
+  mostAdvancesAtOnce = 0;
   /** `list()` answers as the store stood at the call before (an eventually consistent read). */
   staleReads = false;
   #previous: Followed[] = [];
@@ -215,6 +219,12 @@ export class MemorySubscriptions implements FollowerSubscriptions {
   }
 
   async advance(_network: string, id: string, expected: number, next: number, live = false) {
+    if (this.slowAdvances) {
+      this.#inFlight++;
+      this.mostAdvancesAtOnce = Math.max(this.mostAdvancesAtOnce, this.#inFlight);
+      await new Promise((resolve) => setImmediate(resolve));
+      this.#inFlight--;
+    }
     const sub = this.subs.get(id);
     if (sub === undefined || sub.live === true || sub.nextBlock !== expected) return false;
     this.advances++;

@@ -19,13 +19,19 @@ import {
   skipped,
 } from "./cursor.ts";
 import { CatchUp } from "./delivery/catch-up.ts";
-import { farewellInterrupted, farewellRestart } from "./delivery/farewells.ts";
+import { farewellDeepReorg, farewellInterrupted, farewellRestart } from "./delivery/farewells.ts";
 import { SubscriberListing } from "./delivery/listing.ts";
 import { LogsDelivery, pendingTakers } from "./delivery/logs-delivery.ts";
 import { boundedNotification, hexNumber } from "./delivery/notifications.ts";
 import { Outbox } from "./delivery/outbox.ts";
 import { sendRemovals } from "./delivery/removals.ts";
-import { type Followed, firstWanted, standing, takesBlock } from "./delivery/subscribers.ts";
+import {
+  type Followed,
+  firstWanted,
+  replaceIn,
+  standing,
+  takesBlock,
+} from "./delivery/subscribers.ts";
 import { type FollowerSettings, PUSH_CONCURRENCY, stepRange } from "./follow-settings.ts";
 import type { FollowerStore, FollowerSubscriptions } from "./follower-ports.ts";
 import { HeadWatch } from "./head-watch.ts";
@@ -301,15 +307,13 @@ export class NetworkFollower {
     );
     const recent: RecentBlock = { number: block.number, key: blockKey(block.hash) };
     await this.#lease.write(claimed(cursor, recent));
-    const sent: Followed[] = [];
-    for (const sub of takers) {
-      if (standing(sub, cycleNext) === "waiting") {
-        // Its first block: from now on the cursor's deliveries are its, with no write of its own.
-        if (!(await this.#listing.move(sub, sub.nextBlock, true))) continue;
-        replaceIn(subs, { ...sub, live: true });
-      }
-      sent.push(sub);
-    }
+    // Their first block: from now on the cursor's deliveries are theirs, with no write of their own.
+    const waiting = takers.filter((sub) => standing(sub, cycleNext) === "waiting");
+    const madeLive = await this.#listing.goLive(waiting);
+    for (const sub of waiting) if (madeLive.has(sub.id)) replaceIn(subs, { ...sub, live: true });
+    const sent = takers.filter(
+      (sub) => standing(sub, cycleNext) !== "waiting" || madeLive.has(sub.id),
+    );
     const outbox = this.#outbox();
     for (const sub of sent) {
       if (sub.kind !== "newHeads") continue;
@@ -347,11 +351,15 @@ export class NetworkFollower {
     const cursor = this.#lease.held();
     const finding = await readFork(this.#reads, cursor.recent);
     if (finding?.kind !== "fork") return "idle";
-    if (finding.deeper && head <= finding.fork) {
-      await this.#restart(head, subs);
-      return "delivered";
+    if (finding.deeper) {
+      if (head <= finding.fork) {
+        await this.#restart(head, subs);
+        return "delivered";
+      }
+      await farewellDeepReorg(this.#outbox(), subs, cursor, telemetry, network);
     }
-    const removed = await sendRemovals(this.#removalDeps(), finding.replaced, subs, cursor.next);
+    const removalDeps = { ...this.#deps, outbox: () => this.#outbox() };
+    const removed = await sendRemovals(removalDeps, finding.replaced, subs, cursor.next);
     telemetry.count("follower_reorgs", { network });
     telemetry.log("warn", "the follower saw a reorg", {
       network,
@@ -371,10 +379,6 @@ export class NetworkFollower {
     await this.#lease.write(restarted(this.#lease.held(), head + 1));
   }
 
-  #removalDeps() {
-    return { ...this.#deps, outbox: () => this.#outbox() };
-  }
-
   #outbox(): Outbox {
     const { network, push, subscriptions, telemetry } = this.#deps;
     return new Outbox({
@@ -389,8 +393,3 @@ export class NetworkFollower {
 }
 
 type BlocksRead = Promise<Map<number, ChainBlock | null> | null>;
-
-function replaceIn(subs: Followed[], changed: Followed): void {
-  const index = subs.findIndex((sub) => sub.id === changed.id);
-  if (index >= 0) subs[index] = changed;
-}

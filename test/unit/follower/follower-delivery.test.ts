@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MOVE_CONCURRENCY } from "../../../functions/core/follower/delivery/listing.ts";
 import { MAX_MESSAGE_BYTES } from "../../../functions/core/follower/delivery/notifications.ts";
 import { errorMessage, followerScene, subscription } from "../../support/follower-fakes.ts";
 import { sceneFollower, stepUntilIdle } from "../../support/follower-harness.ts";
@@ -117,6 +118,21 @@ describe("the head follower delivers every block once, in order", () => {
     expect(scene.push.closed.get("c1")).toBe("delivery interrupted");
     const [told] = scene.push.results("c1", logs.id);
     expect(errorMessage(told)).toMatch(/resumeFrom 0x4/);
+  });
+
+  it("regression: subscriptions going live were moved one at a time before their block went out, so 1,000 clients subscribing at once held every subscriber's block for 1,000 writes in a row (the cost bench fell behind); now 32 at once", async () => {
+    const scene = followerScene(5);
+    const subs = Array.from({ length: 200 }, (_, i) => subscription(`c${i}`, "newHeads", 5));
+    scene.subscriptions.add(...subs);
+    scene.subscriptions.slowAdvances = true;
+    const follower = sceneFollower(scene);
+    await follower.begin(UNTIL);
+    scene.chain.mine();
+    await stepUntilIdle(follower);
+    expect(scene.subscriptions.mostAdvancesAtOnce).toBe(MOVE_CONCURRENCY);
+    expect(scene.subscriptions.advances).toBe(200);
+    for (const sub of subs)
+      expect(numbers(scene.push.results(sub.connection, sub.id))).toEqual([5]);
   });
 
   it("regression: a list read as it was before a subscription went live costs it no block", async () => {

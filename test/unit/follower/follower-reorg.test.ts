@@ -91,6 +91,33 @@ describe("a reorg", () => {
     expect(follower.cursor?.next).toBe(21);
   });
 
+  it("regression: a reorg deeper than the blocks remembered went on from the oldest of them as its fork, and the subscriber kept the replaced headers and logs below it without a word; now who was sent one is told and closed, and a later subscription gets its removed logs and the new branch", async () => {
+    const scene = followerScene(10);
+    const old = subscription("c1", "logs", 10, {});
+    scene.subscriptions.add(old);
+    const follower = sceneFollower(scene);
+    await follower.begin(UNTIL);
+    for (let i = 0; i < 70; i++) scene.chain.mine(tick(i));
+    await stepUntilIdle(follower, 200);
+    const recent = follower.cursor?.recent ?? [];
+    expect(recent).toHaveLength(64);
+    const oldest = recent[0]?.number ?? 0;
+    // A subscription made after the oldest remembered block: every block it was sent is known.
+    const late = subscription("c2", "logs", scene.chain.tip + 1, {});
+    scene.subscriptions.add(late);
+    scene.chain.mine(tick(100));
+    await stepUntilIdle(follower);
+    scene.chain.reorg(scene.chain.tip - oldest + 3, () => tick(7));
+    scene.chain.mine(tick(8));
+    await stepUntilIdle(follower, 200);
+    expect(scene.push.closed.get("c1")).toBe("deep reorg");
+    expect(errorMessage(scene.push.results("c1", old.id).at(-1))).toMatch(/deeper than the blocks/);
+    expect(scene.push.closed.has("c2")).toBe(false);
+    const lateGot = scene.push.results("c2", late.id);
+    expect(lateGot.filter((log) => log.removed === true)).toHaveLength(1);
+    expect(lateGot.at(-1)?.removed).toBe(false);
+  });
+
   it("counts the replaced blocks whose logs were not kept, and sends the new branch", async () => {
     const scene = followerScene(5);
     const logs = subscription("c1", "logs", 5, {});

@@ -1,7 +1,8 @@
 import type { Telemetry } from "../../ports.ts";
+import type { FollowerCursor } from "../cursor.ts";
 import { errorNotification, hexNumber } from "./notifications.ts";
 import type { Outbox } from "./outbox.ts";
-import type { Followed } from "./subscribers.ts";
+import { type Followed, wasSent } from "./subscribers.ts";
 
 /**
  * Subscribers whose stream cannot go on as it was (docs/behaviour.md "Subscriptions over
@@ -30,6 +31,33 @@ export async function farewellRestart(
   telemetry.log("error", "the follower saw the chain restart below what it remembers", {
     network,
     head,
+  });
+}
+
+/**
+ * A reorg replaced every block remembered, so it may reach below them: a subscription sent a
+ * block below the oldest remembered cannot be told which of those were replaced.
+ */
+export async function farewellDeepReorg(
+  outbox: Outbox,
+  subs: readonly Followed[],
+  cursor: Pick<FollowerCursor, "recent" | "next">,
+  telemetry: Telemetry,
+  network: string,
+): Promise<void> {
+  const oldest = cursor.recent[0]?.number ?? cursor.next;
+  const beyond = subs.filter((sub) => wasSent(sub, oldest - 1, cursor.next));
+  if (beyond.length === 0) return;
+  for (const sub of beyond) {
+    const message = `the chain was reorganised deeper than the blocks the gateway remembers (from ${hexNumber(oldest)}): headers and logs this subscription was sent before that block may have been replaced; subscribe again, and read the blocks before ${hexNumber(oldest)} again`;
+    outbox.fail(sub.connection, sub.kind, errorNotification(sub.id, message), "deep reorg");
+  }
+  await outbox.flush();
+  telemetry.count("subscription_delivery_failures", { network }, beyond.length);
+  telemetry.log("error", "the follower saw a reorg deeper than the blocks it remembers", {
+    network,
+    oldest_remembered: oldest,
+    subscriptions: beyond.length,
   });
 }
 

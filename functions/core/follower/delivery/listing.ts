@@ -15,6 +15,8 @@ import { type Followed, standing } from "./subscribers.ts";
 
 /** The longest the follower goes without reading the subscriptions while it follows (ms). */
 export const LIST_IDLE_MS = 3_000;
+/** Subscriptions made live at once (each one conditional write). */
+export const MOVE_CONCURRENCY = 32;
 
 export interface ListingDeps {
   readonly network: string;
@@ -91,6 +93,24 @@ export class SubscriberListing {
     }
     if (live) this.#madeLive.add(sub.id);
     return true;
+  }
+
+  /**
+   * Makes waiting subscriptions live at their first block, `MOVE_CONCURRENCY` at a time (a
+   * thousand clients subscribing at once must not hold the block for a thousand writes in a
+   * row); the ids made live.
+   */
+  async goLive(subs: readonly Followed[]): Promise<ReadonlySet<string>> {
+    const made = new Set<string>();
+    let next = 0;
+    const worker = async () => {
+      while (next < subs.length) {
+        const sub = subs[next++] as Followed;
+        if (await this.move(sub, sub.nextBlock, true)) made.add(sub.id);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(MOVE_CONCURRENCY, subs.length) }, worker));
+    return made;
   }
 
   /** Tries the moves whose answer was lost again: made now, or refused because made before. */

@@ -38,6 +38,12 @@ export function wasSent(subscription: Followed, number: number, cursorNext: numb
   return subscription.live === true ? number < cursorNext : number < subscription.nextBlock;
 }
 
+/** `subs` with `changed` in the place of the subscription of its id. */
+export function replaceIn(subs: Followed[], changed: Followed): void {
+  const index = subs.findIndex((sub) => sub.id === changed.id);
+  if (index >= 0) subs[index] = changed;
+}
+
 /**
  * The block the cursor may move on to without reading the ones before it: with no live
  * subscription, nobody waits for a block before the served head's next or before the first
