@@ -9,9 +9,11 @@ import type {
   Results,
   ThroughputPart,
 } from "./results.ts";
+import { renderConsensus } from "./targets/consensus.ts";
 import { COST_WARMUP_SECONDS, dollarsPerMillionPerMs, PRICES } from "./targets/cost.ts";
 import { renderHedge } from "./targets/hedge.ts";
 import { renderStages } from "./targets/stages.ts";
+import { renderSubscriptions } from "./targets/subscriptions-cost.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
 import { LAMBDA_BLOCK_TIME_SECONDS } from "./tools/lambda-env.ts";
 import { measuredWhen } from "./verdict.ts";
@@ -53,6 +55,8 @@ export function renderReport(results: Results): string {
     ["answer cache: indexer replay", results.replay],
     ["hedged reads", results.hedge],
     ["eth_getLogs over any range", results.logs],
+    ["read consensus", results.consensus],
+    ["subscriptions: what the head follower costs", results.subscriptions],
   ] as const;
   const machine = [results.throughput, results.handler, results.cold, results.cost]
     .map((part) => part?.machine)
@@ -86,6 +90,8 @@ export function renderReport(results: Results): string {
   if (results.hedge) lines.push(...renderHedge(results.hedge));
   if (results.logs) lines.push(...renderLogs(results.logs));
   if (results.stages) lines.push(...renderStages(results.stages));
+  if (results.consensus) lines.push(...renderConsensus(results.consensus));
+  if (results.subscriptions) lines.push(...renderSubscriptions(results.subscriptions));
   return lines.join("\n").trimEnd();
 }
 

@@ -1,11 +1,13 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { ConsensusPart } from "./targets/consensus.ts";
 import type { HedgePart } from "./targets/hedge.ts";
 import type { ColdStartRecord, CostRecord, HandlerCpuRecord } from "./targets/lambda.ts";
 import type { LogsMeasurement } from "./targets/logs.ts";
 import type { ReplayRecord } from "./targets/replay.ts";
 import type { StagesPart } from "./targets/stages.ts";
+import type { SubscriptionsPart } from "./targets/subscriptions-cost.ts";
 import type { ThroughputRecord } from "./targets/throughput.ts";
 import type { ProfileFindings } from "./tools/profiling.ts";
 import type { PartMeta, Verdict } from "./verdict.ts";
@@ -28,7 +30,9 @@ export type PartName =
   | "replay"
   | "hedge"
   | "logs"
-  | "stages";
+  | "stages"
+  | "consensus"
+  | "subscriptions";
 export const PART_NAMES: readonly PartName[] = [
   "throughput",
   "handler",
@@ -39,6 +43,8 @@ export const PART_NAMES: readonly PartName[] = [
   "hedge",
   "logs",
   "stages",
+  "consensus",
+  "subscriptions",
 ];
 
 export interface ThroughputPart extends PartMeta {
@@ -100,6 +106,8 @@ export interface Results {
   hedge?: HedgePart;
   logs?: LogsPart;
   stages?: StagesPart;
+  consensus?: ConsensusPart;
+  subscriptions?: SubscriptionsPart;
 }
 
 export function readResults(): Results {

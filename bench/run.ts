@@ -3,13 +3,14 @@
  * a baseline in the same run, with a verdict per target. Writes bench/results.json (the latest
  * result of every part) and the generated section of bench/RESULTS.md.
  *
- *   npm run bench -- [--only throughput,handler,cold,cost,profile,replay,hedge,logs,stages]
+ *   npm run bench -- [--only throughput,handler,cold,cost,profile,replay,hedge,logs,stages,consensus]
  *     [--dry-run] [--against REV]
  *     [--rounds 2] [--seconds 5] [--warmup 2]          local server (throughput)
  *     [--handler-rounds 3] [--handler-count 5000]      handler CPU
  *     [--starts 9]                                      cold starts per handler
  *     [--cost-rates 20,2] [--cost-seconds 15]           cost
  *     [--hedge-rate 50] [--hedge-seconds 10] [--hedge-rounds 3] [--hedge-warmup 3]   hedge
+ *     [--consensus-rate 50] [--consensus-seconds 8] [--consensus-rounds 3]           consensus
  *
  *   throughput  local server: anvil, the undici pass-through and the gateway (`npm start`),
  *               wrk (or the autocannon CLI) from outside, c=1 and c=32; judged on a call the
@@ -29,6 +30,11 @@
  *   logs        one eth_getLogs over a chain of anvil blocks with logs, through the gateway in
  *               front of providers capped at --logs-cap blocks, vs the node asked piece by piece
  *               [--logs-blocks 2000] [--logs-cap 200] [--logs-concurrency 4]
+ *   subscriptions  the head follower's shipped bundle run for 1, 100 and 1,000 subscriptions on
+ *               a 1 s chain: DynamoDB units, provider calls, CPU, notifications; what that
+ *               costs a month [--subscriptions-seconds 30] [--subscriptions-sizes 1,100,1000]
+ *   consensus   read consensus off and on side by side: upstream calls per call and the p50
+ *               added, three shims of 5, 15 and 25 ms over one anvil node
  *   stages      what each stage of the request pipeline costs the forwarded call (the gateway's
  *               StageObserver, in the handler invoked as in `handler`), µs per request
  *
@@ -51,6 +57,7 @@ import {
   writeResultsJson,
 } from "./results.ts";
 import { ADDRESS_MARKER, FORWARDED, PENDING_NONCE, type Workload } from "./targets/calls.ts";
+import { consensusVerdicts, measureConsensus } from "./targets/consensus.ts";
 import { hedgeVerdicts, measureHedging } from "./targets/hedge.ts";
 import {
   buildVariants,
@@ -61,6 +68,8 @@ import {
 import { measureLogs } from "./targets/logs.ts";
 import { measureReplay } from "./targets/replay.ts";
 import { measureStages } from "./targets/stages.ts";
+import { measureSubscriptions } from "./targets/subscriptions.ts";
+import { subscriptionsVerdicts } from "./targets/subscriptions-cost.ts";
 import { measureThroughput, WORKLOADS } from "./targets/throughput.ts";
 import {
   coldVerdicts,
@@ -101,9 +110,14 @@ const args = (() => {
         "hedge-seconds": { type: "string", default: "10" },
         "hedge-rounds": { type: "string", default: "3" },
         "hedge-warmup": { type: "string", default: "3" },
+        "consensus-rate": { type: "string", default: "50" },
+        "consensus-seconds": { type: "string", default: "8" },
+        "consensus-rounds": { type: "string", default: "3" },
         "logs-blocks": { type: "string", default: "2000" },
         "logs-cap": { type: "string", default: "200" },
         "logs-concurrency": { type: "string", default: "4" },
+        "subscriptions-seconds": { type: "string", default: "30" },
+        "subscriptions-sizes": { type: "string", default: "1,100,1000" },
         "dry-run": { type: "boolean", default: false },
         against: { type: "string" },
       },
@@ -172,10 +186,21 @@ async function main(): Promise<number> {
       rounds: whole("hedge-rounds", args["hedge-rounds"]),
       warmupSeconds: whole("hedge-warmup", args["hedge-warmup"]),
     },
+    consensus: {
+      rate: whole("consensus-rate", args["consensus-rate"]),
+      seconds: whole("consensus-seconds", args["consensus-seconds"]),
+      rounds: whole("consensus-rounds", args["consensus-rounds"]),
+    },
     logs: {
       blocks: whole("logs-blocks", args["logs-blocks"]),
       cap: whole("logs-cap", args["logs-cap"]),
       concurrency: whole("logs-concurrency", args["logs-concurrency"]),
+    },
+    subscriptions: {
+      seconds: whole("subscriptions-seconds", args["subscriptions-seconds"]),
+      sizes: (args["subscriptions-sizes"] ?? "")
+        .split(",")
+        .map((size) => whole("subscriptions-sizes", size)),
     },
   };
   const { seconds, rounds, warmupSeconds } = settings;
@@ -359,10 +384,34 @@ async function main(): Promise<number> {
       };
     }
 
+    if (parts.has("consensus")) {
+      const started = loadAverage();
+      const records = await measureConsensus(settings.consensus, log);
+      invalid ||= records.some((r) => r.problems.length > 0);
+      results.consensus = {
+        ...meta(started),
+        options: settings.consensus,
+        records,
+        verdicts: consensusVerdicts(records),
+      };
+    }
+
     if (parts.has("logs")) {
       const started = loadAverage();
       const measured = await measureLogs(settings.logs, log);
       results.logs = { ...meta(started), ...measured, verdicts: logsVerdicts(measured) };
+    }
+
+    if (parts.has("subscriptions")) {
+      const started = loadAverage();
+      const measured = await measureSubscriptions(settings.subscriptions, log);
+      invalid ||= measured.records.some((record) => record.problems.length > 0);
+      results.subscriptions = {
+        ...meta(started),
+        ...measured,
+        options: settings.subscriptions,
+        verdicts: subscriptionsVerdicts(measured),
+      };
     }
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);

@@ -51,11 +51,23 @@ export interface EnvironmentSettings {
      * Reserved concurrency: the most proxy invocations that run at once. A flood beyond it is
      * throttled by Lambda instead of taking the account's concurrency or running the bill
      * without bound. AWS keeps 100 of the account's concurrency unreserved, so the account's
-     * quota must be at least this + 1 (the monitor) + 100.
+     * quota must be at least this + the socket's + 1 (the monitor) + 2 (the follower) + 100.
      */
     readonly reservedConcurrency: number;
   };
   readonly monitor: { readonly memoryMb: number };
+  /** The head follower (docs/behaviour.md "Subscriptions over WebSocket"): one run a minute. */
+  readonly follower: { readonly memoryMb: number };
+  /**
+   * The socket function behind the WebSocket API (docs/behaviour.md "Subscriptions over
+   * WebSocket"): its memory, its reserved concurrency (the account's quota must cover it too),
+   * and every stage's throttle (connects and messages per second, burst).
+   */
+  readonly socket: {
+    readonly memoryMb: number;
+    readonly reservedConcurrency: number;
+    readonly throttle: { readonly rateLimit: number; readonly burstLimit: number };
+  };
   /** Lambda application log level (Powertools honours the Lambda logging config). */
   readonly logLevel: ApplicationLogLevel;
   /** Retention of the Lambda log groups and the API access log group. */
@@ -86,6 +98,12 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
     name: "dev",
     proxy: { memoryMb: 512, reservedConcurrency: 20 },
     monitor: { memoryMb: 256 },
+    follower: { memoryMb: 256 },
+    socket: {
+      memoryMb: 512,
+      reservedConcurrency: 10,
+      throttle: { rateLimit: 50, burstLimit: 100 },
+    },
     logLevel: ApplicationLogLevel.DEBUG,
     logRetention: RetentionDays.ONE_WEEK,
     api: {
@@ -111,6 +129,12 @@ export const ENVIRONMENTS: Readonly<Record<DeployedEnvironmentName, EnvironmentS
     name: "prod",
     proxy: { memoryMb: 1024, reservedConcurrency: 200 },
     monitor: { memoryMb: 256 },
+    follower: { memoryMb: 256 },
+    socket: {
+      memoryMb: 1024,
+      reservedConcurrency: 100,
+      throttle: { rateLimit: 500, burstLimit: 1000 },
+    },
     logLevel: ApplicationLogLevel.INFO,
     logRetention: RetentionDays.THREE_MONTHS,
     api: {

@@ -15,12 +15,20 @@ import { LambdaInvoke } from "aws-cdk-lib/aws-scheduler-targets";
 import type { Construct } from "constructs";
 import { EXTENSION_CONNECTIONS } from "../functions/adapters/config/secrets-extension.ts";
 import { PROXY_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/http/http-api.ts";
+import { SOCKET_FUNCTION_TIMEOUT_SECONDS } from "../functions/core/subscriptions/websocket-quotas.ts";
 import { GatewayFunction } from "./constructs/node-function.ts";
 import { type EnvironmentSettings, secretsPrefixOf } from "./environments.ts";
+import {
+  FOLLOWER_CONCURRENCY,
+  FOLLOWER_TABLE_ACCESS,
+  FOLLOWER_TIMEOUT,
+  scheduleFollower,
+} from "./follower.ts";
 import type { GatewayConfigFile } from "./gateway-config.ts";
 import { addGatewayHttpApi } from "./http-api.ts";
 import { dashboardUrl, METRICS_NAMESPACE, Monitoring, serviceNameOf } from "./monitoring.ts";
 import { acknowledge, acknowledgeCdkManaged, acknowledgeWildcardResources } from "./nag.ts";
+import { addGatewayWebSocketApi, type GatewayWebSocketApi } from "./websocket-api.ts";
 
 export interface GatewayStackProps extends StackProps {
   readonly settings: EnvironmentSettings;
@@ -48,6 +56,14 @@ export const PROXY_FILTER_ACCESS = {
   actions: ["GetItem", "Query", "UpdateItem"],
   partitions: ["FILTER#*"],
 } as const;
+/**
+ * WebSocket connections and subscriptions (functions/adapters/subscriptions/subscription-store.ts): the
+ * socket function registers them, the head follower reads and moves them; no one else.
+ */
+export const SUBSCRIPTION_TABLE_ACCESS = {
+  actions: ["DeleteItem", "GetItem", "Query", "UpdateItem"],
+  partitions: ["WSCONN#*", "WSSUB#*"],
+} as const;
 export const MONITOR_TABLE_ACCESS = {
   actions: ["GetItem", "Query", "PutItem", "UpdateItem"],
   partitions: ["NET#*", "STATS#*", "EVENTS#*", "MONITOR#*", "LEASE#monitor"],
@@ -55,6 +71,8 @@ export const MONITOR_TABLE_ACCESS = {
 
 /** Under API Gateway's 30 s integration timeout, so a timed-out call is Lambda's 500. */
 const PROXY_TIMEOUT = Duration.seconds(PROXY_FUNCTION_TIMEOUT_SECONDS);
+/** Under the WebSocket API's 29 s integration timeout, so a timed-out call is the function's. */
+const SOCKET_TIMEOUT = Duration.seconds(SOCKET_FUNCTION_TIMEOUT_SECONDS);
 /** The monitor loops for about one schedule interval (60 s) and needs a margin to finish. */
 const MONITOR_TIMEOUT = Duration.seconds(90);
 
@@ -83,6 +101,9 @@ export class GatewayStack extends Stack {
   readonly proxy: GatewayFunction;
   readonly monitor: GatewayFunction;
   readonly api: HttpApi;
+  readonly socket: GatewayFunction;
+  readonly follower: GatewayFunction;
+  readonly webSocket: GatewayWebSocketApi;
   readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: GatewayStackProps) {
@@ -170,6 +191,22 @@ export class GatewayStack extends Stack {
       timeout: MONITOR_TIMEOUT,
       reservedConcurrency: 1,
     });
+    const socket = new GatewayFunction(this, "Socket", {
+      ...common,
+      description: `RPC gateway ${env}: JSON-RPC and subscriptions behind the WebSocket API`,
+      entry: "functions/socket/handler.ts",
+      memoryMb: settings.socket.memoryMb,
+      timeout: SOCKET_TIMEOUT,
+      reservedConcurrency: settings.socket.reservedConcurrency,
+    });
+    const follower = new GatewayFunction(this, "Follower", {
+      ...common,
+      description: `RPC gateway ${env}: the head follower, subscriptions' notifications, a run each minute`,
+      entry: "functions/follower/handler.ts",
+      memoryMb: settings.follower.memoryMb,
+      timeout: FOLLOWER_TIMEOUT,
+      reservedConcurrency: FOLLOWER_CONCURRENCY,
+    });
     // A throttled start (the previous loop still finishing) is dropped, not queued for hours:
     // the next schedule comes within a minute.
     monitor.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
@@ -195,7 +232,25 @@ export class GatewayStack extends Stack {
           });
     const grants = [
       { fn: proxy, tables: { StateTable: PROXY_TABLE_ACCESS, Filters: PROXY_FILTER_ACCESS } },
+      {
+        fn: socket,
+        tables: {
+          StateTable: PROXY_TABLE_ACCESS,
+          Filters: PROXY_FILTER_ACCESS,
+          Subscriptions: SUBSCRIPTION_TABLE_ACCESS,
+        },
+      },
       { fn: monitor, tables: { StateTable: MONITOR_TABLE_ACCESS } },
+      // The head follower reads through the pipeline (the proxy's items), reads and moves the
+      // subscriptions, and keeps its own cursor.
+      {
+        fn: follower,
+        tables: {
+          StateTable: PROXY_TABLE_ACCESS,
+          Subscriptions: SUBSCRIPTION_TABLE_ACCESS,
+          Follower: FOLLOWER_TABLE_ACCESS,
+        },
+      },
     ];
     for (const { fn, tables } of grants) {
       for (const [sid, access] of Object.entries(tables)) {
@@ -269,6 +324,18 @@ export class GatewayStack extends Stack {
       removalPolicy: settings.removalPolicy,
     });
 
+    const webSocket = addGatewayWebSocketApi(this, {
+      env,
+      socket: socket.function,
+      networks: config.networks,
+      throttle: settings.socket.throttle,
+      logRetention: settings.logRetention,
+      removalPolicy: settings.removalPolicy,
+    });
+    // The follower pushes notifications and closes the connections it cannot serve.
+    webSocket.grantPush(follower);
+    scheduleFollower(this, { env, account: this.account }, follower);
+
     const monitoring = new Monitoring(this, "Monitoring", {
       settings,
       serviceName,
@@ -281,6 +348,10 @@ export class GatewayStack extends Stack {
     new CfnOutput(this, "ApiUrl", {
       value: stage.url,
       description: "Base URL: POST <url><network> for JSON-RPC",
+    });
+    new CfnOutput(this, "WebSocketUrl", {
+      value: webSocket.api.apiEndpoint,
+      description: "WebSocket base URL: <url>/<network> for JSON-RPC and eth_subscribe",
     });
     new CfnOutput(this, "TableName", { value: table.tableName });
     new CfnOutput(this, "ConfigBucketName", { value: bucket.bucketName });
@@ -301,6 +372,9 @@ export class GatewayStack extends Stack {
     this.proxy = proxy;
     this.monitor = monitor;
     this.api = api;
+    this.socket = socket;
+    this.follower = follower;
+    this.webSocket = webSocket;
     this.monitoring = monitoring;
 
     // BucketDeployment's singleton handler (aws-cdk-lib's own Lambda, runtime and policy).

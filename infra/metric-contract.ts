@@ -42,6 +42,39 @@ export const METRIC_DIMENSIONS = {
    * `*` for a key refused on `GET /status`.
    */
   guard_refusals: ["network", "guard"],
+  /**
+   * Read consensus (docs/behaviour.md §17): each consensus call by `outcome` (`agreed`,
+   * `unconfirmed`, `disputed`, `short`, `no_votes`), and each provider found in the minority.
+   */
+  consensus_calls: ["network", "outcome"],
+  consensus_minority: ["network", "provider"],
+  /**
+   * A WebSocket connect the socket refused (docs/behaviour.md "Subscriptions over WebSocket");
+   * `reason`: `unauthorized`, `origin`, `requests_per_minute`, `over_key`, `unknown_network`
+   * (`network` `*`) or `unavailable` (the registry failed: the gateway's fault).
+   */
+  socket_connections_refused: ["network", "reason"],
+  /** An `eth_subscribe` a bound refused; `reason`: `over_connection`, `over_key`, `over_network`, `no_connection`. */
+  subscription_refusals: ["network", "reason"],
+  /**
+   * A notification the head follower pushed; `kind`: `newHeads` or `logs`; `outcome`: `ok`,
+   * `too_large` (an error notification stood for one over 128 KB), `error` (an error
+   * notification), `gone` (the connection had left) or `failed` (the push failed: the
+   * connection is dropped).
+   */
+  subscription_notifications: ["network", "kind", "outcome"],
+  /**
+   * Notifications that did not reach their subscriber through the gateway's fault or a
+   * consumer's: failed pushes, logs no provider served within the bound, deliveries a stopped
+   * run left half-done, subscriptions too far behind to catch up.
+   */
+  subscription_delivery_failures: ["network"],
+  /** Blocks between the served head and the last block the follower delivered (each step). */
+  follower_lag_blocks: ["network"],
+  /** A follower step that threw (DynamoDB or the config out of reach); the next step tries again. */
+  follower_errors: ["network"],
+  /** Reorgs the follower sent as removed logs and a new branch. */
+  follower_reorgs: ["network"],
 } as const satisfies Record<string, readonly string[]>;
 
 export type MetricName = keyof typeof METRIC_DIMENSIONS;
@@ -74,6 +107,7 @@ export const BLACKLIST_REASONS = [
   "chain_unavailable",
   "wrong_chain",
   "capability",
+  "inconsistent",
 ] as const satisfies readonly CooldownReason[];
 
 // A kind or reason added to the code but not above fails to compile here.

@@ -34,6 +34,15 @@ export interface MonitoringProps {
   readonly monitor: IFunction;
 }
 
+/**
+ * The follower alarms' bounds: a lag a whole step's catching up does not explain (it delivers up
+ * to 32 blocks a step), for long enough to rule out a run's hand-over; and failures above the
+ * background of clients whose sockets die without a `$disconnect`.
+ */
+const FOLLOWER_LAG_BLOCKS = 10;
+const FOLLOWER_LAG_MINUTES = 3;
+const DELIVERY_FAILURES = 10;
+
 /** Alarm topic, alarms (docs/behaviour.md §7) and one dashboard for an environment. */
 export class Monitoring extends Construct {
   readonly topic: Topic;
@@ -159,6 +168,49 @@ export class Monitoring extends Construct {
         comparison: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         threshold: 1,
         periods: limits.backupInUseMinutes,
+        missing: TreatMissingData.NOT_BREACHING,
+      });
+    }
+
+    // Per network, the WebSocket side (docs/behaviour.md "Subscriptions over WebSocket"): the
+    // registry, and the head follower's delivery failures and lag. A network without
+    // subscriptions emits no follower metric: missing data is fine.
+    for (const network of networks) {
+      this.alarm(`FollowerLag-${network}`, {
+        name: `${prefix}-follower-lag-${network}`,
+        description: `${network}: the head follower was ${FOLLOWER_LAG_BLOCKS} or more blocks behind the served head in each of ${FOLLOWER_LAG_MINUTES} min: subscribers get their blocks late (DynamoDB, the pushes or the follower's runs are failing).`,
+        metric: this.metrics.metric("follower_lag_blocks", { network }, "Minimum", MINUTE),
+        comparison: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        threshold: FOLLOWER_LAG_BLOCKS,
+        periods: FOLLOWER_LAG_MINUTES,
+        missing: TreatMissingData.NOT_BREACHING,
+      });
+      this.alarm(`DeliveryFailures-${network}`, {
+        name: `${prefix}-subscription-delivery-failures-${network}`,
+        description: `${network}: ${DELIVERY_FAILURES} or more notifications did not reach their subscribers in 5 min (failed pushes, logs no provider served within the bound, interrupted runs); those subscribers got an error notification and a closed socket.`,
+        metric: this.metrics.metric(
+          "subscription_delivery_failures",
+          { network },
+          "Sum",
+          Duration.minutes(5),
+        ),
+        comparison: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        threshold: DELIVERY_FAILURES,
+        periods: 1,
+        missing: TreatMissingData.NOT_BREACHING,
+      });
+      this.alarm(`SocketRegistryDown-${network}`, {
+        name: `${prefix}-socket-connects-refused-${network}`,
+        description: `${network}: WebSocket connections were refused because the connection registry (DynamoDB) failed, in the last 5 min.`,
+        metric: this.metrics.metric(
+          "socket_connections_refused",
+          { network, reason: "unavailable" },
+          "Sum",
+          Duration.minutes(5),
+        ),
+        comparison: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        threshold: 1,
+        periods: 1,
         missing: TreatMissingData.NOT_BREACHING,
       });
     }

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import {
   createServer,
@@ -7,11 +6,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
-import type {
-  APIGatewayProxyEventV2,
-  APIGatewayProxyStructuredResultV2,
-  Context,
-} from "aws-lambda";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import {
   corsResponseHeaders,
   DEFAULT_CORS_ORIGINS,
@@ -30,24 +25,31 @@ import {
   LAMBDA_RESPONSE_LIMIT_BYTES,
 } from "../functions/core/http/payload-limit.ts";
 import { InvocationDeadlines } from "./apigw-deadlines.ts";
-import { ACCOUNT_ID, buildEvent, decodeHttpApiPath } from "./apigw-event.ts";
+import { buildEvent, decodeHttpApiPath } from "./apigw-event.ts";
 import { apiRequestId } from "./apigw-ids.ts";
 import { routerFor } from "./apigw-routing.ts";
+import {
+  type Container,
+  ContainerPool,
+  type Containers as PoolContainers,
+} from "./container-pool.ts";
+import {
+  functionIdentity,
+  type Invocation,
+  invoke,
+  type LambdaHandler,
+  type Timeout,
+} from "./lambda-invoke.ts";
+import { startWebSocketSide, type WebSocketSideOptions } from "./websocket/websocket-side.ts";
 
 /**
  * What a Lambda handler may return: payload format 2.0 reads an object with a `statusCode` as
  * a structured result and anything else as a JSON body.
  */
-export type ApiGatewayHandler = (
-  event: APIGatewayProxyEventV2,
-  context: Context,
-) => Promise<unknown>;
+export type ApiGatewayHandler = LambdaHandler<APIGatewayProxyEventV2>;
 
 /** N Lambda runtimes ("containers"), each made by `create` with state of its own. */
-export interface Containers {
-  readonly count: number;
-  readonly create: () => ApiGatewayHandler;
-}
+export type Containers = PoolContainers<ApiGatewayHandler>;
 
 interface CommonOptions {
   /** 0 or undefined picks a free port. */
@@ -62,6 +64,11 @@ interface CommonOptions {
   routes?: readonly string[];
   /** The CORS policy's allowed origins (the config's `cors_origins`); `["*"]` by default. */
   corsOrigins?: readonly string[];
+  /**
+   * The WebSocket API on the same port (`ws://host:port/<stage>`, and its management API at
+   * `/<stage>/@connections/{id}`), in front of the socket function; none without it.
+   */
+  webSocket?: WebSocketSideOptions;
 }
 
 export type StartApiGatewayOptions = CommonOptions &
@@ -101,22 +108,6 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-interface Container {
-  handler: ApiGatewayHandler;
-  inFlight: number;
-}
-
-type Outcome =
-  | { readonly kind: "result"; readonly value: unknown }
-  | { readonly kind: "error"; readonly error: Error }
-  | { readonly kind: "function_timeout" }
-  /** API Gateway stopped waiting; the function, still `running`, did not stop. */
-  | { readonly kind: "integration_timeout"; readonly running: Promise<unknown> };
-
-type Timeout = "function_timeout" | "integration_timeout";
-
-const FUNCTION_TIMED_OUT: Outcome = { kind: "function_timeout" };
-
 /**
  * An API Gateway HTTP API (payload format 2.0, `$default` stage) in front of a Lambda function.
  * Reproduces what a caller and the function can observe of the real services: the route
@@ -142,30 +133,12 @@ export async function startApiGateway(
   const lateFunctionTimers = new Set<NodeJS.Timeout>();
   const route = routerFor(options.routes ?? API_ROUTES.map(routeKeyOf));
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
-  const containers = options.containers;
-  const pool: Container[] =
-    containers === undefined
-      ? [{ handler: options.handler, inFlight: 0 }]
-      : Array.from({ length: Math.max(1, containers.count) }, () => ({
-          handler: containers.create(),
-          inFlight: 0,
-        }));
-  let nextContainer = 0;
+  const pool = new ContainerPool<ApiGatewayHandler>(
+    options.containers === undefined
+      ? { handler: options.handler }
+      : { containers: options.containers },
+  );
   let port = 0;
-
-  function pickContainer(): Container {
-    for (let offset = 0; offset < pool.length; offset++) {
-      const index = (nextContainer + offset) % pool.length;
-      const container = pool[index] as Container;
-      if (container.inFlight === 0) {
-        nextContainer = (index + 1) % pool.length;
-        return container;
-      }
-    }
-    const container = pool[nextContainer] as Container;
-    nextContainer = (nextContainer + 1) % pool.length;
-    return container;
-  }
 
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     serve(req, res).catch((error: unknown) => {
@@ -176,6 +149,7 @@ export async function startApiGateway(
       else sendMessage(res, 500, "Internal Server Error", "");
     });
   });
+  const sockets = options.webSocket ? startWebSocketSide(server, options.webSocket) : null;
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const requestId = apiRequestId();
@@ -189,6 +163,7 @@ export async function startApiGateway(
     const queryStart = target.indexOf("?");
     const path = decodeHttpApiPath(queryStart === -1 ? target : target.slice(0, queryStart));
     if (path === undefined) return sendMessage(res, 400, "Bad Request", requestId);
+    if (sockets?.isManagement(path)) return sockets.serveManagement(req, res, path, body);
     const method = req.method ?? "GET";
     const origin = headerValue(req, "origin");
     const matched = route(method, path);
@@ -204,7 +179,7 @@ export async function startApiGateway(
       // document it. Either way the function never runs.
       return sendMessage(res, 413, "Request Too Long", requestId);
     }
-    const container = pickContainer();
+    const container = pool.pick();
     container.inFlight++;
     const outcome = await invoke(container.handler, event, invocation);
     switch (outcome.kind) {
@@ -215,7 +190,7 @@ export async function startApiGateway(
     container.inFlight--;
     switch (outcome.kind) {
       case "function_timeout":
-        if (containers !== undefined) container.handler = containers.create();
+        pool.reset(container);
         return sendMessage(res, 500, "Internal Server Error", requestId);
       case "error":
         console.error("[apigw-emulator] handler failed:", outcome.error);
@@ -234,7 +209,10 @@ export async function startApiGateway(
    * until the function settles or reaches its own timeout, where Lambda fails it and resets
    * the runtime.
    */
-  function keepBusyUntilTheFunctionEnds(container: Container, running: Promise<unknown>): void {
+  function keepBusyUntilTheFunctionEnds(
+    container: Container<ApiGatewayHandler>,
+    running: Promise<unknown>,
+  ): void {
     const handler = container.handler;
     let ended = false;
     const end = (timedOut: boolean) => {
@@ -243,9 +221,7 @@ export async function startApiGateway(
       clearTimeout(timer);
       lateFunctionTimers.delete(timer);
       container.inFlight--;
-      if (timedOut && containers !== undefined && container.handler === handler) {
-        container.handler = containers.create();
-      }
+      if (timedOut) pool.reset(container, handler);
     };
     const timer = setTimeout(() => end(true), functionTimeoutMs - integrationTimeoutMs);
     lateFunctionTimers.add(timer);
@@ -261,13 +237,15 @@ export async function startApiGateway(
   return {
     url: `http://${host}:${port}`,
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await sockets?.close();
+      await new Promise<void>((resolve) => {
         invocation.deadlines.close();
         for (const timer of lateFunctionTimers) clearTimeout(timer);
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+    },
   };
 }
 
@@ -307,105 +285,6 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
       else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     });
     req.on("error", reject);
-  });
-}
-
-/**
- * The Lambda context of one invocation. A class, so the emulator's one per request shares its
- * fixed fields and methods instead of building closures for them.
- */
-class LambdaContext implements Context {
-  readonly callbackWaitsForEmptyEventLoop = true;
-  readonly functionVersion = "$LATEST";
-  readonly memoryLimitInMB = "1024";
-  readonly logStreamName = "local";
-  readonly awsRequestId = randomUUID();
-  readonly invokedFunctionArn: string;
-  readonly logGroupName: string;
-  readonly functionName: string;
-  readonly #deadline: number;
-
-  constructor(identity: FunctionIdentity, timeoutMs: number) {
-    this.functionName = identity.functionName;
-    this.invokedFunctionArn = identity.invokedFunctionArn;
-    this.logGroupName = identity.logGroupName;
-    this.#deadline = Date.now() + timeoutMs;
-  }
-
-  /** An own function, not a method: callers take it off the context and call it alone. */
-  readonly getRemainingTimeInMillis = (): number => Math.max(0, this.#deadline - Date.now());
-
-  done(): never {
-    return callbackStyleUnsupported();
-  }
-
-  fail(): never {
-    return callbackStyleUnsupported();
-  }
-
-  succeed(): never {
-    return callbackStyleUnsupported();
-  }
-}
-
-/** The names a function's every invocation shares, formatted once per emulator. */
-interface FunctionIdentity {
-  readonly functionName: string;
-  readonly invokedFunctionArn: string;
-  readonly logGroupName: string;
-}
-
-function functionIdentity(functionName: string): FunctionIdentity {
-  return {
-    functionName,
-    invokedFunctionArn: `arn:aws:lambda:us-east-1:${ACCOUNT_ID}:function:${functionName}`,
-    logGroupName: `/aws/lambda/${functionName}`,
-  };
-}
-
-function callbackStyleUnsupported(): never {
-  throw new Error("done/fail/succeed are not supported: return a promise from the handler");
-}
-
-interface Invocation {
-  readonly identity: FunctionIdentity;
-  readonly functionTimeoutMs: number;
-  readonly deadlines: InvocationDeadlines<Timeout>;
-}
-
-/**
- * Runs the handler until it settles or its timeout passes. A handler that timed out keeps
- * running in the background: the emulator cannot stop it, only stop waiting for it.
- */
-function invoke(
-  handler: ApiGatewayHandler,
-  event: APIGatewayProxyEventV2,
-  invocation: Invocation,
-): Promise<Outcome> {
-  return new Promise<Outcome>((resolve) => {
-    const waiting = invocation.deadlines.watch((expired) =>
-      resolve(
-        expired === "function_timeout"
-          ? FUNCTION_TIMED_OUT
-          : { kind: "integration_timeout", running: handled },
-      ),
-    );
-    const settle = (outcome: Outcome) => {
-      invocation.deadlines.release(waiting);
-      resolve(outcome);
-    };
-    const context = new LambdaContext(invocation.identity, invocation.functionTimeoutMs);
-    let handled: Promise<unknown>;
-    try {
-      handled = handler(event, context);
-    } catch (error) {
-      handled = Promise.reject(error);
-    }
-    Promise.resolve(handled).then(
-      (value) => settle({ kind: "result", value }),
-      (error: unknown) =>
-        settle({ kind: "error", error: error instanceof Error ? error : new Error(String(error)) }),
-    );
   });
 }
 

@@ -12,13 +12,20 @@ import { createDynamoClient, DynamoStateStore } from "../functions/adapters/stor
 import { DynamoStatsStore } from "../functions/adapters/store/stats-store.ts";
 import { DynamoTransactionLedger } from "../functions/adapters/store/transaction-ledger.ts";
 import { DynamoUsageStore } from "../functions/adapters/store/usage-store.ts";
+import { ApiGatewayConnectionPush } from "../functions/adapters/subscriptions/connection-push.ts";
+import { DynamoFollowerStore } from "../functions/adapters/subscriptions/follower-store.ts";
+import { DynamoSubscriptionStore } from "../functions/adapters/subscriptions/subscription-store.ts";
 import { createUpstream } from "../functions/adapters/upstream/upstream.ts";
 import type { ConfigInput } from "../functions/core/config/config-schema.ts";
+import { startFollowerSchedule } from "../functions/core/follower/schedule.ts";
 import { startMonitorTimer } from "../functions/core/monitor/loop.ts";
 import type { Upstream } from "../functions/core/ports.ts";
+import { createFollowerRuntime, type FollowerRuntime } from "../functions/follower/runtime.ts";
 import { createMonitorRuntime, type MonitorRuntime } from "../functions/monitor/runtime.ts";
 import { createProxyHandler, type ProxyHandler } from "../functions/proxy/lambda.ts";
 import { createProxyRuntime, type ProxyRuntime } from "../functions/proxy/runtime.ts";
+import { createSocketHandler, type SocketHandler } from "../functions/socket/lambda.ts";
+import { createSocketRuntime, type SocketRuntime } from "../functions/socket/runtime.ts";
 import { type ApiGatewayEmulator, startApiGateway } from "./apigw-emulator.ts";
 import { type Devnet, type DevnetChain, startDevnet } from "./devnet.ts";
 import {
@@ -58,6 +65,17 @@ export interface LocalStackOptions {
    * several local stacks share state; default: an embedded dynalite.
    */
   readonly dynamodb?: string;
+  /**
+   * The WebSocket API's idle and whole-life limits (API Gateway's 10 minutes and 2 hours),
+   * shortened for tests.
+   */
+  readonly webSocket?: { readonly idleTimeoutMs?: number; readonly maxConnectionMs?: number };
+  /**
+   * The head follower on its schedule (a run every `everyMs`, each `runMs` long, as
+   * EventBridge starts its function in AWS), delivering subscriptions' notifications; on by
+   * default with the monitor, whose chain position it follows. `false` turns it off.
+   */
+  readonly follower?: false | { readonly everyMs?: number; readonly runMs?: number };
 }
 
 export interface LocalStack {
@@ -73,6 +91,16 @@ export interface LocalStack {
   /** The proxy as Lambda runs it (middy and its middlewares), behind the emulator. */
   readonly handler: ProxyHandler;
   readonly monitor: MonitorRuntime | null;
+  /** `ws://127.0.0.1:<port>`: each network's WebSocket URL is this and `/<network>`. */
+  readonly wsUrl: string;
+  /** The connections and subscriptions every socket container registers (the follower's read). */
+  readonly subscriptions: DynamoSubscriptionStore;
+  /** Pushes to the emulator's sockets through its management API, as the follower does in AWS. */
+  readonly push: ApiGatewayConnectionPush;
+  /** The head follower (a container of its own), when it runs. */
+  readonly follower: FollowerRuntime | null;
+  /** The socket containers' runtimes, as made (tests flush their telemetry). */
+  readonly sockets: readonly SocketRuntime[];
   close(): Promise<void>;
 }
 
@@ -155,6 +183,25 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       return createProxyHandler(proxyRuntime(own));
     };
 
+    // The socket function: containers of its own (a function apart in AWS), each with its
+    // own gateway runtime, over the one subscription store.
+    const subscriptions = new DynamoSubscriptionStore({
+      ...tables,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
+    const sockets: SocketRuntime[] = [];
+    const createSocketContainer = (): SocketHandler => {
+      const own = createUpstream();
+      cleanups.push(() => own.close());
+      const socket = createSocketRuntime({
+        proxy: proxyRuntime(own),
+        store: subscriptions,
+        ...clockOption,
+      });
+      sockets.push(socket);
+      return createSocketHandler(socket);
+    };
+
     let monitor: MonitorRuntime | null = null;
     if (options.monitor) {
       monitor = createMonitorRuntime({
@@ -178,8 +225,32 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...(containers === 1
         ? { handler }
         : { containers: { count: containers, create: createContainer } }),
+      webSocket: {
+        containers: { count: containers, create: createSocketContainer },
+        stages: [...(await runtime.current()).model.networks.keys()],
+        ...options.webSocket,
+      },
     });
     cleanups.push(() => api.close());
+    const push = new ApiGatewayConnectionPush({
+      baseUrl: api.url,
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    });
+    cleanups.push(async () => push.destroy());
+    let follower: FollowerRuntime | null = null;
+    if (options.monitor && options.follower !== false) {
+      const own = createUpstream();
+      cleanups.push(() => own.close());
+      follower = createFollowerRuntime({
+        proxy: proxyRuntime(own),
+        subscriptions,
+        push,
+        store: new DynamoFollowerStore({ ...tables, ...clockOption }),
+        ...clockOption,
+      });
+      // Stopped before the management API and the table close (cleanups run in reverse).
+      cleanups.push(startFollowerSchedule(follower, options.follower ?? {}));
+    }
     return {
       url: api.url,
       configPath,
@@ -190,6 +261,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       runtime,
       handler,
       monitor,
+      wsUrl: api.url.replace(/^http:/, "ws:"),
+      subscriptions,
+      push,
+      follower,
+      sockets,
       close,
     };
   } catch (error) {

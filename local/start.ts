@@ -21,13 +21,15 @@ const { values } = parseArgs({
     containers: { type: "string", default: "1" },
     dynamodb: { type: "string" },
     monitor: { type: "boolean", default: true },
+    "socket-idle-seconds": { type: "string" },
+    "socket-lifetime-seconds": { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
 
 if (values.help) {
   console.log(
-    "usage: npm start -- [--port 8545] [--config FILE] [--devnet] [--metrics] [--containers N] [--dynamodb URL] [--no-monitor]",
+    "usage: npm start -- [--port 8545] [--config FILE] [--devnet] [--metrics] [--containers N] [--dynamodb URL] [--no-monitor] [--socket-idle-seconds 600] [--socket-lifetime-seconds 7200]",
   );
   process.exit(0);
 }
@@ -36,6 +38,22 @@ if (!Number.isInteger(containers) || containers < 1 || containers > 64) {
   console.error(`--containers must be a whole number from 1 to 64, not "${values.containers}"`);
   process.exit(2);
 }
+
+/** A WebSocket limit shortened by a flag (API Gateway's own when absent). */
+function socketLimitMs(
+  flag: "socket-idle-seconds" | "socket-lifetime-seconds",
+): number | undefined {
+  const given = values[flag];
+  if (given === undefined) return undefined;
+  const seconds = Number(given);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    console.error(`--${flag} must be a number of seconds above 0, not "${given}"`);
+    process.exit(2);
+  }
+  return seconds * 1000;
+}
+const socketIdleMs = socketLimitMs("socket-idle-seconds");
+const socketLifetimeMs = socketLimitMs("socket-lifetime-seconds");
 
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65_535) {
@@ -63,6 +81,10 @@ try {
     monitor: values.monitor,
     containers,
     ...(values.dynamodb ? { dynamodb: values.dynamodb } : {}),
+    webSocket: {
+      ...(socketIdleMs === undefined ? {} : { idleTimeoutMs: socketIdleMs }),
+      ...(socketLifetimeMs === undefined ? {} : { maxConnectionMs: socketLifetimeMs }),
+    },
     // CloudWatch reads EMF lines from stdout in AWS; locally they only drown the logs.
     ...(values.metrics ? {} : { writeMetrics: () => undefined }),
   });
@@ -74,6 +96,7 @@ RPC gateway running at ${stack.url}  (ready in ${Math.round(performance.now() - 
 
   config     ${stack.configPath}
   networks   ${networks.map((name) => `${stack.url}/${name}`).join("\n             ")}
+  websocket  ${networks.map((name) => `${stack.wsUrl}/${name}`).join("\n             ")}
   status     ${stack.url}/status  (JSON, or a page in a browser)
   dynamodb   ${values.dynamodb ? "" : "dynalite at "}${stack.dynamo.endpoint} (table ${stack.dynamo.tableName})
   proxy      ${containers} runtime${containers === 1 ? "" : "s (as many Lambda containers, one request each at a time)"}

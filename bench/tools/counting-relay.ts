@@ -18,25 +18,41 @@ export interface RelayedExchange {
   readonly body: string;
   readonly requestBytes: number;
   readonly responseBytes: number;
+  /** The answer's body. */
+  readonly response: string;
+}
+
+export interface RelayOptions {
+  /** Changes each request's body before it is forwarded (its length header follows). */
+  readonly rewrite?: (body: string, headers: http.IncomingHttpHeaders) => string;
 }
 
 export async function startCountingRelay(
   target: string,
   seen: (exchange: RelayedExchange) => void,
+  options: RelayOptions = {},
 ): Promise<CountingRelay> {
   const agent = new http.Agent({ keepAlive: true });
   const upstream = new URL(target);
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks);
+    const received = Buffer.concat(chunks);
+    const body =
+      options.rewrite === undefined
+        ? received
+        : Buffer.from(options.rewrite(received.toString("utf8"), req.headers), "utf8");
+    const headers =
+      options.rewrite === undefined
+        ? req.headers
+        : { ...req.headers, "content-length": String(body.length) };
     const forward = http.request(
       {
         host: upstream.hostname,
         port: upstream.port,
         method: req.method,
         path: req.url,
-        headers: req.headers,
+        headers,
         agent,
       },
       (answer) => {
@@ -49,6 +65,7 @@ export async function startCountingRelay(
             body: body.toString("utf8"),
             requestBytes: body.length,
             responseBytes: payload.length,
+            response: payload.toString("utf8"),
           });
           res.writeHead(answer.statusCode ?? 502, answer.headers).end(payload);
         });

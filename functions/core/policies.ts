@@ -177,3 +177,30 @@ export const FILTER_EXTEND_AFTER_FRACTION = 0.2;
  * by sixteen.
  */
 export const FILTER_CALLS_PER_REQUEST = 16;
+
+/**
+ * Every node keeps the state of at least this many recent blocks (Avalanche's pruning nodes
+ * keep 32, geth 128, reth and Erigon far more): a pruned-history answer about a block this
+ * close to the known head, or about a tag that moves, is the provider failing, not history it
+ * dropped, and is retried as a bad answer (docs/behaviour.md §16.4).
+ */
+export const PRUNED_CLAIM_RECENT_BLOCKS = 32;
+
+/**
+ * A container writes a provider's tightened bound for one resource to the shared state at most
+ * once in this long (the first one it learns at once): a caller walking old blocks upward past a
+ * pruned provider's window would otherwise cost a write per call (docs/behaviour.md §16.3).
+ */
+export const HISTORY_WRITE_SPACING_MS = 30_000;
+
+/**
+ * After a provider refused state without naming its oldest block, the monitor probes it at its
+ * next tick to find where its state starts, but at most this often (docs/behaviour.md §16.3).
+ */
+export const HISTORY_PROBE_AFTER_LESSON_MS = 60_000;
+
+/** An `eth_capabilities` that a provider answered as unknown is asked again after this long. */
+export const CAPABILITIES_REASK_MS = 3_600_000;
+
+/** Block hashes with their numbers this container remembers from answers (EIP-1898 by hash). */
+export const BLOCK_NUMBERS_BY_HASH_KEPT = 4096;

@@ -1,8 +1,18 @@
 import type { ChainHead } from "./chain/chain-head.ts";
 import type { TransportFailure } from "./classify/verdict.ts";
 import type { ProviderHealth } from "./health/health.ts";
+import type { HistoryProbe, LearnedBound } from "./history/bounds.ts";
+import type { HistoryResource } from "./history/resources.ts";
 import type { FilterAdvance, FilterRecord } from "./request/filters/filter-progress.ts";
 import type { NetworkState } from "./routing/network-state.ts";
+import type {
+  ConnectionRecord,
+  ConnectOutcome,
+  PushOutcome,
+  SubscribeOutcome,
+  SubscriptionBounds,
+  SubscriptionRecord,
+} from "./subscriptions/subscription-records.ts";
 
 /**
  * What the gateway needs from the world. Adapters implement these; tests may pass real
@@ -90,6 +100,29 @@ export interface StateStore {
    * (ms); a smaller span replaces a larger one, and any span replaces an expired one.
    */
   recordLogsRange(network: string, provider: string, blocks: number, until: number): Promise<void>;
+  /**
+   * Records that `provider` keeps `resource` from `bound.from` on (it refused `bound.refusedAt`)
+   * until `bound.until` (ms): a later `from` replaces an earlier one, and any replaces an expired
+   * one, so a bound only tightens while in force (docs/behaviour.md §16.3).
+   */
+  recordHistoryBound(
+    network: string,
+    provider: string,
+    resource: HistoryResource,
+    bound: LearnedBound,
+  ): Promise<void>;
+  /**
+   * Forgets the learned bound of `provider` for `resource` if it leaves out `block`, which the
+   * provider has just served: its own answer proves the bound wrong (or gone).
+   */
+  forgetHistoryBound(
+    network: string,
+    provider: string,
+    resource: HistoryResource,
+    block: number,
+  ): Promise<void>;
+  /** The monitor's probe of one provider's history, replacing the previous one. */
+  recordHistoryProbe(network: string, provider: string, probe: HistoryProbe): Promise<void>;
   /** Blacklists one method of one provider until `until` (ms); extends only. */
   blacklistCapability(
     network: string,
@@ -176,6 +209,61 @@ export interface FilterStore {
   ): Promise<boolean>;
   /** Removes the filter; false when the owner had no such filter live at `now`. */
   uninstall(network: string, owner: string, id: string, now: number): Promise<boolean>;
+}
+
+/**
+ * WebSocket connections and their subscriptions (docs/behaviour.md "Subscriptions over
+ * WebSocket"), shared by every container: the socket Lambda writes them, the head follower
+ * reads them and moves each subscription on. Bounds hold across containers; what a lost
+ * `$disconnect` leaves behind expires with the connection.
+ */
+export interface SubscriptionStore {
+  /** Keeps a connection; "over_key" when its caller holds `maxPerKey` live ones already. */
+  connect(
+    network: string,
+    connection: ConnectionRecord,
+    maxPerKey: number,
+  ): Promise<ConnectOutcome>;
+  /** The live connection with this id, or null (never connected, gone, or expired). */
+  connection(network: string, connectionId: string): Promise<ConnectionRecord | null>;
+  /** Forgets a connection and every subscription it holds. */
+  disconnect(network: string, connectionId: string): Promise<void>;
+  /** Keeps a subscription of a live connection, within the bounds. */
+  subscribe(
+    network: string,
+    subscription: SubscriptionRecord,
+    bounds: SubscriptionBounds,
+  ): Promise<SubscribeOutcome>;
+  /** Removes one subscription of this connection; false when it holds no such subscription. */
+  unsubscribe(network: string, connectionId: string, subscriptionId: string): Promise<boolean>;
+  /** The network's live subscriptions (the follower's read, once per block). */
+  list(network: string): Promise<readonly SubscriptionRecord[]>;
+  /**
+   * Moves a subscription that is not live from `nextBlock = expected` to `next`, and makes it
+   * live when `live`; false when it is not at `expected` (another run moved it), is live, or is
+   * gone. Two follower runs never both deliver a block. Idempotent: a move found already made
+   * (at `next`, live as asked: an earlier attempt whose answer was lost, retried) is true.
+   */
+  advance(
+    network: string,
+    subscriptionId: string,
+    expected: number,
+    next: number,
+    live?: boolean,
+  ): Promise<boolean>;
+  /**
+   * Those of `networks` (the configured ones) that hold at least one subscription, one cheap
+   * read each: the follower runs only for them.
+   */
+  networksWithSubscribers(networks: readonly string[]): Promise<readonly string[]>;
+}
+
+/** Pushes to WebSocket connections (API Gateway's management API; locally, the emulator's). */
+export interface ConnectionPush {
+  /** Sends one message to one connection. */
+  post(network: string, connectionId: string, data: string): Promise<PushOutcome>;
+  /** Closes a connection (locally with close code 1011 and `reason`). */
+  close(network: string, connectionId: string, reason: string): Promise<void>;
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error";

@@ -8,12 +8,13 @@ import type { MonitorLoopResult } from "../core/monitor/loop.ts";
  * scrubbed, with the metrics gathered so far, before Lambda records the failure (missing ticks
  * then raise the monitor alarm); the error still fails the invocation.
  */
-export function reportFailedRun(
+export function reportFailedRun<Result = MonitorLoopResult>(
   telemetry: FlushableTelemetry,
-): middy.MiddlewareObj<ScheduledEvent, MonitorLoopResult, Error, Context> {
+  message = "monitor run failed",
+): middy.MiddlewareObj<ScheduledEvent, Result, Error, Context> {
   return {
     onError(request) {
-      telemetry.log("error", "monitor run failed", {
+      telemetry.log("error", message, {
         error: request.error instanceof Error ? request.error.message : String(request.error),
       });
       telemetry.flush();

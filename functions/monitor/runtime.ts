@@ -5,15 +5,15 @@ import { EventRecorder } from "../adapters/store/event-recorder.ts";
 import type { EventStore } from "../adapters/store/event-store.ts";
 import type { FlushableTelemetry } from "../adapters/telemetry.ts";
 import type { GatewayModel } from "../core/config/network-model.ts";
-import { createMonitor, type Monitor } from "../core/monitor/monitor.ts";
+import { createMonitor, type Monitor, type MonitorStateStore } from "../core/monitor/monitor.ts";
 import type { MonitorStore, StatsReader } from "../core/monitor/monitor-ports.ts";
-import type { StateStore, Upstream } from "../core/ports.ts";
+import type { Upstream } from "../core/ports.ts";
 import { eventRetentionSeconds } from "../core/status/events.ts";
 
 export interface MonitorRuntimeOptions {
   readonly configSource: ConfigSource;
   readonly secrets: SecretResolver;
-  readonly store: Pick<StateStore, "readNetwork" | "writeHealth" | "publishServed">;
+  readonly store: MonitorStateStore;
   readonly monitorStore: MonitorStore;
   readonly statsStore: StatsReader;
   readonly upstream: Upstream;

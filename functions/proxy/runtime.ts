@@ -27,7 +27,7 @@ import { Gateway, type GatewayDeps } from "../core/request/gateway.ts";
 import type { StageObserver } from "../core/request/gateway-deps.ts";
 import { StateCache } from "../core/routing/state-cache.ts";
 import { EVENTS_SHOWN, eventRetentionSeconds, type StoredEvent } from "../core/status/events.ts";
-import { GuardCounts } from "../core/status/guards.ts";
+import { ANY_NETWORK, GuardCounts } from "../core/status/guards.ts";
 import { networkStatus } from "../core/status/status.ts";
 import { type ApiDeps, handleEvent } from "./api.ts";
 import { type StatusPageNetwork, statusPage } from "./status-page.ts";
@@ -82,6 +82,19 @@ export interface ProxyRuntime {
   corsOrigins(): readonly string[];
   /** Resolves once the events recorded so far are written (tests, shutdown). */
   eventsSettled(): Promise<void>;
+  /** The gateway every surface shares: the socket's calls go through it too. */
+  readonly gateway: Gateway;
+  /**
+   * Admits one request of the API key named `caller` (checked when its socket connected)
+   * under the config in force, as HTTP admits one: null when admitted, else the refusal.
+   */
+  admitCaller(network: string, caller: string): Promise<CallerRefusal | null>;
+}
+
+/** Why a known caller's request is refused: its key was removed, or is over its limit. */
+export interface CallerRefusal {
+  readonly reason: "unknown_key" | "requests_per_minute";
+  readonly message: string;
 }
 
 /**
@@ -232,6 +245,7 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       cacheClasses: container.answerCache(network).classes,
       guards: guards.counts(network),
       logChecks: container.logCheckCounts(network),
+      consensus: container.consensus.counts(network),
     });
     const history = new Map(
       withHistory
@@ -262,7 +276,11 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
 
   return {
     telemetry,
-    current: () => config.current(),
+    // The model in force from here on (the socket serves calls without `handle`).
+    current: async () => {
+      inForce = await config.current();
+      return inForce;
+    },
     async handle(event, remainingMs) {
       // The deadline counts from here: loading config and state spend the caller's time too.
       const startedAt = clock();
@@ -278,6 +296,29 @@ export function createProxyRuntime(options: ProxyRuntimeOptions): ProxyRuntime {
       telemetry.flushIfDue();
     },
     eventsSettled: async () => events?.settled(),
+    gateway,
+    async admitCaller(network, caller) {
+      inForce = await config.current();
+      const { model } = inForce;
+      if (model.apiKeys.length === 0) return null;
+      const key = model.apiKeys.find((entry) => entry.name === caller);
+      if (key === undefined) {
+        return {
+          reason: "unknown_key",
+          message: `the API key this connection was opened with is no longer accepted: reconnect with a valid key`,
+        };
+      }
+      const limit = key.requestsPerMinute;
+      if (limit === null) return null;
+      const admitted = await (keyLimiter?.admit({ name: key.name, requestsPerMinute: limit }) ??
+        keyUsage.admitAlone({ name: key.name, requestsPerMinute: limit }));
+      if (admitted) return null;
+      guards.refused(model.networks.has(network) ? network : ANY_NETWORK, "requests_per_minute");
+      return {
+        reason: "requests_per_minute",
+        message: `API key "${key.name}" is over its requests_per_minute (${limit}): slow down`,
+      };
+    },
   };
 }
 

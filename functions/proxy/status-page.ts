@@ -49,6 +49,8 @@ const EVENT_LABELS: Readonly<Record<EventKind, string>> = {
   head_resumed: "head moving again",
   logs_missing_data: "log answer missing data",
   chain_reset: "chain position reset",
+  consensus_disputed: "answers disputed",
+  consensus_sat_out: "left out of consensus",
 };
 
 /** A kind's words; a kind this code does not know (a newer writer's) shows as stored. */
@@ -187,6 +189,30 @@ function routingReason(provider: ProviderStatus): string {
   return reason.startsWith(`${slot}: `) ? reason.slice(slot.length + 2) : reason;
 }
 
+/**
+ * "state from 936 (learned), asked last below 1969 · logs from 0 (config)": what it keeps,
+ * where known (docs/behaviour.md §16.6).
+ */
+function historySummary(provider: ProviderStatus): string {
+  const known = Object.entries(provider.history.bounds).filter(
+    ([, bound]) => bound.source !== null || bound.asked_last_below !== null,
+  );
+  if (known.length === 0) return "nothing known: taken to keep every block";
+  return known
+    .map(([resource, bound]) => {
+      const from =
+        bound.source === null
+          ? resource
+          : bound.from === null
+            ? `no ${resource} (${bound.source})`
+            : `${resource} from ${bound.from} (${bound.source})`;
+      const last =
+        bound.asked_last_below === null ? "" : `, asked last below ${bound.asked_last_below}`;
+      return `${from}${last}`;
+    })
+    .join(" · ");
+}
+
 /** "2 healthy, 1 blacklisted": the network at a glance. */
 function stateCounts(status: NetworkStatus): string {
   const counts = new Map<string, number>();
@@ -230,9 +256,22 @@ function providerCard(
         .join(", "),
     ]);
   }
+  if (provider.consensus) {
+    const { agreed, minority, disputed, sit_out_until: out } = provider.consensus;
+    const sitting = out === null ? "" : ` · left out until ${clock.time(out)}`;
+    facts.push([
+      "consensus",
+      `${agreed} agreed · ${minority} minority · ${disputed} disputed${sitting}`,
+    ]);
+  }
   if (provider.last_probe) {
     const probe = provider.last_probe;
     facts.push(["last probe", `${probe.result} at ${clock.time(probe.at)}: ${probe.detail}`]);
+  }
+  facts.push(["history", historySummary(provider)]);
+  if (provider.history.probe) {
+    const probe = provider.history.probe;
+    facts.push(["history probe", `${clock.time(probe.at)}: ${probe.detail || probe.capabilities}`]);
   }
   const latency =
     stats.latency_ms.p50 === null

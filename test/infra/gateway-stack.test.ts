@@ -125,7 +125,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
     }
   });
 
-  it("passes the same environment to both functions", () => {
+  it("passes the same environment to every function, the follower also where to push", () => {
     const expected = {
       TABLE_NAME: { Ref: idOf(stack.table) },
       CONFIG_BUCKET: { Ref: idOf(stack.bucket) },
@@ -149,31 +149,44 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       SSM_PARAMETER_STORE_TIMEOUT_MILLIS: "2500",
       SSM_PARAMETER_STORE_TTL: "300",
     };
-    for (const fn of [stack.proxy, stack.monitor]) {
+    for (const fn of [stack.proxy, stack.socket, stack.monitor]) {
       expect(resource(fn.function).Properties.Environment).toEqual({ Variables: expected });
     }
+    expect(resource(stack.follower.function).Properties.Environment).toEqual({
+      Variables: { ...expected, WEBSOCKET_MANAGEMENT_URL: expect.anything() },
+    });
   });
 
-  it("starts the monitor every minute and drops a start it cannot run at once", () => {
+  it("starts the monitor and the head follower every minute and drops a start it cannot run at once", () => {
     const schedules = ofType("AWS::Scheduler::Schedule");
-    expect(schedules).toHaveLength(1);
-    expect(schedules[0]?.[1].Properties).toMatchObject({
-      ScheduleExpression: "rate(1 minute)",
-      State: "ENABLED",
-      FlexibleTimeWindow: { Mode: "OFF" },
-      Target: {
-        Arn: { "Fn::GetAtt": [idOf(stack.monitor.function), "Arn"] },
-        RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 },
-      },
-    });
-    expect(ofType("AWS::Lambda::EventInvokeConfig").map(([, r]) => r.Properties)).toEqual([
-      {
-        FunctionName: { Ref: idOf(stack.monitor.function) },
+    expect(schedules).toHaveLength(2);
+    const started = [stack.monitor, stack.follower];
+    for (const [index, fn] of started.entries()) {
+      expect(schedules[index]?.[1].Properties).toMatchObject({
+        ScheduleExpression: "rate(1 minute)",
+        State: "ENABLED",
+        FlexibleTimeWindow: { Mode: "OFF" },
+        Target: {
+          Arn: { "Fn::GetAtt": [idOf(fn.function), "Arn"] },
+          RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 },
+        },
+      });
+    }
+    expect(ofType("AWS::Lambda::EventInvokeConfig").map(([, r]) => r.Properties)).toEqual(
+      started.map((fn) => ({
+        FunctionName: { Ref: idOf(fn.function) },
         Qualifier: "$LATEST",
         MaximumRetryAttempts: 0,
         MaximumEventAgeInSeconds: 60,
-      },
-    ]);
+      })),
+    );
+    // The monitor's runs never overlap; the follower's do, for the lease's hand-over.
+    expect(resource(stack.monitor.function).Properties.ReservedConcurrentExecutions).toBe(1);
+    expect(resource(stack.follower.function).Properties).toMatchObject({
+      ReservedConcurrentExecutions: 2,
+      Timeout: 90,
+      MemorySize: settings.follower.memoryMb,
+    });
   });
 
   it("keeps state in one on-demand table with PITR and TTL, retained in prod", () => {
@@ -250,7 +263,9 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
   });
 
   it("throttles the default stage and writes access logs without query strings", () => {
-    const stages = ofType("AWS::ApiGatewayV2::Stage");
+    const stages = ofType("AWS::ApiGatewayV2::Stage").filter(
+      ([, stage]) => (stage.Properties.ApiId as Json).Ref === idOf(stack.api),
+    );
     expect(stages).toHaveLength(1);
     const stage = stages[0]?.[1].Properties ?? {};
     expect(stage).toMatchObject({
@@ -290,6 +305,11 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
         ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"],
         ["NET#*", "STATS#*", "EVENTS#*", "MONITOR#*", "LEASE#monitor"],
       ],
+      [
+        stack.follower,
+        ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+        ["NET#*", "STATS#*", "EVENTS#*", "USAGE#*", "TX#*", "CACHE#*"],
+      ],
     ] as const;
     for (const [fn, actions, partitions] of tableAccess) {
       const statements = policyOf(idOf(fn.role));
@@ -301,6 +321,7 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
           "StateTable",
           "logs",
           ...(fn === stack.proxy ? ["Filters"] : []),
+          ...(fn === stack.follower ? ["Subscriptions", "Follower", "PushToConnections"] : []),
         ].sort(),
       );
       expect(bySid.logs).toMatchObject({
@@ -312,6 +333,13 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
         Resource: { "Fn::GetAtt": [idOf(stack.table), "Arn"] },
         Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": partitions } },
       });
+      if (fn === stack.follower) {
+        expect(bySid.Follower).toMatchObject({
+          Action: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+          Resource: { "Fn::GetAtt": [idOf(stack.table), "Arn"] },
+          Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["WSFOLLOW#*"] } },
+        });
+      }
       if (fn === stack.proxy) {
         expect(bySid.Filters).toMatchObject({
           Action: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
@@ -356,6 +384,9 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       `${prefix}-no-quorum-${network}`,
       `${prefix}-all-primaries-down-${network}`,
       `${prefix}-backup-in-use-${network}`,
+      `${prefix}-socket-connects-refused-${network}`,
+      `${prefix}-follower-lag-${network}`,
+      `${prefix}-subscription-delivery-failures-${network}`,
     ]);
     expect(config.networks.length).toBeGreaterThan(0);
     expect(Object.keys(alarms).sort()).toEqual(
@@ -514,12 +545,15 @@ describe.each(CASES)("stack of $settings.name", ({ settings, defaultEnv }) => {
       "AwsSolutions-L1",
       "AwsSolutions-S1",
     ]);
-    // Our own roles carry only the prefix wildcard of their secrets, never an action wildcard.
-    for (const fn of [stack.proxy, stack.monitor]) {
+    // Our own roles carry only the prefix wildcard of their secrets (and, for the one that
+    // pushes, the API's @connections), never an action wildcard.
+    for (const fn of [stack.proxy, stack.socket, stack.monitor, stack.follower]) {
       const ours = acknowledged.filter(({ path }) => path === fn.role.node.path).map((a) => a.id);
-      expect(ours).toHaveLength(1);
+      expect(ours).toHaveLength(fn === stack.follower ? 2 : 1);
       for (const id of ours)
-        expect(id).toMatch(/IAM5\[Resource::arn:.*\/rpc-gateway\/[a-z]+\/\*\]$/);
+        expect(id).toMatch(
+          /IAM5\[Resource::(arn:.*\/rpc-gateway\/[a-z]+\/\*|arn:.*:execute-api:.*\/\*\/\*\/@connections\/\*)\]$/,
+        );
     }
   });
 });

@@ -100,6 +100,8 @@ describe("least privilege", () => {
     const used = new Set(
       [
         "functions/adapters/store/state-store.ts",
+        "functions/adapters/store/history-items.ts",
+        "functions/adapters/store/head-item.ts",
         "functions/adapters/store/stats-store.ts",
         "functions/adapters/store/event-store.ts",
         "functions/adapters/store/usage-store.ts",
@@ -130,18 +132,33 @@ describe("least privilege", () => {
     expect(monitorKeys.some((key) => key.startsWith("FILTER#"))).toBe(false);
   });
 
+  it("regression: the history items (learned bounds, probes) forgot a lesson with DeleteItem, which neither role may send; every adapter module the state store uses is held to its role", () => {
+    for (const file of [
+      "functions/adapters/store/history-items.ts",
+      "functions/adapters/store/head-item.ts",
+    ]) {
+      for (const command of dynamoCommands(file)) {
+        expect(PROXY_TABLE_ACCESS.actions, `${file}: ${command}`).toContain(command);
+        expect(MONITOR_TABLE_ACCESS.actions, `${file}: ${command}`).toContain(command);
+      }
+    }
+  });
+
   it("the monitor role has the commands of its adapters, the monitor store's puts included", () => {
     const used = new Set(
       [
         "functions/adapters/store/state-store.ts",
+        "functions/adapters/store/history-items.ts",
+        "functions/adapters/store/head-item.ts",
         "functions/adapters/store/stats-store.ts",
         "functions/adapters/store/event-store.ts",
         "functions/adapters/store/monitor-store.ts",
       ].flatMap(dynamoCommands),
     );
     expect([...used].sort()).toEqual([...MONITOR_TABLE_ACCESS.actions].sort());
-    const monitorActions = actionsOf(statementsOf(template, stack, "monitor")).filter((action) =>
-      action.startsWith("dynamodb:"),
+    // Its subscription grants (the head follower's) are test/infra/websocket-api.test.ts's.
+    const monitorActions = actionsOf(
+      statementsOf(template, stack, "monitor").filter((s) => s.Sid === "StateTable"),
     );
     expect(monitorActions.sort()).toEqual(
       MONITOR_TABLE_ACCESS.actions.map((a) => `dynamodb:${a}`).sort(),

@@ -1,5 +1,10 @@
 import { rm, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { DynamoFollowerStore } from "../../functions/adapters/subscriptions/follower-store.ts";
+import { Outbox } from "../../functions/core/follower/delivery/outbox.ts";
+import { followerSettingsOf } from "../../functions/core/follower/follow-settings.ts";
+import { NetworkFollower } from "../../functions/core/follower/network-follower.ts";
 import { METRICS_NAMESPACE } from "../../infra/monitoring.ts";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
 import { type FaultShim, startFaultShim } from "../../local/fault-shim.ts";
@@ -68,6 +73,19 @@ function emitted(): Emitted[] {
   });
 }
 
+/** The HTTP status a WebSocket connect to devnet gets (101: opened, then closed again). */
+function connectStatus(): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const socket = new WebSocket(`${stack.wsUrl}/devnet`);
+    socket.once("unexpected-response", (_req, res) => resolve(res.statusCode));
+    socket.once("open", () => {
+      socket.close();
+      resolve(101);
+    });
+    socket.once("error", () => resolve(undefined));
+  });
+}
+
 beforeAll(async () => {
   nodes = await Promise.all([0, 1, 2].map(() => startAnvil({ chainId: 31337 })));
   const [first, second, third] = nodes as [AnvilNode, AnvilNode, AnvilNode];
@@ -121,6 +139,9 @@ beforeAll(async () => {
   await monitor.monitor.tick();
   expect((await rpc()).provider).toBe("primary");
 
+  // The socket function loads its config while the file is there.
+  expect(await connectStatus()).toBe(101);
+
   // A config that does not validate, then one that cannot be read: both rejected.
   await writeFile(stack.configPath, '{ "networks": {} }');
   clockNow += 31_000;
@@ -130,10 +151,54 @@ beforeAll(async () => {
   clockNow += 31_000;
   await rpc();
 
-  // The state store goes down: every network's monitor tick fails.
+  // The head follower: a step (its lag behind the served head), and a push that fails (a
+  // delivery failure, and the notification's outcome).
+  const follower = stack.follower;
+  if (follower === null) throw new Error("the stack has no follower");
+  const devnet = (await follower.proxy.current()).model.networks.get("devnet");
+  if (devnet === undefined) throw new Error("no devnet");
+  const networkFollower = new NetworkFollower({
+    network: "devnet",
+    holder: "metric-contract",
+    handle: (body, remainingMs) =>
+      follower.proxy.gateway.handleRpc("devnet", body, { remainingMs }),
+    servedHead: () => follower.proxy.gateway.servedHead("devnet"),
+    probeHead: (timeoutMs) => follower.proxy.gateway.pollHead("devnet", timeoutMs),
+    subscriptions: stack.subscriptions,
+    push: stack.push,
+    store: new DynamoFollowerStore({
+      client: stack.store.client,
+      tableName: stack.store.tableName,
+      clock: () => clockNow,
+    }),
+    clock: () => clockNow,
+    wait: async () => undefined,
+    telemetry: follower.proxy.telemetry,
+    settings: followerSettingsOf(devnet),
+  });
+  expect(await networkFollower.begin(clockNow + 60_000)).toBe(true);
+  await networkFollower.step();
+  await networkFollower.end();
+  const outbox = new Outbox({
+    network: "devnet",
+    push: { post: async () => "failed", close: async () => undefined },
+    forget: async () => undefined,
+    telemetry: follower.proxy.telemetry,
+    concurrency: 1,
+    dropped: new Set(),
+  });
+  outbox.add("a-broken-connection", "newHeads", { text: "{}", fits: true });
+  await outbox.flush();
+  follower.proxy.telemetry.flush();
+
+  // The state store goes down: every network's monitor tick fails, and a WebSocket connect
+  // is refused because its connection cannot be registered.
   await stack.dynamo.close();
   await monitor.monitor.tick();
+  const refused = await connectStatus();
+  expect(refused).toBe(503);
   flush();
+  for (const socket of stack.sockets) socket.proxy.telemetry.flush();
 }, 120_000);
 
 afterAll(async () => {

@@ -101,6 +101,11 @@ export async function provokeGatewayErrors(): Promise<Map<string, ProvokedError>
           max_response_bytes: 300,
           providers: [{ name: "node", url: node.url }],
         },
+        // A full node configured to keep state from block 30 only (docs/behaviour.md §16.5).
+        pruned: {
+          chain_id: CHAIN_ID,
+          providers: [{ name: "full", url: node.url, history: { state_from: 30 } }],
+        },
         missing: {
           chain_id: CHAIN_ID,
           providers: [
@@ -227,6 +232,11 @@ export async function provokeGatewayErrors(): Promise<Map<string, ProvokedError>
       "upstream answer over max_response_bytes",
       "bytes",
       one("eth_getBlockByNumber", ["0x1", true]),
+    );
+    await send(
+      "state at a block no provider keeps",
+      "pruned",
+      one("eth_getBalance", [`0x${"11".repeat(20)}`, "0x1"]),
     );
     await send(
       "eth_getLogs every provider answers without the logs (missing data)",

@@ -1,5 +1,11 @@
 import { type ChainHead, mayPublish } from "../../functions/core/chain/chain-head.ts";
 import { HEALTHY, type ProviderHealth } from "../../functions/core/health/health.ts";
+import type {
+  HistoryProbe,
+  LearnedBound,
+  ProviderHistory,
+} from "../../functions/core/history/bounds.ts";
+import type { HistoryResource } from "../../functions/core/history/resources.ts";
 import type { StateStore, WriteOutcome } from "../../functions/core/ports.ts";
 import type {
   LearnedLimit,
@@ -21,6 +27,11 @@ export class MemoryStateStore implements StateStore {
   readonly #batchLimits = new Map<string, Map<string, LearnedLimit>>();
   readonly #logsRanges = new Map<string, Map<string, LearnedLimit>>();
   readonly #heads = new Map<string, ChainHead>();
+  /** network/provider → resource → learned bound; network/provider → probe. */
+  readonly #historyBounds = new Map<string, Map<HistoryResource, LearnedBound>>();
+  readonly #historyProbes = new Map<string, HistoryProbe>();
+  /** History writes that reached the store, in order, for tests to count. */
+  readonly historyWrites: Array<{ provider: string; resource: HistoryResource; from: number }> = [];
   readonly #clock: () => number;
   /** Writes that reached the store, in order, for tests to count. */
   readonly healthWrites: Array<{ network: string; provider: string; next: ProviderHealth }> = [];
@@ -71,7 +82,57 @@ export class MemoryStateStore implements StateStore {
         [...(this.#logsRanges.get(network) ?? [])].filter(([, limit]) => limit.until > now),
       ),
       head: this.#heads.get(network) ?? null,
+      history: this.#historyOf(network, now),
     };
+  }
+
+  #historyOf(network: string, now: number): Map<string, ProviderHistory> {
+    const out = new Map<string, ProviderHistory>();
+    const providerOf = (key: string) =>
+      key.startsWith(`${network}/`) ? key.slice(network.length + 1) : null;
+    for (const [key, bounds] of this.#historyBounds) {
+      const provider = providerOf(key);
+      if (provider === null) continue;
+      const live = new Map([...bounds].filter(([, bound]) => bound.until > now));
+      out.set(provider, { learned: live, probe: out.get(provider)?.probe ?? null });
+    }
+    for (const [key, probe] of this.#historyProbes) {
+      const provider = providerOf(key);
+      if (provider === null) continue;
+      out.set(provider, { learned: out.get(provider)?.learned ?? new Map(), probe });
+    }
+    return out;
+  }
+
+  async recordHistoryBound(
+    network: string,
+    provider: string,
+    resource: HistoryResource,
+    bound: LearnedBound,
+  ): Promise<void> {
+    const key = `${network}/${provider}`;
+    const bounds = this.#historyBounds.get(key) ?? new Map<HistoryResource, LearnedBound>();
+    const current = bounds.get(resource);
+    if (current === undefined || current.from < bound.from || current.until < this.#clock()) {
+      bounds.set(resource, bound);
+      this.historyWrites.push({ provider, resource, from: bound.from });
+    }
+    this.#historyBounds.set(key, bounds);
+  }
+
+  async forgetHistoryBound(
+    network: string,
+    provider: string,
+    resource: HistoryResource,
+    block: number,
+  ): Promise<void> {
+    const bounds = this.#historyBounds.get(`${network}/${provider}`);
+    const current = bounds?.get(resource);
+    if (current !== undefined && current.from > block) bounds?.delete(resource);
+  }
+
+  async recordHistoryProbe(network: string, provider: string, probe: HistoryProbe): Promise<void> {
+    this.#historyProbes.set(`${network}/${provider}`, probe);
   }
 
   async readHead(network: string): Promise<ChainHead | null> {
@@ -95,7 +156,12 @@ export class MemoryStateStore implements StateStore {
       return { written: false, current: raced };
     }
     if (current.version !== expectedVersion) return { written: false, current };
-    this.#health.set(key, next);
+    // As DynamoDB's UpdateItem: attributes a write does not name stay as stored.
+    const { consensus } = current;
+    this.#health.set(
+      key,
+      next.consensus === undefined && consensus ? { ...next, consensus } : next,
+    );
     this.healthWrites.push({ network, provider, next });
     return { written: true };
   }

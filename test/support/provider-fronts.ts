@@ -53,6 +53,20 @@ export function startTroubledFront(nodeUrl: string, troubles: Troubles): Promise
   return startProviderFront(nodeUrl, troubles);
 }
 
+/**
+ * A provider whose node falls `lag` blocks behind the chain while a test says so (0: current),
+ * and answers as a node at its own head does (null above it, logs up to it).
+ */
+export async function startLaggingFront(nodeUrl: string): Promise<LyingFront & { lag: number }> {
+  const nodeHead = headReader(nodeUrl);
+  const state = { lag: 0 };
+  const front = await startLyingFront(nodeUrl, async (call, forward) => {
+    if (state.lag === 0) return forward();
+    return answerAt(call, forward, { head: (await nodeHead()) - state.lag, logIndexLag: 0 });
+  });
+  return Object.assign(state, front);
+}
+
 async function startProviderFront(
   nodeUrl: string,
   troubles: Troubles | null,

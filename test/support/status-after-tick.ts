@@ -17,5 +17,20 @@ export function statusReader<S extends TickedStatus>(url: string, network: strin
     }
     throw new Error("the monitor's tick never showed on the status route");
   };
-  return { status, statusAfter };
+  /**
+   * Once the start-up tick has ended: a tick shows, and no newer one for `quietMs`. The status
+   * shows a tick at its quorum check, before its probes and heartbeat; a test tick begun then
+   * would read the start-up tick's heartbeat as its own (and its quorum, not the test's).
+   */
+  const statusSettled = async (quietMs = 300): Promise<S> => {
+    let seen = await statusAfter(null);
+    for (let wait = 0; wait < 100; wait++) {
+      await new Promise((resolve) => setTimeout(resolve, quietMs));
+      const now = await status();
+      if (now.monitor.last_tick_at === seen.monitor.last_tick_at) return now;
+      seen = now;
+    }
+    throw new Error("the monitor's ticks never settled on the status route");
+  };
+  return { status, statusAfter, statusSettled };
 }

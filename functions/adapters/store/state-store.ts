@@ -9,6 +9,8 @@ import {
 import type { ChainHead } from "../../core/chain/chain-head.ts";
 import type { CooldownReason } from "../../core/classify/verdict.ts";
 import { HEALTHY, type ProbeRecord, type ProviderHealth } from "../../core/health/health.ts";
+import type { HistoryProbe, LearnedBound, ProviderHistory } from "../../core/history/bounds.ts";
+import type { HistoryResource } from "../../core/history/resources.ts";
 import type { StateStore, WriteOutcome } from "../../core/ports.ts";
 import type {
   LearnedLimit,
@@ -22,6 +24,8 @@ import {
   publishServedItem,
   readHeadItem,
 } from "./head-item.ts";
+import * as historyItems from "./history-items.ts";
+import { type LearnedLimitTable, recordLearnedLimit } from "./learned-limit-item.ts";
 
 export { HEAD_KEY } from "./head-item.ts";
 
@@ -55,6 +59,10 @@ const PROJECTION = (() => {
     "last_probe_at",
     "last_probe_result",
     "last_probe_detail",
+    // A read consensus's minority record (docs/behaviour.md §17.4).
+    "minority_count",
+    "minority_since",
+    "sit_out_until",
     "until",
     "provider",
     "method",
@@ -63,6 +71,7 @@ const PROJECTION = (() => {
     "size",
     // The chain position item: the monitor's latest/safe/finalized and the served head.
     ...HEAD_ATTRIBUTES,
+    ...historyItems.HISTORY_ATTRIBUTES,
   ];
   return {
     expression: attributes.map((_, index) => `#a${index}`).join(", "),
@@ -107,6 +116,15 @@ function healthFromItem(item: Item): ProviderHealth {
     probeGated: item.probe_gated?.BOOL ?? false,
     lastProbe,
     version: num(item, "version"),
+    ...(item.minority_since === undefined
+      ? {}
+      : {
+          consensus: {
+            count: num(item, "minority_count"),
+            since: num(item, "minority_since"),
+            sitOutUntil: num(item, "sit_out_until"),
+          },
+        }),
   };
 }
 
@@ -138,6 +156,7 @@ export class DynamoStateStore implements StateStore {
     const batchLimits = new Map<string, LearnedLimit>();
     const logsRanges = new Map<string, LearnedLimit>();
     let head: ChainHead | null = null;
+    const history = new Map<string, ProviderHistory>();
     let startKey: Item | undefined;
     do {
       const page = await this.#client.send(
@@ -153,6 +172,7 @@ export class DynamoStateStore implements StateStore {
       );
       for (const item of page.Items ?? []) {
         const sk = str(item, "sk") ?? "";
+        if (historyItems.readHistoryItem(sk, item, now, history)) continue;
         if (sk.startsWith("PROVIDER#")) {
           providers.set(sk.slice("PROVIDER#".length), healthFromItem(item));
         } else if (sk.startsWith("CAPABILITY#")) {
@@ -185,7 +205,16 @@ export class DynamoStateStore implements StateStore {
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey);
-    return { providers, capabilities, quorum, monitorTickAt, batchLimits, logsRanges, head };
+    return {
+      providers,
+      capabilities,
+      quorum,
+      monitorTickAt,
+      batchLimits,
+      logsRanges,
+      head,
+      history,
+    };
   }
 
   async readHealth(network: string, provider: string): Promise<ProviderHealth> {
@@ -233,6 +262,16 @@ export class DynamoStateStore implements StateStore {
       values[":probeAt"] = { N: String(next.lastProbe.at) };
       values[":probeResult"] = { S: next.lastProbe.result };
       values[":probeDetail"] = { S: next.lastProbe.detail };
+    }
+    if (next.consensus) {
+      sets.push(
+        "minority_count = :minority",
+        "minority_since = :minoritySince",
+        "sit_out_until = :sitOut",
+      );
+      values[":minority"] = { N: String(next.consensus.count) };
+      values[":minoritySince"] = { N: String(next.consensus.since) };
+      values[":sitOut"] = { N: String(next.consensus.sitOutUntil) };
     }
     try {
       await this.#client.send(
@@ -283,39 +322,52 @@ export class DynamoStateStore implements StateStore {
   }
 
   recordBatchLimit(network: string, provider: string, size: number, until: number): Promise<void> {
-    return this.#recordLearnedLimit(network, batchLimitKey(provider), size, until);
+    return recordLearnedLimit(this.#limits(network), batchLimitKey(provider), size, until);
   }
 
   recordLogsRange(network: string, provider: string, blocks: number, until: number): Promise<void> {
-    return this.#recordLearnedLimit(network, logsRangeKey(provider), blocks, until);
+    return recordLearnedLimit(this.#limits(network), logsRangeKey(provider), blocks, until);
   }
 
-  /** A learned limit (`size`, in force until `until`): only ever smaller, unless it expired. */
-  async #recordLearnedLimit(
+  #limits(network: string): LearnedLimitTable {
+    return {
+      client: this.#client,
+      table: this.#table,
+      pk: networkKey(network),
+      now: this.#clock(),
+    };
+  }
+
+  recordHistoryBound(
     network: string,
-    sk: string,
-    size: number,
-    until: number,
+    provider: string,
+    resource: HistoryResource,
+    bound: LearnedBound,
   ): Promise<void> {
-    try {
-      await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: { pk: { S: networkKey(network) }, sk: { S: sk } },
-          UpdateExpression: "SET #size = :size, #until = :until, #ttl = :ttl",
-          ConditionExpression: "attribute_not_exists(#size) OR #size > :size OR #until < :now",
-          ExpressionAttributeNames: { "#size": "size", "#until": "until", "#ttl": "ttl" },
-          ExpressionAttributeValues: {
-            ":size": { N: String(size) },
-            ":until": { N: String(until) },
-            ":now": { N: String(this.#clock()) },
-            ":ttl": { N: String(Math.ceil(until / 1000) + 3600) },
-          },
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
+    return historyItems.recordHistoryBound(
+      this.#partition(network),
+      provider,
+      resource,
+      bound,
+      this.#clock(),
+    );
+  }
+
+  forgetHistoryBound(
+    network: string,
+    provider: string,
+    resource: HistoryResource,
+    block: number,
+  ): Promise<void> {
+    return historyItems.forgetHistoryBound(this.#partition(network), provider, resource, block);
+  }
+
+  recordHistoryProbe(network: string, provider: string, probe: HistoryProbe): Promise<void> {
+    return historyItems.recordHistoryProbe(this.#partition(network), provider, probe);
+  }
+
+  #partition(network: string): historyItems.Table {
+    return { client: this.#client, tableName: this.#table, pk: { S: networkKey(network) } };
   }
 
   async blacklistCapability(

@@ -14,7 +14,6 @@ import {
   METHOD_UNSUPPORTED,
   PERMANENT_UNCLASSIFIED,
   PRE_CHECK_FAILURE,
-  PRUNED_STATE,
   QUOTA,
   RATE_LIMIT,
   RAW_TRANSACTION_REFUSED,
@@ -22,6 +21,7 @@ import {
   TIMEOUT,
   TRANSIENT_PHRASES,
 } from "./classify-patterns.ts";
+import { oldestNamedIn, PRUNED_HISTORY, PRUNED_HISTORY_CODE } from "./pruned-history.ts";
 import type { CooldownReason, RetryKind, Verdict } from "./verdict.ts";
 
 /** A verdict before its detail text is attached. */
@@ -29,6 +29,7 @@ export type Judgement =
   | { readonly outcome: "ok" }
   | { readonly outcome: "unclassified" }
   | { readonly outcome: "capability" }
+  | { readonly outcome: "pruned" }
   | { readonly outcome: "retry"; readonly kind: RetryKind; readonly reason: CooldownReason };
 
 type RetryJudgement = Extract<Judgement, { outcome: "retry" }>;
@@ -36,6 +37,7 @@ type RetryJudgement = Extract<Judgement, { outcome: "retry" }>;
 const OK: Judgement = { outcome: "ok" };
 const UNCLASSIFIED: Judgement = { outcome: "unclassified" };
 const CAPABILITY: Judgement = { outcome: "capability" };
+const PRUNED: Judgement = { outcome: "pruned" };
 const retry = (kind: RetryKind, reason: CooldownReason): RetryJudgement => ({
   outcome: "retry",
   kind,
@@ -113,7 +115,13 @@ const ERROR_RULES: readonly ErrorRule[] = [
       facts.method === "eth_sendRawTransaction" && RAW_TRANSACTION_REFUSED.test(facts.message),
     judgement: OK,
   },
-  { applies: reads(PRUNED_STATE), judgement: OK },
+  // Pruned history in the node's own words, or EIP-4444's code: another provider may keep it.
+  {
+    applies: (facts) => said(PRUNED_HISTORY)(facts) || coded(PRUNED_HISTORY_CODE)(facts),
+    judgement: PRUNED,
+  },
+  // The same words the caller wrote (a param echoed back): the caller's answer, teaching nothing.
+  { applies: reads(PRUNED_HISTORY), judgement: OK },
   { applies: said(PERMANENT_UNCLASSIFIED), judgement: UNCLASSIFIED },
   { applies: said(CHAIN_UNAVAILABLE), judgement: CHAIN_NOT_SERVED },
   { applies: said(METHOD_UNSUPPORTED), judgement: CAPABILITY },
@@ -265,9 +273,14 @@ function judgeCauseChain(data: unknown, method: string): Judgement | undefined {
 // When causes disagree the request itself is the likeliest culprit, then the method.
 const PERMANENT_PRECEDENCE: readonly Judgement["outcome"][] = ["ok", "capability", "unclassified"];
 
-/** `undefined` in `causes` is a cause nothing decides; it keeps the whole from being transient. */
-function combine(causes: ReadonlyArray<Judgement | undefined>): Judgement | undefined {
-  if (causes.length === 0) return undefined;
+/**
+ * `undefined` in `causes` is a cause nothing decides; it keeps the whole from being transient.
+ * Pruned history is the whole's only when every cause says so.
+ */
+function combine(given: ReadonlyArray<Judgement | undefined>): Judgement | undefined {
+  if (given.length === 0) return undefined;
+  if (given.every((cause) => cause?.outcome === "pruned")) return PRUNED;
+  const causes = given.map((cause) => (cause?.outcome === "pruned" ? undefined : cause));
   const permanent = firstPermanent(causes);
   if (permanent) return permanent;
   if (causes.some((cause) => cause === undefined)) return undefined;
@@ -316,6 +329,12 @@ export function judgeRpcError(error: unknown, method: string, written = ""): Ver
       return { outcome: "ok" };
     case "retry":
       return { outcome: "retry", kind: judgement.kind, reason: judgement.reason, detail };
+    case "pruned": {
+      const oldest = oldestNamedIn(withoutMethodName(facts.message, facts.method));
+      return oldest === null
+        ? { outcome: "pruned", detail }
+        : { outcome: "pruned", detail, oldest };
+    }
     default:
       return { outcome: judgement.outcome, detail };
   }

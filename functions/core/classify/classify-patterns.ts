@@ -51,6 +51,8 @@ export const LAGGING_BACKEND = new RegExp(
     /\bblock height is \d+ but requested was \d+\b|\bBlockOutOfRangeError\b/,
     // geth's tracers and raw getters about a block number they have not reached.
     /\b(block|header) #\d+ not found\b/,
+    // reth: "state at block #N is not available, block has not been executed yet".
+    /\bhas not been executed yet\b/,
   ]
     .map((part) => part.source)
     .join("|"),
@@ -116,15 +118,6 @@ export const CALLERS_FAULT = new RegExp(
  */
 export const RAW_TRANSACTION_REFUSED =
   /\brlp: |\btyped transaction too short\b|\btransaction type not supported\b|\binvalid sender\b|\bmax priority fee per gas higher than max fee per gas\b|\boversized data\b/i;
-
-/**
- * State the node has pruned (geth "missing trie node", "historical state is not available",
- * "Unknown state. First available state is N"): the caller asked a full node for old state. Not
- * retried (every full node says the same) and no fault of the provider's: counted as one more
- * unclassified error, a caller's queries for old blocks would rotate healthy primaries out.
- */
-export const PRUNED_STATE =
-  /\bhistorical state\b[^.]{0,30}\bnot available\b|\bunknown state\b|\bmissing trie node\b/i;
 
 /** Errors from the permanent table that no later rule may turn into a retry. */
 export const PERMANENT_UNCLASSIFIED =

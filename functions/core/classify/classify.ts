@@ -14,12 +14,12 @@ import {
   CHAIN_UNAVAILABLE,
   FORBIDDEN,
   LAGGING_BACKEND,
-  PRUNED_STATE,
   QUOTA,
   RANGE_BEYOND_HEAD,
   RATE_LIMIT,
 } from "./classify-patterns.ts";
 import { judgeResult } from "./classify-result.ts";
+import { claimsRecentHistoryPruned } from "./pruned-claims.ts";
 import type { CallInfo, ClassifyContext, TransportFailure, Verdict } from "./verdict.ts";
 
 type RetryVerdict = Extract<Verdict, { outcome: "retry" }>;
@@ -106,6 +106,8 @@ export function classifyHttp(
   calls: readonly CallInfo[],
 ): Verdict | "members" {
   const label = `HTTP ${status}`;
+  // Infura answers archive state its plan lacks with a 403 and a JSON-RPC error: the body says.
+  if ((status === 401 || status === 403) && refusesHistoryOnly(parsed, calls)) return "members";
   if (status === 401 || status === 403) return retry(REFUSED, label);
   const fixed = RETRIED_STATUSES.get(status);
   if (fixed) return retry(bodyHint(status, body) ?? fixed, label);
@@ -172,6 +174,19 @@ function judgeWholeBatch(envelope: Envelope, calls: readonly CallInfo[]): Verdic
   return verdict;
 }
 
+/** A JSON-RPC answer whose every member is an error saying the history asked for is pruned. */
+function refusesHistoryOnly(parsed: unknown, calls: readonly CallInfo[]): boolean {
+  if (!isJsonRpcAnswer(parsed)) return false;
+  const members = (Array.isArray(parsed) ? parsed : [parsed]).filter(isEnvelope);
+  const method = batchCall(calls).method;
+  return members.every((member) => {
+    const error = errorOf(member);
+    return (
+      error !== undefined && judgeRpcError(error, method, writtenIn(calls)).outcome === "pruned"
+    );
+  });
+}
+
 /** HTTP 500 with a JSON-RPC body: retried when every error in it is transient. */
 function judgeFailedAnswer(parsed: unknown, calls: readonly CallInfo[]): Verdict | "members" {
   if (calls.length > 1 && isEnvelope(parsed)) return judgeWholeBatch(parsed, calls);
@@ -203,8 +218,11 @@ export function classifyMember(
     };
   }
   const verdict = judgeRpcError(error, call.method, callersWords(call, error));
-  if (verdict.outcome === "ok" && claimsRecentStatePruned(error, call, context.quorumHead)) {
-    return retry(NO_RESULT, "pruned state claimed for a block every full node keeps");
+  if (verdict.outcome === "pruned" && claimsRecentHistoryPruned(call, context.quorumHead)) {
+    return retry(
+      NO_RESULT,
+      `pruned history claimed for a block every node keeps (${verdict.detail})`,
+    );
   }
   if (verdict.outcome === "unclassified" && unknownByHash(error, call)) {
     return {
@@ -242,29 +260,6 @@ const FILTER_NOT_HELD = /\bfilter not found\b|\bfilter\b[^.]{0,40}\b(does not ex
 function errorMessage(error: unknown): string {
   const message = (error as { message?: unknown } | null)?.message;
   return typeof message === "string" ? message : "";
-}
-
-/** A full node keeps the state of this many recent blocks (geth's default); older may be pruned. */
-const RECENT_STATE_BLOCKS = 128;
-
-/**
- * A pruned-state error ("missing trie node") is the caller's answer about old state, which
- * every full node lacks alike; about a tag or a block among the recent ones every full node
- * keeps, it is the provider failing, and the call goes to another.
- */
-function claimsRecentStatePruned(
-  error: unknown,
-  call: CallInfo,
-  quorumHead: number | null,
-): boolean {
-  if (!PRUNED_STATE.test(errorMessage(error))) return false;
-  const block = blockRefOf(call.method, call.params);
-  if (block?.kind === "tag") return block.tag !== "earliest";
-  return (
-    block?.kind === "number" &&
-    quorumHead !== null &&
-    block.number > quorumHead - RECENT_STATE_BLOCKS
-  );
 }
 
 /** A node's words for a hash it does not know (anvil's generic "Resource not found" too). */

@@ -29,7 +29,9 @@ export type CooldownReason =
   | "redirect"
   | "chain_unavailable"
   | "wrong_chain"
-  | "capability";
+  | "capability"
+  /** In the minority of a read consensus (docs/behaviour.md §17.4). */
+  | "inconsistent";
 
 export type Verdict =
   /** A result, or an error that is the caller's fault: returned as is; resets strikes. */
@@ -65,7 +67,13 @@ export type Verdict =
    * A configured `inner_errors` substring, or a filter this provider does not hold: next
    * candidate while attempts remain, else the answer as is; no penalty.
    */
-  | { readonly outcome: "inner_error"; readonly detail: string };
+  | { readonly outcome: "inner_error"; readonly detail: string }
+  /**
+   * The provider no longer keeps (or never kept) what the call is about: state, a body,
+   * receipts or logs of an old block (docs/behaviour.md §16). Next candidate, no penalty of any
+   * kind; it teaches the provider's bound. `oldest`: the oldest block the answer says it keeps.
+   */
+  | { readonly outcome: "pruned"; readonly detail: string; readonly oldest?: number };
 
 /** A failure below HTTP: no status line was received (or the body could not be read). */
 export interface TransportFailure {

@@ -1,7 +1,11 @@
 import * as z from "zod/mini";
 import { ANY_ORIGIN, corsOriginProblem, DEFAULT_CORS_ORIGINS } from "../http/cors.ts";
 import { DEFAULT_METHODS_DENY } from "../methods/deny-by-default.ts";
+import { defineSubscriptionSchemas } from "../subscriptions/subscription-settings.ts";
 import { boundIssues, PLATFORM_LIMITS } from "./config-bounds.ts";
+import { consensusIssues, defineConsensusSchema } from "./consensus-schema.ts";
+import { defineHistorySchemas } from "./history-schema.ts";
+import { defineLogCheckSchemas } from "./log-check-schema.ts";
 import { providerUrlProblems } from "./provider-url.ts";
 import { withDefaults } from "./with-defaults.ts";
 
@@ -33,23 +37,16 @@ export function defineConfigSchemas() {
         `at most ${PLATFORM_LIMITS.maxSharedItemBytes} (DynamoDB's 400 KB item, less its key)`,
       ),
     );
-  /**
-   * What a block's logsBloom means for the log checks (docs/behaviour.md §12.12): "standard"
-   * (the Yellow Paper's, checked), "off" (not checked: the chain's blooms mean something else or
-   * nothing), "auto" (the known profile of the network's chain id, else "standard").
-   */
-  const logsBloom = z.enum(["auto", "standard", "off"]);
-  /** Headers one log query's checks may ask for (each a billed call), and receipts fetched. */
-  const logsCheckHeaders = z.int().check(z.gte(0), z.lte(64));
-  const logsCheckReceipts = z.int().check(z.gte(0), z.lte(8));
+  const { logsBloom, logsCheckHeaders, logsCheckReceipts } = defineLogCheckSchemas();
 
   const providerUrl = z.string().check(
     z.superRefine((url, ctx) => {
       for (const message of providerUrlProblems(url)) ctx.addIssue({ code: "custom", message });
     }),
   );
-
   const nonEmptyString = z.string().check(z.minLength(1));
+  const { providerHistory, historyBounds } = defineHistorySchemas();
+  const subscriptions = defineSubscriptionSchemas();
   const methodPatterns = z.array(nonEmptyString);
 
   const cooldown = withDefaults(
@@ -68,6 +65,7 @@ export function defineConfigSchemas() {
       chain_unavailable: seconds,
       wrong_chain: seconds,
       capability: seconds,
+      inconsistent: seconds,
     },
     {
       rate_limit: 300,
@@ -84,6 +82,7 @@ export function defineConfigSchemas() {
       chain_unavailable: 86_400,
       wrong_chain: 600,
       capability: 86_400,
+      inconsistent: 300,
     },
   );
   const cooldownSecondsSchema = cooldown.full;
@@ -206,6 +205,8 @@ export function defineConfigSchemas() {
     quorum: quorum.full,
     events: events.full,
     hedge: hedge.full,
+    history_bounds: historyBounds.full,
+    subscriptions: subscriptions.full,
     methods_deny: z._default(methodPatterns, [...DEFAULT_METHODS_DENY]),
     methods_allow: z.optional(methodPatterns),
   };
@@ -251,6 +252,8 @@ export function defineConfigSchemas() {
     quorum: z.optional(quorum.override),
     events: z.optional(events.override),
     hedge: z.optional(hedge.override),
+    history_bounds: z.optional(historyBounds.override),
+    subscriptions: z.optional(subscriptions.override),
     methods_deny: z.optional(methodPatterns),
     methods_allow: z.optional(methodPatterns),
   };
@@ -278,6 +281,8 @@ export function defineConfigSchemas() {
      * it takes (learned from its range errors).
      */
     max_logs_range: z.optional(positiveInt),
+    archive: z.optional(z.boolean()),
+    history: z.optional(providerHistory),
     methods_deny: z.optional(methodPatterns),
     methods_allow: z.optional(methodPatterns),
   });
@@ -289,10 +294,12 @@ export function defineConfigSchemas() {
       providers: z
         .array(providerSchema)
         .check(z.minLength(1, "a network needs at least one provider")),
+      consensus: z.optional(defineConsensusSchema()),
       ...networkOverrideShape,
     })
     .check(
       z.superRefine((network, ctx) => {
+        for (const issue of consensusIssues(network)) ctx.addIssue({ code: "custom", ...issue });
         if (network.providers.every((provider) => provider.backup)) {
           ctx.addIssue({
             code: "custom",

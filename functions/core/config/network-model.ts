@@ -5,6 +5,8 @@ import {
   type ProviderConfig,
   type Settings,
 } from "./config-schema.ts";
+import type { ConsensusConfig } from "./consensus-schema.ts";
+import { type ConfiguredHistory, configuredHistory } from "./history-schema.ts";
 import { redactTemplate } from "./redact.ts";
 
 /** A provider as the gateway uses it: name settled, secrets resolved, URL redacted once. */
@@ -22,6 +24,8 @@ export interface Provider {
   readonly maxBatch: number | undefined;
   /** The configured most blocks one eth_getLogs may span, if any (learned ones live in the shared state). */
   readonly maxLogsRange: number | undefined;
+  /** What the config says it keeps of each resource (docs/behaviour.md §16); null: nothing. */
+  readonly history: ConfiguredHistory;
   readonly methodsDeny: readonly string[] | undefined;
   readonly methodsAllow: readonly string[] | undefined;
 }
@@ -47,6 +51,8 @@ export interface Network {
   readonly providers: readonly Provider[];
   readonly leftOut: readonly LeftOutProvider[];
   readonly settings: Settings;
+  /** Read consensus (docs/behaviour.md §17), or null when the network has none. */
+  readonly consensus: ConsensusConfig | null;
 }
 
 export interface GatewayModel {
@@ -176,6 +182,8 @@ function mergeSettings(config: Config, network: NetworkConfig): Settings {
     },
     events: { ...config.events, ...network.events },
     hedge: { ...config.hedge, ...network.hedge },
+    history_bounds: { ...config.history_bounds, ...network.history_bounds },
+    subscriptions: { ...config.subscriptions, ...network.subscriptions },
     methods_deny: network.methods_deny ?? config.methods_deny,
     methods_allow: network.methods_allow ?? config.methods_allow,
   };
@@ -272,6 +280,7 @@ export function buildModel(
         backup: provider.backup,
         maxBatch: provider.max_batch,
         maxLogsRange: provider.max_logs_range,
+        history: configuredHistory(provider.archive, provider.history),
         methodsDeny: provider.methods_deny,
         methodsAllow: provider.methods_allow,
       });
@@ -283,6 +292,7 @@ export function buildModel(
       providers,
       leftOut,
       settings: mergeSettings(config, network),
+      consensus: network.consensus ?? null,
     });
   }
   return {

@@ -1,6 +1,7 @@
 import type { CooldownReason } from "../classify/verdict.ts";
 import type { CooldownSeconds } from "../config/config-schema.ts";
 import { SAME_INCIDENT_MS } from "../policies.ts";
+import type { MinorityRecord } from "./minority.ts";
 
 /**
  * A provider's shared health (docs/behaviour.md §6), as stored in DynamoDB. Times are ms since the epoch.
@@ -14,6 +15,8 @@ export interface ProviderHealth {
   readonly probeGated: boolean;
   readonly lastProbe: ProbeRecord | null;
   readonly version: number;
+  /** Times in a read consensus's minority, and a sit-out (docs/behaviour.md §17.4); absent: none. */
+  readonly consensus?: MinorityRecord;
 }
 
 export interface ProbeRecord {
@@ -39,6 +42,8 @@ const TIMER_ONLY: ReadonlySet<CooldownReason> = new Set([
   "capability",
   "force_rotate",
   "slow",
+  // A probe reads the head, which cannot tell a provider that answers wrongly.
+  "inconsistent",
 ]);
 
 export type HealthState = "healthy" | "blacklisted" | "awaiting_probe";

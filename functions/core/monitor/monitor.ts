@@ -7,6 +7,7 @@ import type { NetworkState } from "../routing/network-state.ts";
 import { activeProvider, type SelectionContext, whyNotCandidate } from "../routing/selection.ts";
 import { configChange, type EventLog, makeEvent } from "../status/events.ts";
 import { runHeadCheck } from "./head-check.ts";
+import { runHistoryProbes } from "./history-probe.ts";
 import type { MonitorStore, StatsReader } from "./monitor-ports.ts";
 import { runProbes } from "./probe-run.ts";
 import { runQuorumCheck } from "./quorum-check.ts";
@@ -24,10 +25,21 @@ const REMOVED_PROVIDER_TTL_MS = 7 * 86_400_000;
 /** How often each network's provider items are tidied (by this container). */
 const TIDY_INTERVAL_MS = 3_600_000;
 
+/** What the monitor writes to the proxy's shared state. */
+export type MonitorStateStore = Pick<
+  StateStore,
+  | "readNetwork"
+  | "writeHealth"
+  | "publishServed"
+  | "recordHistoryProbe"
+  | "recordHistoryBound"
+  | "forgetHistoryBound"
+>;
+
 export interface MonitorDeps {
   /** The model in force; may load it (config refresh) before each tick. */
   readonly model: () => GatewayModel | Promise<GatewayModel>;
-  readonly store: Pick<StateStore, "readNetwork" | "writeHealth" | "publishServed">;
+  readonly store: MonitorStateStore;
   readonly monitorStore: MonitorStore;
   readonly statsStore: StatsReader;
   readonly upstream: Upstream;
@@ -163,7 +175,11 @@ export function createMonitor(deps: MonitorDeps): Monitor {
       finalizedMajority,
     );
     const checked: NetworkState = { ...state, quorum, head: head ?? state.head };
-    const probed = await runProbes({ ...deps, scrub }, network, checked, checkIntervalSeconds);
+    // History probes run beside the recovery probes, within the same probe timeout.
+    const [probed] = await Promise.all([
+      runProbes({ ...deps, scrub }, network, checked, checkIntervalSeconds),
+      runHistoryProbes({ ...deps, scrub }, network, checked, checkIntervalSeconds),
+    ]);
     reportAvailability(
       telemetry,
       network,

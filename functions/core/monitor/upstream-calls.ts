@@ -43,9 +43,11 @@ export interface CheckFailure {
   readonly reason?: CooldownReason;
   /** The `Retry-After` of a 429 or 503, as sent: the provider's word on when to come back. */
   readonly retryAfter?: string;
+  /** The provider no longer keeps what was asked (docs/behaviour.md §16), and the oldest it named. */
+  readonly pruned?: { readonly oldest?: number };
 }
 
-type Answer = { readonly result: unknown } | CheckFailure;
+export type Answer = { readonly result: unknown } | CheckFailure;
 
 function failure(verdict: Verdict, short: (text: string) => string): CheckFailure {
   switch (verdict.outcome) {
@@ -55,6 +57,11 @@ function failure(verdict: Verdict, short: (text: string) => string): CheckFailur
       return { error: short(`capability: ${verdict.detail}`), reason: "capability" };
     case "behind":
       return { error: short(`behind: ${verdict.detail}`) };
+    case "pruned":
+      return {
+        error: short(`pruned: ${verdict.detail}`),
+        pruned: verdict.oldest === undefined ? {} : { oldest: verdict.oldest },
+      };
     case "ok":
       return { error: "no answer" };
     default:
@@ -110,17 +117,29 @@ async function send(
   return { parsed };
 }
 
+/** One call, judged as live traffic judges it: its result, or why it failed. */
+export function askProvider(
+  options: CallOptions,
+  provider: Provider,
+  info: CallInfo,
+  knownHead: number | null = null,
+): Promise<Answer> {
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: info.method, params: info.params });
+  return call(options, provider, body, info, knownHead);
+}
+
 async function call(
   options: CallOptions,
   provider: Provider,
   body: string,
   info: CallInfo,
+  knownHead: number | null = null,
 ): Promise<Answer> {
   const short = (text: string) => options.scrub(text).slice(0, MAX_DETAIL);
   const whole = await send(options, provider, body, [info], short);
   if (!("parsed" in whole)) return whole;
-  // The quorum's own head is the question, so no head judges a null here.
-  const verdict = classifyMember(whole.parsed, info, { quorumHead: null });
+  // The quorum's own head is the question, so no head judges a null here (unless given).
+  const verdict = classifyMember(whole.parsed, info, { quorumHead: knownHead });
   if (verdict.outcome !== "ok") return failure(verdict, short);
   return { result: (whole.parsed as { result?: unknown }).result };
 }

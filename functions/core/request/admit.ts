@@ -1,4 +1,6 @@
 import type { Network, Provider } from "../config/network-model.ts";
+import { historyNeedOf } from "../history/resources.ts";
+import { unavailableEverywhere } from "../history/unavailable.ts";
 import {
   type AcceptedRequest,
   type Call,
@@ -76,7 +78,15 @@ export function admitCalls(
       continue;
     }
     const { call } = range;
-    const order = attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
+    const need = historyNeedOf(call.method, call.params, context.numberOfHash);
+    const order = attemptOrder(
+      ranked,
+      call.method,
+      context,
+      blockAbout(call),
+      logSpanOf(call),
+      need,
+    );
     if (order.length === 0 && network.providers.length === 0) {
       // Every provider failed, none being in service: the gateway's "all providers failed"
       // (502, which every client retries), as when they are all down; a secret may resolve at
@@ -87,6 +97,15 @@ export function admitCalls(
         `no provider of ${network.name} is in service: every one is left out because a secret of its URL did not resolve (see GET /${network.name}/status)`,
       );
       open.push(entry);
+      continue;
+    }
+    // No provider keeps the block the call needs: one clear error, no upstream asked (§16.5).
+    const unavailable =
+      order.length === 0 && need !== null
+        ? unavailableEverywhere(member.rawId ?? "null", network, call.method, need, context)
+        : null;
+    if (unavailable !== null) {
+      immediate.set(member.position, unavailable);
       continue;
     }
     if (order.length === 0) {
@@ -111,7 +130,8 @@ export function unpinnedOrder(
   ranked: readonly Provider[],
   context: SelectionContext,
 ): readonly AttemptSlot[] {
-  return attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call));
+  const need = historyNeedOf(call.method, call.params, context.numberOfHash);
+  return attemptOrder(ranked, call.method, context, blockAbout(call), logSpanOf(call), need);
 }
 
 /** The blocks a log query spans, for routing it to a provider that takes them; else null. */

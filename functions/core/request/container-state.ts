@@ -1,8 +1,10 @@
 import type { Network } from "../config/network-model.ts";
 import type { SelectionContext } from "../routing/selection.ts";
 import { HealthRecorder } from "./attempts/health-recorder.ts";
+import { HistoryLearning } from "./attempts/history-learning.ts";
 import { ServableMethods } from "./attempts/servable.ts";
 import { AnswerCache } from "./cache/answer-cache.ts";
+import { ConsensusBook } from "./consensus/consensus-book.ts";
 import type { GatewayDeps } from "./gateway-deps.ts";
 import { HeadPublisher } from "./head/head-publication.ts";
 import { ObservedHeads } from "./head/observed-head.ts";
@@ -16,7 +18,7 @@ import type { ScopeDeps } from "./scope.ts";
  * What one container knows beyond any request (docs/architecture.md "The request pipeline"):
  * the health bookkeeping, the methods providers answered, the heads seen in answers and the
  * served head's publication, the answer cache, hedging's budget and latencies, the log
- * checks' headers and counts. The gateway's stages read and feed it; the status route reads
+ * checks' headers and counts, what attempts taught of providers' history. The gateway's stages read and feed it; the status route reads
  * it (`demoted`, `observedHeads`, `reachable`, `answerCache`, `logCheckCounts`). One per
  * container, built with the gateway from the same deps.
  */
@@ -28,8 +30,12 @@ export class ContainerState {
   readonly heads: HeadPublisher;
   readonly answers: AnswerCache;
   readonly hedging: Hedging;
+  /** What attempts teach about providers' history, and block numbers by hash (§16.3). */
+  readonly history: HistoryLearning;
   /** The log-attempt path's parts (docs/behaviour.md §12.12). */
   readonly reach: ReachDeps;
+  /** Read consensus's counts, incidents and events (docs/behaviour.md §17). */
+  readonly consensus: ConsensusBook;
   /** What every request's scope is drawn from beside the request and the state. */
   readonly scopeDeps: ScopeDeps;
 
@@ -44,10 +50,14 @@ export class ContainerState {
       demoted: (network, now) => health.demoted(network, now),
     });
     this.answers = new AnswerCache(deps);
+    const history = new HistoryLearning(deps);
+    this.history = history;
+    this.consensus = new ConsensusBook(deps, health);
     this.scopeDeps = {
       random: deps.random,
       demoted: (network, now) => health.demoted(network, now),
       observed: this.observed,
+      numberOfHash: (network, state) => history.numberOfHash(network, state),
     };
     this.hedging = new Hedging({
       clock: deps.clock,

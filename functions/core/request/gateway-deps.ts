@@ -13,6 +13,7 @@ import type { StateCache } from "../routing/state-cache.ts";
 import type { GuardCounts } from "../status/guards.ts";
 import type { HealthRecorderDeps } from "./attempts/health-recorder.ts";
 import type { CacheLookup } from "./cache/answer-cache.ts";
+import type { ConsensusRequest } from "./consensus/consensus-calls.ts";
 import type { InternalCall } from "./logs/logs-queries.ts";
 import type { Phase } from "./vocabulary.ts";
 
@@ -53,6 +54,8 @@ export interface RpcOptions {
   readonly caller?: string;
   /** An internal call's request's dealings with the answer cache, whose bounds it shares. */
   readonly parentCache?: CacheLookup;
+  /** An internal call's request's consensus calls, told how the internal call's fared. */
+  readonly parentConsensus?: ConsensusRequest;
 }
 
 /**

@@ -1,6 +1,8 @@
+import { publicationDelayMs, servedHeadAt } from "../chain/chain-head.ts";
 import { handBack, report, respond } from "./answer-stages.ts";
 import { attempts, penalties, stateWrites } from "./attempts/attempt-stages.ts";
 import { cacheLookup, cacheOutcome, cacheStore } from "./cache/cache-stages.ts";
+import { consensus, consensusApart, consensusOutcome } from "./consensus/consensus-stages.ts";
 import { ContainerState } from "./container-state.ts";
 import { filters } from "./filters/filters-stage.ts";
 import type { GatewayDeps, RpcOptions } from "./gateway-deps.ts";
@@ -43,8 +45,10 @@ export const REQUEST_STAGES: readonly Stage[] = [
   sends,
   filters,
   logQueriesApart,
+  consensusApart,
   // the attempts
   attempts,
+  consensus,
   unpinnedRetry,
   logQueries,
   // settle
@@ -58,6 +62,7 @@ export const REQUEST_STAGES: readonly Stage[] = [
   // the answer
   respond,
   cacheOutcome,
+  consensusOutcome,
   heldUncached,
   report,
 ];
@@ -77,7 +82,9 @@ export const INTERNAL_STAGES: readonly Stage[] = [
   cacheLookup,
   sends,
   filters,
+  consensusApart,
   attempts,
+  consensus,
   unpinnedRetry,
   checkSends,
   publishHead,
@@ -106,5 +113,32 @@ export class Gateway {
     const flight = new InFlight(this, this.#container, networkName, body, options);
     const stages = options.internal === undefined ? REQUEST_STAGES : INTERNAL_STAGES;
     return walk(stages, flight, this.#deps.stageObserver);
+  }
+
+  /**
+   * Asks one quorum member of `networkName` for its head now and publishes it as the served
+   * head's polls do (the head follower's look for a block when it is due); the number, or null.
+   */
+  async pollHead(networkName: string, timeoutMs: number): Promise<number | null> {
+    const model = this.#deps.model();
+    const network = model.networks.get(networkName);
+    if (network === undefined) return null;
+    const state = await this.#deps.cache.get(network.name, { freshHead: true });
+    return this.#container.heads.pollNow(network, state, model.checkIntervalSeconds, timeoutMs);
+  }
+
+  /**
+   * The served head of `networkName` now, as `eth_blockNumber` answers it, without ever asking
+   * a provider (the head follower's look: its own polls find new blocks); null while there is
+   * none. The container's background poll is paced by it as by any request.
+   */
+  async servedHead(networkName: string): Promise<number | null> {
+    const model = this.#deps.model();
+    const network = model.networks.get(networkName);
+    if (network === undefined) return null;
+    const state = await this.#deps.cache.get(network.name, { freshHead: true });
+    this.#container.heads.afterRequest(network, state, model.checkIntervalSeconds);
+    const delay = publicationDelayMs(network.settings.head_cache_ms);
+    return servedHeadAt(state.head, this.#deps.clock(), delay);
   }
 }

@@ -7,6 +7,7 @@ import type { NetworkState } from "../routing/network-state.ts";
 import type { AttemptJudge } from "./attempts/attempts.ts";
 import { recordAttempt } from "./attempts/record.ts";
 import type { CacheLookup } from "./cache/answer-cache.ts";
+import type { ConsensusRequest } from "./consensus/consensus-calls.ts";
 import type { ContainerState } from "./container-state.ts";
 import type { RpcOptions } from "./gateway-deps.ts";
 import type { InternalCall } from "./logs/logs-queries.ts";
@@ -67,6 +68,8 @@ export class InFlight implements AttemptJudge {
   /** The calls served apart as log queries, and the ones the attempt loop takes (`log queries apart`). */
   logQueries: readonly OpenCall[] = NO_CALLS;
   routed: readonly OpenCall[] = NO_CALLS;
+  /** The calls that need agreement and their participants (`consensus apart`); null: none. */
+  consensus: ConsensusRequest | null = null;
   /** Upstream calls made for the request so far (filters' reads, attempts, log queries' pieces). */
   upstreamCalls = 0;
   /** Answers held back above the served head (`hold back`). */
@@ -107,6 +110,7 @@ export class InFlight implements AttemptJudge {
       startedAt: this.started,
       internal,
       parentCache: this.cache,
+      ...(this.consensus === null ? {} : { parentConsensus: this.consensus }),
     });
   }
 

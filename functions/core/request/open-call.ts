@@ -91,6 +91,15 @@ export function giveSlotBack(entry: OpenCall): void {
   call.attempts--;
 }
 
+/**
+ * The attempt just made is given back, its slot kept taken: the provider no longer keeps the
+ * history the call is about, which is no failed attempt (docs/behaviour.md §16.4).
+ */
+export function giveAttemptBack(entry: OpenCall): void {
+  const call = writable(entry);
+  call.attempts = Math.max(0, call.attempts - 1);
+}
+
 /** The next slot is passed over without an attempt, for `why`. */
 export function passSlot(entry: OpenCall, why: string): void {
   const call = writable(entry);

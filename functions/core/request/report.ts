@@ -1,4 +1,5 @@
 import type { Network, Provider } from "../config/network-model.ts";
+import { historyNeedOf } from "../history/resources.ts";
 import type { Telemetry } from "../ports.ts";
 import { explainRouting, type SelectionContext } from "../routing/selection.ts";
 import type { OpenCall } from "./vocabulary.ts";
@@ -46,6 +47,13 @@ export function reportRequest(telemetry: Telemetry, report: RequestReport): void
             first.info.method,
             report.routing.context,
             first.call.raw,
+            null,
+            null,
+            historyNeedOf(
+              first.info.method,
+              first.info.params,
+              report.routing.context.numberOfHash,
+            ),
           ).map(({ provider, slot, reason }) => ({ provider: provider.name, slot, reason }))
         : [],
   });

@@ -78,9 +78,9 @@ export function assembleResponse(parts: ResponseParts, deps: ResponderDeps): Gat
   const answers = new Map(parts.immediate);
   let failed = 0;
   for (const entry of open) {
-    if (entry.answer === null && entry.fallback && !providers.includes(entry.fallback.provider)) {
-      providers.push(entry.fallback.provider);
-    }
+    // A kept answer the gateway wrote itself (docs/behaviour.md §16.5) names no provider.
+    const keptFrom = entry.answer === null ? (entry.fallback?.provider ?? "") : "";
+    if (keptFrom !== "" && !providers.includes(keptFrom)) providers.push(keptFrom);
     const upstreamText = entry.answer ?? entry.fallback?.text ?? null;
     if (upstreamText !== null) {
       const text = deps.scrubAnswer(upstreamText);

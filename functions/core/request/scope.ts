@@ -31,6 +31,11 @@ export interface ScopeDeps {
   /** Providers this container has rotated away from (force-rotate). */
   readonly demoted: (network: Network, now: number) => ReadonlySet<string>;
   readonly observed: ObservedHeads;
+  /** The numbers of blocks this container knows by hash (docs/behaviour.md §16.2). */
+  readonly numberOfHash?: (
+    network: Network,
+    state: NetworkState,
+  ) => (hash: string) => number | null;
 }
 
 /**
@@ -57,7 +62,11 @@ export function requestScope(
   };
   const sightings = deps.observed.sightings(network, base);
   const reachable = reachableBlocks(state.quorum, sightings, now, blockTimeMs);
-  const context: SelectionContext = { ...base, reachable };
+  const context: SelectionContext = {
+    ...base,
+    reachable,
+    ...(deps.numberOfHash ? { numberOfHash: deps.numberOfHash(network, state) } : {}),
+  };
   const servedHead = servedHeadView(
     state.head,
     now,

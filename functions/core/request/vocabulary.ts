@@ -79,7 +79,10 @@ export interface AttemptGroup {
 }
 
 /** A verdict that sends the call to the next provider. */
-export type FailureVerdict = Extract<Verdict, { outcome: "retry" | "capability" | "behind" }>;
+export type FailureVerdict = Extract<
+  Verdict,
+  { outcome: "retry" | "capability" | "behind" | "pruned" }
+>;
 
 /** One attempt, as the health bookkeeping needs it. */
 export interface AttemptRecord {

@@ -1,6 +1,7 @@
 import type { ChainHead } from "../chain/chain-head.ts";
 import type { QuorumReason } from "../chain/quorum.ts";
 import { HEALTHY, type ProviderHealth } from "../health/health.ts";
+import type { ProviderHistory } from "../history/bounds.ts";
 import { QUORUM_STALE_INTERVALS } from "../policies.ts";
 
 export type { QuorumReason };
@@ -39,6 +40,8 @@ export interface NetworkState {
   readonly logsRanges: ReadonlyMap<string, LearnedLimit>;
   /** The chain position (latest, safe, finalized, served); null before the monitor's first. */
   readonly head: ChainHead | null;
+  /** What each provider keeps of each resource, learned and probed (docs/behaviour.md §16). */
+  readonly history: ReadonlyMap<string, ProviderHistory>;
 }
 
 /** A limit learned from a provider's errors, in force until `until` (ms). */
@@ -55,6 +58,7 @@ export const EMPTY_NETWORK_STATE: NetworkState = {
   batchLimits: new Map(),
   logsRanges: new Map(),
   head: null,
+  history: new Map(),
 };
 
 export function healthOf(state: NetworkState, provider: string): ProviderHealth {

@@ -1,6 +1,9 @@
 import type { Network, Provider } from "../config/network-model.ts";
 import { healthState } from "../health/health.ts";
+import type { Keeping } from "../history/bounds.ts";
+import type { HistoryNeed } from "../history/resources.ts";
 import { methodPermitted } from "../jsonrpc/jsonrpc.ts";
+import { historyReason, keepingOf } from "./history-routing.ts";
 import { logsRangeOf } from "./learned-limits.ts";
 import {
   capabilityBlacklistedUntil,
@@ -63,6 +66,8 @@ export interface SelectionContext {
    * provider that cannot have reached a call's block after the others.
    */
   readonly reachable?: (provider: string) => number | null;
+  /** The number of a block known by its hash (EIP-1898 by hash, docs/behaviour.md §16.2). */
+  readonly numberOfHash?: (hash: string) => number | null;
 }
 
 export function whyNotCandidate(
@@ -101,6 +106,10 @@ export function whyNotCandidate(
  *   after every candidate that can (docs/behaviour.md §10);
  * - `emergency`: not a candidate, tried last (earliest expiry first) so no call is refused
  *   while a provider exists; failures there add no strikes;
+ * - `pruned`: it likely does not keep the block the call needs (it refused an older one, or one
+ *   it is configured to keep), tried after every provider that may (docs/behaviour.md §16.2);
+ * - `history`: its bound (configured, learned or probed) leaves out the block the call needs,
+ *   never tried for that call (docs/behaviour.md §16.2);
  * - `skipped`: configured not to serve the method, never tried.
  */
 export type RoutingSlot =
@@ -110,6 +119,8 @@ export type RoutingSlot =
   | "limited"
   | "behind"
   | "emergency"
+  | "pruned"
+  | "history"
   | "skipped";
 
 export interface RoutingEntry {
@@ -165,7 +176,8 @@ function emergencyRank(provider: Provider, method: string, context: SelectionCon
  * with its slot and the reason. The attempt order, the active provider, the status route's
  * `routing` and the per-request debug line all derive from this one function, so the answer
  * to "why did this provider get no traffic" lives here. `body` only words the priority reason;
- * `span` is the blocks a log query covers (null for any other call).
+ * `span` is the blocks a log query covers (null for any other call); `need` what of which
+ * block the call needs a provider to keep (null when no bound applies).
  */
 export function explainRouting(
   ranked: readonly Provider[],
@@ -174,8 +186,9 @@ export function explainRouting(
   body = "",
   block: number | null = null,
   span: number | null = null,
+  need: HistoryNeed | null = null,
 ): RoutingEntry[] {
-  return route(ranked, method, context, body, block, span, true);
+  return route(ranked, method, context, body, block, span, true, need);
 }
 
 /**
@@ -190,13 +203,28 @@ function route(
   block: number | null,
   span: number | null,
   worded: boolean,
+  need: HistoryNeed | null,
 ): RoutingEntry[] {
   const candidates: Provider[] = [];
   const limited: Array<{ provider: Provider; range: number }> = [];
   const behind: Array<{ provider: Provider; reached: number }> = [];
   const others: Array<{ provider: Provider; why: NotCandidateReason }> = [];
+  const lacks: Array<{ provider: Provider; keeping: Keeping }> = [];
+  const pruned: Array<{ provider: Provider; keeping: Keeping }> = [];
   for (const provider of ranked) {
     const why = whyNotCandidate(provider, method, context);
+    const keeping: Keeping =
+      need === null || why === "method_not_served"
+        ? { kind: "keeps" }
+        : keepingOf(provider, need, context);
+    if (keeping.kind === "lacks") {
+      lacks.push({ provider, keeping });
+      continue;
+    }
+    if (keeping.kind === "doubt" && why === null) {
+      pruned.push({ provider, keeping });
+      continue;
+    }
     const reached = block === null ? null : (context.reachable?.(provider.name) ?? null);
     const range =
       span === null ? Infinity : logsRangeOf(provider, context.state.logsRanges, context.now);
@@ -209,14 +237,21 @@ function route(
   const primaries = candidates.filter((provider) => !provider.backup);
   const backupsInUse = primaries.length === 0;
   const preferred = backupsInUse ? candidates : primaries;
+  // A backup that alone keeps the block serves this call while the primaries are healthy.
+  const forThisCall =
+    need !== null && [...lacks, ...pruned].some(({ provider }) => !provider.backup)
+      ? `backup in use for this call: no primary candidate keeps block ${need.block}`
+      : "backup in use: no primary is a candidate";
   const inUse = (provider: Provider): RoutingEntry => ({
     provider,
     slot: "candidate",
     reason: !worded
       ? ""
-      : backupsInUse
-        ? `backup in use: no primary is a candidate; ${priorityReason(provider, body)}`
-        : priorityReason(provider, body),
+      : backupsInUse && provider.backup
+        ? `${forThisCall}; ${priorityReason(provider, body)}`
+        : backupsInUse
+          ? `backup in use: no primary is a candidate; ${priorityReason(provider, body)}`
+          : priorityReason(provider, body),
   });
   const demoted = (provider: Provider): RoutingEntry => ({
     provider,
@@ -276,7 +311,21 @@ function route(
           : "",
       }),
     ),
+    ...pruned.map(
+      ({ provider, keeping }): RoutingEntry => ({
+        provider,
+        slot: "pruned",
+        reason: worded && need !== null ? historyReason(need, keeping) : "",
+      }),
+    ),
     ...emergency,
+    ...lacks.map(
+      ({ provider, keeping }): RoutingEntry => ({
+        provider,
+        slot: "history",
+        reason: worded && need !== null ? historyReason(need, keeping) : "",
+      }),
+    ),
     ...skipped,
   ];
 }
@@ -287,16 +336,20 @@ export interface AttemptSlot {
   readonly emergency: boolean;
 }
 
-/** The order in which one call walks the providers: the routing explanation, skipped left out. */
+/**
+ * The order in which one call walks the providers: the routing explanation, those that are
+ * configured away from the method or keep no history the call needs left out.
+ */
 export function attemptOrder(
   ranked: readonly Provider[],
   method: string,
   context: SelectionContext,
   block: number | null = null,
   span: number | null = null,
+  need: HistoryNeed | null = null,
 ): AttemptSlot[] {
-  return route(ranked, method, context, "", block, span, false)
-    .filter((entry) => entry.slot !== "skipped")
+  return route(ranked, method, context, "", block, span, false, need)
+    .filter((entry) => entry.slot !== "skipped" && entry.slot !== "history")
     .map((entry) => ({ provider: entry.provider, emergency: entry.slot === "emergency" }));
 }
 

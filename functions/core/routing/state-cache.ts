@@ -1,4 +1,5 @@
 import { type ChainHead, newerHead } from "../chain/chain-head.ts";
+import { mergeHistories } from "../history/bounds.ts";
 import { STATE_MAX_STALE_FACTOR, STATE_MAX_STALE_FLOOR_MS } from "../policies.ts";
 import type { StateStore, Telemetry } from "../ports.ts";
 import { EMPTY_NETWORK_STATE, type LearnedLimit, type NetworkState } from "./network-state.ts";
@@ -55,6 +56,7 @@ function keepNewer(local: NetworkState, fresh: NetworkState): NetworkState {
     capabilities,
     batchLimits: smallerLimits(local.batchLimits, fresh.batchLimits),
     logsRanges: smallerLimits(local.logsRanges, fresh.logsRanges),
+    history: mergeHistories(local.history, fresh.history),
   };
 }
 

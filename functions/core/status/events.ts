@@ -40,7 +40,15 @@ export type EventKind =
    */
   | "logs_missing_data"
   /** The chain position reset to the quorum's: a restarted chain or a finality break (reason). */
-  | "chain_reset";
+  | "chain_reset"
+  /**
+   * Providers answered a read consensus call differently and no answer had a majority (detail:
+   * the block and each answer's digest); at most one a minute per network and container
+   * (docs/behaviour.md §17.5).
+   */
+  | "consensus_disputed"
+  /** Found in consensus's minority too often: left out of consensus routing for a while. */
+  | "consensus_sat_out";
 
 export interface GatewayEvent {
   readonly network: string;

@@ -1,7 +1,9 @@
 import { publicationDelayMs, servedHeadAt } from "../chain/chain-head.ts";
 import type { ConfigSourceInfo, GatewayModel, Network } from "../config/network-model.ts";
 import { healthState } from "../health/health.ts";
+import { type HistoryStatus, historyStatus } from "../history/history-status.ts";
 import type { ClassCounts } from "../request/cache/answer-cache.ts";
+import type { ConsensusCounts } from "../request/consensus/consensus-book.ts";
 import { type LogCheckCounts, NO_LOG_CHECKS } from "../request/logs/checks/logs-check-state.ts";
 import type { AnswerClass } from "../request/vocabulary.ts";
 import { batchLimitOf, logsRangeOf } from "../routing/learned-limits.ts";
@@ -19,6 +21,7 @@ import {
   type RoutingSlot,
   type SelectionContext,
 } from "../routing/selection.ts";
+import { type ConsensusStatus, consensusStatus } from "./consensus-status.ts";
 import { EVENTS_SHOWN, type EventStatus, eventStatus, type GatewayEvent } from "./events.ts";
 import { GUARDS, type GuardCountsView } from "./guards.ts";
 
@@ -52,6 +55,8 @@ export interface StatusInput {
   readonly guards?: GuardCountsView;
   /** What this container's log-answer checks found, by provider (docs/behaviour.md §12.12). */
   readonly logChecks?: ReadonlyMap<string, LogCheckCounts>;
+  /** This container's read consensus counts, by provider (docs/behaviour.md §17.5). */
+  readonly consensus?: ReadonlyMap<string, ConsensusCounts>;
 }
 
 export type ProviderState = "healthy" | "blacklisted" | "awaiting_probe" | "out_of_quorum";
@@ -90,6 +95,10 @@ export interface ProviderStatus {
   readonly limits: { readonly max_batch: number | null; readonly max_logs_range: number | null };
   /** The log-answer checks of this provider's answers in this container (docs/behaviour.md §12.12). */
   readonly log_checks: LogCheckCounts;
+  /** What it keeps of each resource, and its last history probe (docs/behaviour.md §16.6). */
+  readonly history: HistoryStatus;
+  /** Its part in read consensus; null on a network without it (docs/behaviour.md §17.5). */
+  readonly consensus: ConsensusStatus | null;
 }
 
 export interface NetworkStatus {
@@ -220,6 +229,8 @@ export function networkStatus(input: StatusInput): NetworkStatus {
         max_logs_range: finiteOrNull(logsRangeOf(provider, state.logsRanges, now)),
       },
       log_checks: input.logChecks?.get(provider.name) ?? NO_LOG_CHECKS,
+      history: historyStatus(provider, context),
+      consensus: consensusStatus(network, health, input.consensus?.get(provider.name), now),
     };
   });
   return {

@@ -16,7 +16,7 @@ import {
   parseConfig,
 } from "../../../functions/core/config/network-model.ts";
 import { HEALTHY } from "../../../functions/core/health/health.ts";
-import { createMonitor } from "../../../functions/core/monitor/monitor.ts";
+import { createMonitor, type MonitorStateStore } from "../../../functions/core/monitor/monitor.ts";
 import type { StateStore, Telemetry } from "../../../functions/core/ports.ts";
 import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
 import {
@@ -74,10 +74,7 @@ function modelOf(networks: Record<string, string[]>): GatewayModel {
 }
 
 /** A state store whose reads of one network fail, as when its partition is throttled. */
-function failingFor(
-  store: StateStore,
-  broken: string,
-): Pick<StateStore, "readNetwork" | "writeHealth" | "publishServed"> {
+function failingFor(store: StateStore, broken: string): MonitorStateStore {
   return {
     readNetwork: (network) =>
       network === broken
@@ -85,14 +82,13 @@ function failingFor(
         : store.readNetwork(network),
     writeHealth: (...args) => store.writeHealth(...args),
     publishServed: (...args) => store.publishServed(...args),
+    recordHistoryProbe: (...args) => store.recordHistoryProbe(...args),
+    recordHistoryBound: (...args) => store.recordHistoryBound(...args),
+    forgetHistoryBound: (...args) => store.forgetHistoryBound(...args),
   };
 }
 
-function monitorWith(
-  model: GatewayModel,
-  telemetry: Telemetry,
-  store: Pick<StateStore, "readNetwork" | "writeHealth" | "publishServed">,
-) {
+function monitorWith(model: GatewayModel, telemetry: Telemetry, store: MonitorStateStore) {
   const tables = { client, tableName: TABLE };
   return createMonitor({
     model: () => model,

@@ -153,9 +153,9 @@ async function gateway(
     },
   });
   cleanups.push(() => stack.close());
-  const { status, statusAfter } = statusReader<Status>(stack.url, "devnet");
+  const { status, statusAfter, statusSettled } = statusReader<Status>(stack.url, "devnet");
   // The start-up tick comes first; the test's ticks come after it.
-  await statusAfter(null);
+  await statusSettled();
   return {
     ...stack,
     status,

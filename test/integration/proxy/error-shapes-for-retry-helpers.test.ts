@@ -51,6 +51,7 @@ const TABLE: Readonly<
     code: "an error",
     should: "retryable",
   },
+  "state at a block no provider keeps": { code: -32000, should: "fatal" },
   "upstream answer over max_response_bytes": { code: -32003, should: "fatal" },
   "answer over Lambda's 6 MB": { code: -32003, should: "fatal" },
   "internal gateway error": { code: -32603, should: "retryable" },

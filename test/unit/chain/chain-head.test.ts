@@ -4,12 +4,14 @@ import {
   type ChainHead,
   type ChainObservation,
   cacheGeneration,
+  highestKnownBlock,
   mayPublish,
   newerHead,
   publicationDelayMs,
   reachableHead,
   resetSince,
   servedHeadAt,
+  servedRecently,
 } from "../../../functions/core/chain/chain-head.ts";
 import { restartSeen } from "../../../functions/core/chain/chain-restart.ts";
 import { answerKey } from "../../../functions/core/request/cache/cache-class.ts";
@@ -59,6 +61,16 @@ describe("advanceHead", () => {
       expected: { reorgSeenAt: 2_000, finalityBrokenAt: 0 },
     },
     {
+      name: "the same height seen again with another hash (a reorg at the head) takes the new hash",
+      observed: seen({ latest: at(100, "0xl100b") }),
+      expected: { latest: at(100, "0xl100b") },
+    },
+    {
+      name: "a safe and finalized block at the head itself are taken (a chain finalizing every block)",
+      observed: seen({ safe: at(101, "0xl101"), finalized: at(101, "0xl101") }),
+      expected: { safe: at(101, "0xl101"), finalized: at(101, "0xl101") },
+    },
+    {
       name: "regression: a finalized or safe block above the head was taken and kept forward-only; now it is not taken",
       observed: seen({ finalized: at(10_000_000, "0xfar"), safe: at(10_000_001, "0xfar2") }),
       expected: { finalized: at(80, "0xf80"), safe: at(90, "0xs90") },
@@ -73,6 +85,20 @@ describe("advanceHead", () => {
     const poisoned: ChainHead = { ...stored, finalized: at(10_000_000, "0xfar") };
     expect(advanceHead(poisoned, seen({ finalized: null })).finalized).toBeNull();
     expect(advanceHead(poisoned, seen({})).finalized).toEqual(at(81, "0xf81"));
+  });
+
+  it("ticks that see no restart never count towards one, however many", () => {
+    let head: ChainHead = stored;
+    for (const when of [2_000, 3_000, 4_000, 5_000]) {
+      head = advanceHead(head, seen({ at: when }));
+      expect([head.belowChecks, head.resetAt, head.latest.number]).toEqual([0, 0, 101]);
+    }
+  });
+
+  it("a tick after a reset keeps its stamp: the answer cache's keys stay moved on", () => {
+    const reset: ChainHead = { ...stored, resetAt: 4_000 };
+    const next = advanceHead(reset, seen({ at: 5_000 }));
+    expect([next.resetAt, cacheGeneration(next)]).toEqual([4_000, 4_000]);
   });
 
   it("a stamp stays until the next break", () => {
@@ -142,6 +168,23 @@ describe("a reset of the chain position (docs/behaviour.md §10.7)", () => {
     });
   });
 
+  it("a restart leaves the finality stamp as it was: only a finality break sets it", () => {
+    for (const finalityBrokenAt of [0, 500]) {
+      let head: ChainHead = { ...stored, finalityBrokenAt };
+      for (const when of [2_000, 3_000, 4_000]) head = advanceHead(head, restarted(when));
+      expect([head.resetAt, head.finalityBrokenAt]).toEqual([4_000, finalityBrokenAt]);
+    }
+  });
+
+  it("finality broken where the quorum shows exactly the served block: the publications are kept as they were", () => {
+    const published: ChainHead = { ...stored, previousServed: { block: 99, at: 0 } };
+    const next = advanceHead(published, seen({ finalityBroken: true, latest: at(100, "0xl100b") }));
+    expect([next.served, next.previousServed]).toEqual([
+      { block: 100, at: 1 },
+      { block: 99, at: 0 },
+    ]);
+  });
+
   it("finality broken onto a shorter chain: the served head comes down to the latest seen", () => {
     const high: ChainHead = { ...stored, served: { block: 120, at: 1 } };
     const next = advanceHead(high, seen({ finalityBroken: true, latest: at(95, "0xl95") }));
@@ -199,6 +242,12 @@ describe("newerHead", () => {
       b: copy(3_000, { block: 60, at: 0 }, 3_000),
       expected: { updatedAt: 3_000, served: { block: 60, at: 0 }, resetAt: 3_000 },
     },
+    {
+      name: "a copy without a publication never hides one, however early it was made",
+      a: { ...copy(2_000, { block: 0, at: 0 }), served: null },
+      b: copy(1_000, { block: 60, at: 0 }),
+      expected: { updatedAt: 2_000, served: { block: 60, at: 0 } },
+    },
   ])("$name", ({ a, b, expected }) => {
     expect(newerHead(a, b)).toMatchObject(expected);
     expect(newerHead(b, a)).toMatchObject(expected);
@@ -230,6 +279,43 @@ describe("reachableHead", () => {
     { name: "one more block per block time since", head: stored, now: 3_500, expected: 111 },
   ])("$name", ({ head, now, expected }) => {
     expect(reachableHead(head, now, 1_000)).toBe(expected);
+  });
+});
+
+describe("servedHeadAt: the highest publication at least a delay old (docs/behaviour.md §10)", () => {
+  // Publications of 100 at 10_000 and 104 at 12_500; the delay is 2_500 ms.
+  const published: ChainHead = {
+    ...stored,
+    served: { block: 104, at: 12_500 },
+    previousServed: { block: 100, at: 10_000 },
+  };
+  it.each<[string, number, number | null]>([
+    ["both younger than the delay: none yet", 12_499, null],
+    ["the one before exactly the delay old", 12_500, 100],
+    ["the newest a delay old", 15_000, 104],
+  ])("%s", (_name, now, expected) => {
+    expect(servedHeadAt(published, now, 2_500)).toBe(expected);
+  });
+});
+
+describe("servedRecently: published within a block time, no provider asked", () => {
+  it.each<[string, ChainHead | null, number, boolean]>([
+    ["nothing published", null, 1_000, false],
+    ["within the block time", stored, 1_000, true],
+    ["exactly a block time later: no longer", stored, 2_001, false],
+  ])("%s", (_name, head, now, expected) => {
+    expect(servedRecently(head, now, 2_000)).toBe(expected);
+  });
+});
+
+describe("highestKnownBlock: the monitor's latest, or a higher publication", () => {
+  it.each<[string, ChainHead | null, number]>([
+    ["nothing known", null, 0],
+    ["a publication above the monitor's latest", { ...stored, served: { block: 104, at: 1 } }, 104],
+    ["a publication below it", { ...stored, served: { block: 90, at: 1 } }, 100],
+    ["no publication", { ...stored, served: null }, 100],
+  ])("%s", (_name, head, expected) => {
+    expect(highestKnownBlock(head)).toBe(expected);
   });
 });
 

@@ -177,7 +177,7 @@ describe("member rules after the error's own verdict", () => {
       outcome: "retry",
       kind: "no_result",
       reason: "transient",
-      detail: "pruned state claimed for a block every full node keeps",
+      detail: "pruned history claimed for a block every node keeps (-32000: missing trie node)",
     });
   });
 

@@ -15,7 +15,7 @@ import type {
 
 /** What a row asserts: the outcome, and for a retry its kind and reason. */
 type Expected =
-  | { readonly outcome: "ok" | "unclassified" | "capability" | "behind" }
+  | { readonly outcome: "ok" | "unclassified" | "capability" | "behind" | "pruned" }
   | { readonly outcome: "retry"; readonly kind: RetryKind; readonly reason: CooldownReason };
 
 const OK: Expected = { outcome: "ok" };
@@ -23,6 +23,8 @@ const UNCLASSIFIED: Expected = { outcome: "unclassified" };
 const CAPABILITY: Expected = { outcome: "capability" };
 /** The provider has not reached the block: next provider, no strike (docs/behaviour.md §10). */
 const BEHIND: Expected = { outcome: "behind" };
+/** History the node no longer keeps: next provider, no penalty, a bound learned (§16.4). */
+const PRUNED: Expected = { outcome: "pruned" };
 const retry = (kind: RetryKind, reason: CooldownReason): Expected => ({
   outcome: "retry",
   kind,
@@ -462,10 +464,11 @@ describe("classifyMember: the permanent table, never retried (docs/behaviour.md 
       UNCLASSIFIED,
     ],
     [-32401, "authenticated API key required for method", "eth_getBlockByNumber", UNCLASSIFIED],
-    // Pruned state: the caller asked a full node for old state, no fault of the provider's.
-    [27, "Unknown state. First available state is 14875359", "eth_getBalance", OK],
-    [-32000, "historical state is not available", "eth_getBalance", OK],
-    [-32000, "missing trie node 9f3c7a (path )", "eth_getBalance", OK],
+    // Pruned state: the caller asked a full node for old state, no fault of the provider's;
+    // another provider may keep it (docs/behaviour.md §16.4).
+    [27, "Unknown state. First available state is 14875359", "eth_getBalance", PRUNED],
+    [-32000, "historical state is not available", "eth_getBalance", PRUNED],
+    [-32000, "missing trie node 9f3c7a (path )", "eth_getBalance", PRUNED],
     [-32000, "hash 0xabc is not currently canonical", "eth_getBlockByHash", UNCLASSIFIED],
     [-32003, "tracing failed: insufficient funds for gas * price + value", "eth_call", OK],
     [
@@ -559,7 +562,7 @@ describe("classifyMember: proxy cause chains, judged by the leaves (docs/behavio
         code: "ErrEndpointServerSideException",
         message: "Unknown state. First available state is 14875359",
       }),
-      OK,
+      PRUNED,
     ],
     [
       "exhausted upstreams with no recorded cause, under -32601",
@@ -1205,7 +1208,7 @@ describe("findInnerError", () => {
   });
 });
 
-describe("classifyMember: pruned state is the caller's answer only about old blocks", () => {
+describe("classifyMember: pruned state is history only about old blocks (docs/behaviour.md §16.4)", () => {
   const ADDRESS = "0x0000000000000000000000000000000000000001";
   const pruned = { code: -32000, message: "missing trie node 9f3c7a (path )" };
   const HIGH_HEAD: ClassifyContext = { quorumHead: 1_000 };
@@ -1214,45 +1217,45 @@ describe("classifyMember: pruned state is the caller's answer only about old blo
       name: "a block long below the head",
       params: [ADDRESS, "0x64"],
       context: HIGH_HEAD,
-      ok: true,
+      pruned: true,
     },
-    { name: "earliest", params: [ADDRESS, "earliest"], context: HIGH_HEAD, ok: true },
+    { name: "earliest", params: [ADDRESS, "earliest"], context: HIGH_HEAD, pruned: true },
     {
       name: "a number while the head is unknown",
       params: [ADDRESS, "0x3e8"],
       context: NO_HEAD,
-      ok: true,
+      pruned: true,
     },
     {
       name: "regression: latest was the caller's answer; now retried",
       params: [ADDRESS, "latest"],
       context: HIGH_HEAD,
-      ok: false,
+      pruned: false,
     },
     {
       name: "regression: the head's number was the caller's answer; now retried",
       params: [ADDRESS, "0x3e8"],
       context: HIGH_HEAD,
-      ok: false,
+      pruned: false,
     },
     {
-      name: "a block just inside the recent window is retried",
-      params: [ADDRESS, "0x369"],
+      name: "a block just inside the 32 recent blocks every node keeps is retried",
+      params: [ADDRESS, "0x3c9"],
       context: HIGH_HEAD,
-      ok: false,
+      pruned: false,
     },
     {
-      name: "a block just outside it is the caller's answer",
-      params: [ADDRESS, "0x368"],
+      name: "a block just outside them is history",
+      params: [ADDRESS, "0x3c8"],
       context: HIGH_HEAD,
-      ok: true,
+      pruned: true,
     },
-  ])("$name", ({ params, context, ok }) => {
+  ])("$name", ({ params, context, pruned: isPruned }) => {
     const verdict = classifyMember(
       { jsonrpc: "2.0", id: 1, error: pruned },
       call("eth_getBalance", params),
       context,
     );
-    expect(verdict.outcome).toBe(ok ? "ok" : "retry");
+    expect(verdict.outcome).toBe(isPruned ? "pruned" : "retry");
   });
 });

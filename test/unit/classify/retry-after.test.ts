@@ -40,6 +40,7 @@ describe("applyIncident with a requested cooldown", () => {
       chain_unavailable: 86_400,
       wrong_chain: 600,
       capability: 86_400,
+      inconsistent: 300,
     },
     max_blacklist_minutes: 30,
   });

@@ -22,6 +22,7 @@ describe("a network's settings", () => {
         hedge: { max_ratio: 0 },
         probe: { timeout_ms: 1000 },
         events: { max_kept: 200 },
+        history_bounds: { probe_seconds: 0 },
       },
     ],
     ["top-level methods_allow and cache off", { methods_allow: ["eth_call"], cache: false }, {}],

@@ -16,6 +16,14 @@ const MINUTE = 60_000;
 const NOW = Date.UTC(2026, 5, 1, 3, 0, 30);
 const HOSTILE = `<script>alert(1)</script><img src=x onerror="alert(2)">"'&`;
 
+const UNKNOWN_BOUND = {
+  from: null,
+  source: null,
+  why: null,
+  asked_last_below: null,
+  asked_last_why: null,
+};
+
 const provider = (name: string, fields: Partial<ProviderStatus> = {}): ProviderStatus => ({
   name,
   url: `https://${name}.example.com/v3/***`,
@@ -34,6 +42,29 @@ const provider = (name: string, fields: Partial<ProviderStatus> = {}): ProviderS
   routing: { slot: "candidate", reason: "priority 1" },
   limits: { max_batch: null, max_logs_range: null },
   log_checks: NO_LOG_CHECKS,
+  history: {
+    bounds: {
+      state: {
+        from: 936,
+        source: "learned",
+        why: "refused state at block 935",
+        asked_last_below: 969,
+        asked_last_why: "refused state at block 935: likely keeps only recent state",
+      },
+      proofs: UNKNOWN_BOUND,
+      bodies: UNKNOWN_BOUND,
+      receipts: UNKNOWN_BOUND,
+      logs: {
+        from: 0,
+        source: "config",
+        why: "configured (archive)",
+        asked_last_below: null,
+        asked_last_why: null,
+      },
+    },
+    probe: null,
+  },
+  consensus: null,
   ...fields,
 });
 
@@ -120,6 +151,26 @@ describe("the status page", () => {
     expect(STATUS_PAGE_HEADERS["content-security-policy"]).toMatch(/^default-src 'none'/);
   });
 
+  it("shows what each provider keeps of each resource, and the blocks it is asked last for (docs/behaviour.md §16.6)", () => {
+    const html = page(network({ providers: [provider("main")] }));
+    expect(html).toContain(
+      "<dd>state from 936 (learned), asked last below 969 · logs from 0 (config)</dd>",
+    );
+    const unknown = provider("main", {
+      history: {
+        bounds: {
+          state: UNKNOWN_BOUND,
+          proofs: UNKNOWN_BOUND,
+          bodies: UNKNOWN_BOUND,
+          receipts: UNKNOWN_BOUND,
+          logs: { ...UNKNOWN_BOUND, source: "probed", why: "serves no logs" },
+        },
+        probe: null,
+      },
+    });
+    expect(page(network({ providers: [unknown] }))).toContain("<dd>no logs (probed)</dd>");
+  });
+
   it("shows each provider's state, routing reason, head lag and traffic", () => {
     const html = page(
       network({
@@ -180,6 +231,50 @@ describe("the status page", () => {
       expect(svg.match(/class="marker /g)).toHaveLength(1);
       expect(svg).toContain('class="marker good"');
     }
+  });
+
+  it("shows a provider's part in read consensus, and consensus events on the timeline with both answers' digests and the block", () => {
+    const html = page(
+      network({
+        providers: [
+          provider("main", {
+            consensus: {
+              agreed: 40,
+              minority: 3,
+              disputed: 1,
+              minority_recent: 0,
+              sit_out_until: new Date(NOW + 60_000).toISOString(),
+            },
+          }),
+        ],
+        events: [
+          event({
+            kind: "blacklisted",
+            reason: "inconsistent",
+            detail:
+              "eth_getBalance at block 50: answered 5a1f0e where p1, p3 agreed on 9c0d11; strike 1",
+          }),
+          event({
+            kind: "consensus_sat_out",
+            reason: "minority",
+            detail: "in the minority 3 times",
+          }),
+          event({
+            provider: null,
+            kind: "consensus_disputed",
+            reason: "no_majority",
+            detail: "eth_call at block 9: a: 01; b: 02",
+          }),
+        ],
+      }),
+    );
+    expect(html).toContain(
+      "<dd>40 agreed · 3 minority · 1 disputed · left out until 03:01:30</dd>",
+    );
+    const timeline = /<section class="events">[\s\S]*<\/section>/.exec(html)?.[0] ?? "";
+    expect(timeline).toContain("answered 5a1f0e where p1, p3 agreed on 9c0d11");
+    expect(timeline).toContain('<span class="what">left out of consensus</span>');
+    expect(timeline).toContain('<span class="what">answers disputed</span>');
   });
 
   it("lists the network's events newest first, each with its provider, words, reason and detail", () => {

@@ -47,6 +47,9 @@ function harness() {
     blacklistCapability: async () => undefined,
     recordBatchLimit: async () => undefined,
     recordLogsRange: async () => undefined,
+    recordHistoryBound: async () => undefined,
+    forgetHistoryBound: async () => undefined,
+    recordHistoryProbe: async () => undefined,
     publishServed: async () => false,
   };
   const cache = new StateCache({

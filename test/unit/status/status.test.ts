@@ -152,7 +152,9 @@ describe("the status JSON", () => {
         "backup",
         "blacklist",
         "capability_blacklists",
+        "consensus",
         "head",
+        "history",
         "in_quorum",
         "last_probe",
         "limits",
@@ -270,6 +272,61 @@ describe("the log-answer checks on the status JSON", () => {
       ["main", counts],
       ["second", NO_LOG_CHECKS],
       ["spare", NO_LOG_CHECKS],
+    ]);
+  });
+});
+
+describe("read consensus on the status JSON", () => {
+  it("null on a network without consensus", () => {
+    expect(status().providers.map((provider) => provider.consensus)).toEqual([null, null, null]);
+  });
+
+  it("each provider's counts from this container, and from the shared health its minority within the window and its sit-out", () => {
+    const withConsensus = buildModel(
+      configSchema.parse({
+        networks: {
+          eth: {
+            ...config.networks.eth,
+            consensus: { methods: ["eth_getBalance"], minority_window_seconds: 600 },
+          },
+        },
+      }),
+      (url) => url,
+    ).networks.get("eth");
+    if (withConsensus === undefined) throw new Error("no network");
+    const input = statusInput();
+    const shown = networkStatus({
+      ...input,
+      network: withConsensus,
+      state: {
+        ...input.state,
+        providers: new Map([
+          [
+            "main",
+            { ...HEALTHY, consensus: { count: 0, since: NOW - 1000, sitOutUntil: NOW + 60_000 } },
+          ],
+          ["second", { ...HEALTHY, consensus: { count: 2, since: NOW - 1000, sitOutUntil: 0 } }],
+          [
+            "spare",
+            { ...HEALTHY, consensus: { count: 2, since: NOW - 700_000, sitOutUntil: NOW - 1 } },
+          ],
+        ]),
+      },
+      consensus: new Map([["main", { agreed: 1, minority: 3, disputed: 1 }]]),
+    });
+    expect(shown.providers.map((provider) => [provider.name, provider.consensus])).toEqual([
+      [
+        "main",
+        {
+          agreed: 1,
+          minority: 3,
+          disputed: 1,
+          minority_recent: 0,
+          sit_out_until: new Date(NOW + 60_000).toISOString(),
+        },
+      ],
+      ["second", { agreed: 0, minority: 0, disputed: 0, minority_recent: 2, sit_out_until: null }],
+      ["spare", { agreed: 0, minority: 0, disputed: 0, minority_recent: 0, sit_out_until: null }],
     ]);
   });
 });

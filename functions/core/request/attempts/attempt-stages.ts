@@ -42,10 +42,22 @@ export const attempts: Stage = {
 };
 
 async function attempt(flight: InFlight): Promise<void> {
-  const loop = loopFor(flight, flight.routed, true);
-  flight.upstreamCalls += asksForLogs(flight.routed)
-    ? await runLogAttempts(loop, flight.scope, flight.container.reach, flight.options)
-    : await runAttempts(loop);
+  flight.upstreamCalls += await attemptCalls(flight, flight.routed, true);
+}
+
+/**
+ * Rounds of attempts over `open` for this request (a stage's own calls: consensus's extra
+ * participants); returns the upstream calls made, which the caller adds to the request's.
+ */
+export function attemptCalls(
+  flight: InFlight,
+  open: readonly OpenCall[],
+  hedged: boolean,
+): Promise<number> {
+  const loop = loopFor(flight, open, hedged);
+  return asksForLogs(open)
+    ? runLogAttempts(loop, flight.scope, flight.container.reach, flight.options)
+    : runAttempts(loop);
 }
 
 /** The penalties the request's failures earned, now that its calls are settled (`penalties.ts`). */

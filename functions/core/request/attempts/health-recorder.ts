@@ -79,6 +79,8 @@ export class HealthRecorder {
    * call failed everywhere the same way.
    */
   noteFailure(attempt: AttemptRecord, verdict: FailureVerdict): void {
+    // History it no longer keeps is no failure: counted and logged where the bound is learned.
+    if (verdict.outcome === "pruned") return;
     const { network, slot } = attempt;
     const provider = slot.provider;
     const kind = verdict.outcome === "retry" ? verdict.kind : verdict.outcome;
@@ -106,6 +108,8 @@ export class HealthRecorder {
   penalise(attempt: AttemptRecord, verdict: FailureVerdict, methods: readonly string[]): void {
     const { network, slot } = attempt;
     const provider = slot.provider;
+    // History it no longer keeps is no fault: no strike, no blacklist, no count (§16.4).
+    if (verdict.outcome === "pruned") return;
     if (verdict.outcome === "behind") {
       // Another provider answered about the block: a failed request ("failing often"), so one
       // that is behind on every call while passing the monitor's checks leaves the quorum. No
@@ -138,7 +142,7 @@ export class HealthRecorder {
       return;
     }
     attempt.writes.push(
-      this.#incident(network, provider, verdict.reason, verdict.detail, verdict.retryAfterMs),
+      this.incident(network, provider, verdict.reason, verdict.detail, verdict.retryAfterMs),
     );
   }
 
@@ -167,7 +171,7 @@ export class HealthRecorder {
     const slow = !attempt.heavy && attempt.elapsedMs > network.settings.slow_response_ms;
     if (slow && plainReadCandidates(network, context) >= SLOW_RULE_MIN_CANDIDATES) {
       const detail = `answered in ${attempt.elapsedMs} ms, over slow_response_ms ${network.settings.slow_response_ms}`;
-      attempt.writes.push(this.#incident(network, provider, "slow", detail));
+      attempt.writes.push(this.incident(network, provider, "slow", detail));
     }
   }
 
@@ -182,7 +186,7 @@ export class HealthRecorder {
     });
     const detail = `${settings.force_rotate_errors} unclassified errors in a row`;
     if (network.providers.some((candidate) => candidate.backup)) {
-      attempt.writes.push(this.#incident(network, provider, "force_rotate", detail));
+      attempt.writes.push(this.incident(network, provider, "force_rotate", detail));
     } else {
       const until = this.#deps.clock() + settings.cooldown_seconds.force_rotate * 1000;
       this.#demotedUntil.set(key(network.name, provider.name), until);
@@ -232,22 +236,28 @@ export class HealthRecorder {
 
   /**
    * One strike per incident, agreed across containers: the write is conditional on the
-   * version this container read; on a conflict the stored item is judged again.
+   * version this container read; on a conflict the stored item is judged again. `also`
+   * changes more of the item in the same write (from the incident's health, or the health
+   * read when the incident changes nothing), whatever the incident did (a read consensus's
+   * minority record, docs/behaviour.md §17.4). Resolves to whether a write was made.
    */
-  async #incident(
+  async incident(
     network: Network,
     provider: Provider,
     reason: CooldownReason,
     detail: string,
     requestedMs?: number,
-  ): Promise<void> {
+    also?: (next: ProviderHealth, read: ProviderHealth) => ProviderHealth,
+  ): Promise<boolean> {
     const policy = cooldownPolicy(network.settings);
     const state = await this.#deps.cache.get(network.name);
     let health = healthOf(state, provider.name);
     for (let round = 0; round < HEALTH_WRITE_ROUNDS; round++) {
-      const next = applyIncident(health, reason, this.#deps.clock(), policy, requestedMs);
-      if (next === null) return;
+      const incident = applyIncident(health, reason, this.#deps.clock(), policy, requestedMs);
+      const next = also === undefined ? incident : also(incident ?? health, health);
+      if (next === null) return false;
       const outcome = await this.#write(network, provider, health, next);
+      if (outcome === "written" && incident === null) return true;
       if (outcome === "written") {
         const newStrike = next.strikes > health.strikes;
         this.#deps.telemetry.count("blacklist_events", {
@@ -274,11 +284,12 @@ export class HealthRecorder {
             ? `${detail}; strike ${next.strikes}, until ${until}`
             : `${detail}; extended to ${until} (strike ${next.strikes})`,
         );
-        return;
+        return true;
       }
-      if (outcome === "failed") return;
+      if (outcome === "failed") return false;
       health = outcome;
     }
+    return false;
   }
 
   /** Writes health; returns the stored item when another container won the race. */

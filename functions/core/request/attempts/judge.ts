@@ -14,7 +14,10 @@ import { nodesReadId } from "./plan.ts";
 
 export function isRetryVerdict(verdict: Verdict): verdict is FailureVerdict {
   return (
-    verdict.outcome === "retry" || verdict.outcome === "capability" || verdict.outcome === "behind"
+    verdict.outcome === "retry" ||
+    verdict.outcome === "capability" ||
+    verdict.outcome === "behind" ||
+    verdict.outcome === "pruned"
   );
 }
 
@@ -217,8 +220,11 @@ function judgeMembers(
       continue;
     }
     if (isRetryVerdict(verdict)) {
-      failure ??= verdict;
-      outcomes.push({ kind: "retry", verdict, errorAnswer: hasErrorMember(member) ? text : null });
+      // Pruned history is nobody's incident: a member failing otherwise is the one recorded.
+      if (failure === null || failure.outcome === "pruned") failure = verdict;
+      // A pruned node's error is never the caller's answer: the gateway words its own (§16.5).
+      const kept = hasErrorMember(member) && verdict.outcome !== "pruned";
+      outcomes.push({ kind: "retry", verdict, errorAnswer: kept ? text : null });
       continue;
     }
     success ??= verdict;

@@ -83,6 +83,8 @@ export function settlePenalties(
   const suspects = new Set<OpenCall>();
   for (const penalty of held) {
     const { verdict } = penalty;
+    // Pruned history is no one's fault, and a call every provider refused so suspects no one.
+    if (verdict.outcome === "pruned") continue;
     if (penalty.cutShort && verdict.outcome === "retry" && verdict.kind === "timeout") continue;
     const suspected = penalty.calls.filter((call) => suspectRequest(call, servesOtherTraffic));
     for (const call of suspected) suspects.add(call);

@@ -11,7 +11,8 @@ import { failureSignature } from "./penalties.ts";
 /**
  * One attempt's result, judged and recorded (docs/behaviour.md §4): its calls answered, kept
  * for later or sent on; the heads its answers show; what it means for its provider (a failure
- * noted now, its penalty held for the end of the request; a success recorded). A batch refused
+ * noted now, its penalty held for the end of the request; a success recorded), and what it
+ * teaches of the provider's history (docs/behaviour.md §16.3). A batch refused
  * as too large goes back to the same provider in halves instead.
  */
 export function recordAttempt(
@@ -56,6 +57,7 @@ export function recordAttempt(
       );
     }
   });
+  container.history.record(scope, group, judgement);
   for (const { info } of judgement.okAnswers) container.servable.answered(network, info.method);
   if (mayRaiseHead(provider, slot.emergency, scope.context)) {
     for (const answered of judgement.okAnswers) {

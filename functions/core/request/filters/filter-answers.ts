@@ -62,7 +62,7 @@ export function logsOfAnswer(
 }
 
 /** Whether a log is one the criteria select: its address among theirs, each topic position met. */
-function matches(log: Readonly<Record<string, unknown>>, criteria: LogCriteria): boolean {
+export function matches(log: Readonly<Record<string, unknown>>, criteria: LogCriteria): boolean {
   const same = (a: unknown, b: string) =>
     typeof a === "string" && a.toLowerCase() === b.toLowerCase();
   const { address, topics } = criteria;

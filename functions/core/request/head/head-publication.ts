@@ -160,31 +160,68 @@ export class HeadPublisher {
       demoted: this.#deps.demoted(network, now),
     });
     if (member === null) return;
-    const poll: Poll = { at: now, inFlight: true };
+    void this.#poll(network, head, member, now, settings.request_timeout_ms);
+  }
+
+  /**
+   * Asks one quorum member for its head now, whatever the pace, and publishes it as a poll's
+   * answer is: for the head follower, which looks for a block at the time it is due (docs/
+   * behaviour.md "Subscriptions over WebSocket", the follower). The number the member
+   * answered, or null (no member to ask, no answer within `timeoutMs`).
+   */
+  pollNow(
+    network: Network,
+    state: NetworkState,
+    checkIntervalSeconds: number,
+    timeoutMs: number,
+  ): Promise<number | null> {
+    const head = state.head;
+    const now = this.#deps.clock();
+    if (head === null || !quorumInForce(state, now, checkIntervalSeconds)) {
+      return Promise.resolve(null);
+    }
+    const demoted = this.#deps.demoted(network, now);
+    const member = this.#memberToAsk(network, {
+      network,
+      state,
+      now,
+      checkIntervalSeconds,
+      demoted,
+    });
+    if (member === null) return Promise.resolve(null);
+    return this.#poll(network, head, member, now, timeoutMs);
+  }
+
+  async #poll(
+    network: Network,
+    head: ChainHead,
+    member: Provider,
+    at: number,
+    timeoutMs: number,
+  ): Promise<number | null> {
+    const poll: Poll = { at, inFlight: true };
     this.#polls.set(network.name, poll);
     this.#deps.telemetry.count("head_polls", { network: network.name });
-    void this.#deps.upstream
-      .send({
-        url: member.url,
-        body: HEAD_POLL_BODY,
-        timeoutMs: settings.request_timeout_ms,
-        maxResponseBytes: POLL_MAX_RESPONSE_BYTES,
-        idempotent: true,
-      })
-      .then((result) => {
-        poll.inFlight = false;
-        const block = result.ok ? blockNumberOf(result.body) : null;
-        if (block === null) {
-          this.#deps.telemetry.count("head_poll_failures", {
-            network: network.name,
-            provider: member.name,
-          });
-          return;
-        }
-        // Judged as of when it was asked: an answer that took long claims no more for it.
-        this.#deps.observed.observe(network.name, member.name, block, poll.at);
-        this.#publish(network, head, block, poll.at);
+    const result = await this.#deps.upstream.send({
+      url: member.url,
+      body: HEAD_POLL_BODY,
+      timeoutMs,
+      maxResponseBytes: POLL_MAX_RESPONSE_BYTES,
+      idempotent: true,
+    });
+    poll.inFlight = false;
+    const block = result.ok ? blockNumberOf(result.body) : null;
+    if (block === null) {
+      this.#deps.telemetry.count("head_poll_failures", {
+        network: network.name,
+        provider: member.name,
       });
+      return null;
+    }
+    // Judged as of when it was asked: an answer that took long claims no more for it.
+    this.#deps.observed.observe(network.name, member.name, block, at);
+    this.#publish(network, head, block, at);
+    return block;
   }
 
   /** A quorum member that is a candidate for `eth_getBlockByNumber`, drawn at random; or null. */

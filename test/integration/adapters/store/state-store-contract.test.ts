@@ -98,6 +98,23 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
     expect(outcome).toEqual({ written: false, current: blacklisted(2, 2) });
   });
 
+  it.skipIf(skip)(
+    "a read consensus's minority record is written with the health, read back, and kept by a later write without one",
+    async () => {
+      const net = fresh();
+      const consensus = { count: 2, since: NOW - 5000, sitOutUntil: NOW + 60_000 };
+      await store.writeHealth(net, "p", 0, { ...blacklisted(1), consensus });
+      expect((await store.readNetwork(net)).providers.get("p")).toEqual({
+        ...blacklisted(1),
+        consensus,
+      });
+      // A probe's or a success's write knows nothing of consensus: the record stays.
+      await store.writeHealth(net, "p", 1, { ...HEALTHY, version: 2 });
+      const kept = (await store.readNetwork(net)).providers.get("p");
+      expect(kept?.consensus).toEqual(consensus);
+    },
+  );
+
   it.skipIf(skip)("of concurrent writes at one version exactly one lands", async () => {
     const net = fresh();
     const outcomes = await Promise.all(
@@ -235,6 +252,70 @@ describe.each(backends)("the state store contract on %s", (_name, start, skip) =
       const state = await store.readNetwork(net);
       expect([...state.logsRanges]).toEqual([["p", { value: 2_000, until: NOW + 30_000 }]]);
       expect([...state.batchLimits]).toEqual([["p", { value: 7, until: NOW + 60_000 }]]);
+    },
+  );
+
+  const bound = (from: number, until = NOW + 60_000) => ({
+    from,
+    refusedAt: from - 1,
+    at: NOW,
+    until,
+  });
+
+  it.skipIf(skip)(
+    "a learned history bound only tightens while in force, per provider and resource (§16.3)",
+    async () => {
+      const net = fresh();
+      await store.recordHistoryBound(net, "p", "state", bound(100));
+      await store.recordHistoryBound(net, "p", "state", bound(50)); // older news: kept out
+      await store.recordHistoryBound(net, "p", "state", bound(300));
+      await store.recordHistoryBound(net, "p", "logs", bound(7));
+      await store.recordHistoryBound(net, "q", "state", bound(9, NOW - 1)); // expired: not read
+      const state = await store.readNetwork(net);
+      expect(Object.fromEntries(state.history.get("p")?.learned ?? [])).toEqual({
+        state: bound(300),
+        logs: bound(7),
+      });
+      expect(state.history.get("q")?.learned.size ?? 0).toBe(0);
+      // An expired bound is replaced by any.
+      await store.recordHistoryBound(net, "q", "state", bound(4));
+      expect((await store.readNetwork(net)).history.get("q")?.learned.get("state")).toEqual(
+        bound(4),
+      );
+    },
+  );
+
+  it.skipIf(skip)(
+    "a learned history bound is forgotten only when it leaves out the block",
+    async () => {
+      const net = fresh();
+      await store.recordHistoryBound(net, "p", "state", bound(100));
+      await store.forgetHistoryBound(net, "p", "state", 150); // within the bound: kept
+      expect((await store.readNetwork(net)).history.get("p")?.learned.has("state")).toBe(true);
+      await store.forgetHistoryBound(net, "p", "state", 40);
+      expect((await store.readNetwork(net)).history.get("p")?.learned.has("state") ?? false).toBe(
+        false,
+      );
+    },
+  );
+
+  it.skipIf(skip)(
+    "a history probe replaces the previous one, beside the learned bounds",
+    async () => {
+      const net = fresh();
+      const probe = (at: number) => ({
+        at,
+        capabilities: "supported" as const,
+        capabilitiesAt: at,
+        resources: { state: { from: 0, window: 128, how: "capabilities" as const } },
+        detail: "eth_capabilities answered",
+      });
+      await store.recordHistoryProbe(net, "p", probe(NOW - 1000));
+      await store.recordHistoryProbe(net, "p", probe(NOW));
+      await store.recordHistoryBound(net, "p", "logs", bound(7));
+      const history = (await store.readNetwork(net)).history.get("p");
+      expect(history?.probe).toEqual(probe(NOW));
+      expect(history?.learned.get("logs")).toEqual(bound(7));
     },
   );
 

@@ -103,6 +103,8 @@ describe("shared-tier writes: per request and per container-minute", () => {
     await h.settle();
     expect(h.shared.writes).toHaveLength(16);
     expect(h.guards.counts("net").cache_shared_writes_per_request).toBe(84);
+    // The 16 written were kept: no item refused for its size.
+    expect(h.guards.counts("net").cache_shared_item_bytes).toBe(0);
     expect(h.counts).toContainEqual({
       name: "guard_refusals",
       dimensions: { network: "net", guard: "cache_shared_writes_per_request" },

@@ -193,6 +193,51 @@ describe("the shared tier: immutable answers for every container", () => {
     expect(memory.body).toBe(shared.body.replace('"id":2', '"id":3'));
   });
 
+  it("a shared hit counts as a hit, and is not written back", async () => {
+    const first = harness();
+    await first.rpc(blockCall(1, 100));
+    const fresh = harness({}, { shared: first.shared });
+    await fresh.rpc(blockCall(2, 100));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(fresh.container.answerCache("net").classes.immutable).toEqual({
+      hits: 1,
+      misses: 0,
+      ratio: 1,
+    });
+    expect(first.shared.writes).toHaveLength(1);
+  });
+
+  it("a shared answer is found for cache_shared_ttl_seconds, and not after", async () => {
+    const first = harness({ cache_shared_ttl_seconds: 60 });
+    await first.rpc(blockCall(1, 100));
+    first.advance(59_000);
+    const within = await harness({}, { shared: first.shared }).rpc(blockCall(2, 100));
+    first.advance(2_000);
+    const after = await harness({}, { shared: first.shared }).rpc(blockCall(3, 100));
+    expect([within, after].map((r) => r.headers["x-gateway-cache"])).toEqual([
+      "hit-shared",
+      "miss",
+    ]);
+  });
+
+  it("a shared write that fails loses nothing: the caller has the answer, a warning names the network and the error", async () => {
+    class RefusingWrites extends MemoryAnswerStore {
+      override async write(): Promise<boolean> {
+        throw new Error("ProvisionedThroughputExceededException");
+      }
+    }
+    const h = harness({}, { shared: new RefusingWrites(() => NOW) });
+    const response = await h.rpc(blockCall(1, 100));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(JSON.parse(response.body)).toMatchObject({ id: 1, result: { number: "0x64" } });
+    expect(h.telemetry.logs).toContainEqual({
+      level: "warn",
+      message: "answer not kept in the shared cache",
+      fields: { network: "net", error: "ProvisionedThroughputExceededException" },
+    });
+    expect((await h.rpc(blockCall(2, 100))).headers["x-gateway-cache"]).toBe("hit-memory");
+  });
+
   it("a batch's shared lookups are one read", async () => {
     const first = harness();
     await first.rpc(
@@ -239,7 +284,11 @@ describe("the shared tier: immutable answers for every container", () => {
     expect(JSON.parse(response.body)).toMatchObject({ id: 1, result: { number: "0x64" } });
     expect(response.headers["x-gateway-cache"]).toBe("miss");
     expect(h.upstream.callsTo(P1)).toBe(1);
-    expect(h.logs()).toContain("shared answer cache item is not an answer: ignored");
+    expect(h.telemetry.logs).toContainEqual({
+      level: "warn",
+      message: "shared answer cache item is not an answer: ignored",
+      fields: { network: "net" },
+    });
   });
 
   it("an unreadable shared tier is a miss: the provider answers, and a warning says why", async () => {
@@ -249,7 +298,11 @@ describe("the shared tier: immutable answers for every container", () => {
     const response = await h.rpc(blockCall(1, 100));
     expect(JSON.parse(response.body)).toMatchObject({ id: 1, result: { number: "0x64" } });
     expect(response.headers["x-gateway-cache"]).toBe("miss");
-    expect(h.logs()).toContain("shared answer cache unreadable: asking providers");
+    expect(h.telemetry.logs).toContainEqual({
+      level: "warn",
+      message: "shared answer cache unreadable: asking providers",
+      fields: { network: "net", error: "connect ECONNREFUSED (shared answer store)" },
+    });
   });
 });
 
@@ -279,6 +332,14 @@ describe("unfinalized answers: memory, a block time, gone after a reorg", () => 
     await h.rpc(blockCall(1, 120));
     h.store.setHead("net", { ...HEAD, latest: { number: 120, hash: hash("e") } });
     expect((await h.rpc(blockCall(2, 120))).headers["x-gateway-cache"]).toBe("miss");
+  });
+
+  it("an immutable answer never expires from memory: ten block times later it is still a memory hit", async () => {
+    const h = harness();
+    await h.rpc(blockCall(1, 100));
+    h.advance(120_000);
+    h.store.setHead("net", { ...HEAD, updatedAt: NOW + 119_000 });
+    expect((await h.rpc(blockCall(2, 100))).headers["x-gateway-cache"]).toBe("hit-memory");
   });
 
   it("a block above the served head is never kept (it may not exist yet)", async () => {
@@ -362,6 +423,20 @@ describe("switches and bounds", () => {
     expect(again.cacheClass).toBe("immutable");
     expect(h.upstream.callsTo(P1)).toBe(2);
     expect(h.shared.writes).toEqual([]);
+  });
+
+  it("a batch's answer has no class: GET mode's Cache-Control follows a lone call only", async () => {
+    const h = harness();
+    await h.rpc(blockCall(1, 100));
+    const response = await h.rpc(batch(blockCall(2, 100)));
+    expect(response.headers["x-gateway-cache"]).toBe("hit-memory");
+    expect(response.cacheClass).toBe("never");
+  });
+
+  it("a call the gateway refused before any lookup is a bypass in the header, in its place", async () => {
+    const h = harness({ methods_deny: ["debug_*"] });
+    const response = await h.rpc(batch(call(1, "debug_traceBlock", []), blockCall(2, 100)));
+    expect(response.headers["x-gateway-cache"]).toBe("bypass,miss");
   });
 
   it("diagnostic_headers: false leaves the header out, not the cache", async () => {

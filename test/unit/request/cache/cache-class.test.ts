@@ -9,6 +9,7 @@ import {
   answerKey,
   blockNamedBy,
   classifyAnswer,
+  contradictsHead,
   knownFinality,
   planCall,
 } from "../../../../functions/core/request/cache/cache-class.ts";
@@ -335,8 +336,80 @@ describe("classes of calls and their answers", () => {
       "never",
     ],
     ["no answer at all", "eth_chainId", [], undefined, "never"],
+    // what each answer must be, to be kept
+    ["a null to a static method", "eth_chainId", [], ok(null), "never"],
+    [
+      "an answer carrying both a result and an error",
+      "eth_chainId",
+      [],
+      { jsonrpc: "2.0", id: 1, result: "0x1", error: { code: -32000, message: "x" } },
+      "never",
+    ],
+    [
+      "a finalized header naming no block (garbage, or cut short)",
+      "eth_getHeaderByNumber",
+      [hex(100)],
+      ok({ parentHash: hash("9") }),
+      "never",
+    ],
+    [
+      "a finalized block's transaction naming no block",
+      "eth_getTransactionByBlockNumberAndIndex",
+      [hex(100), "0x0"],
+      ok({ hash: TX }),
+      "never",
+    ],
+    [
+      "a filter install over finalized blocks: a write, never kept",
+      "eth_newFilter",
+      [{ fromBlock: hex(1), toBlock: hex(2) }],
+      ok("0x1"),
+      "never",
+    ],
+    [
+      "logs of a finalized range whose first log is below its top block",
+      "eth_getLogs",
+      [{ fromBlock: hex(1), toBlock: hex(5) }],
+      ok([{ blockNumber: hex(2), blockHash: hash("2"), logIndex: "0x0" }]),
+      "immutable",
+    ],
+    [
+      // Parity-style traces name their block by a JSON number: no block a list must name.
+      "traces of a finalized range",
+      "trace_filter",
+      [{ fromBlock: hex(1), toBlock: hex(5) }],
+      ok([{ blockNumber: 2, blockHash: hash("2"), type: "call" }]),
+      "immutable",
+    ],
+    [
+      "a transaction at the served head (above latest)",
+      "eth_getTransactionByHash",
+      [TX],
+      transaction(121),
+      "unfinalized",
+    ],
+    [
+      "a transaction above the served head",
+      "eth_getTransactionByHash",
+      [TX],
+      transaction(122),
+      "never",
+    ],
   ])("%s", (_name, method, params, answer, expected) => {
     expect(classOf(method, params, answer)).toBe(expected);
+  });
+
+  it("a chain without finalized blocks keeps nothing named by hash as immutable, block 0 included", () => {
+    const head = { ...HEAD, finalized: null, safe: null };
+    for (const number of [0, 1]) {
+      expect(classOf("eth_getTransactionByHash", [TX], transaction(number), head)).toBe(
+        "unfinalized",
+      );
+    }
+  });
+
+  it("no chain position: nothing to contradict", () => {
+    expect(contradictsHead(null, { number: 120, hash: hash("9") })).toBe(false);
   });
 
   it.each<[string, string, unknown, unknown, AnswerClass]>([
@@ -377,6 +450,20 @@ describe("which block an answer names", () => {
     ["a bad number", { number: "16", hash: hash("a") }, null],
     ["a short hash", { number: "0x1", hash: "0x12" }, null],
     ["a number past 2^53", { number: "0xffffffffffffffff", hash: hash("a") }, null],
+    ["a hash with text after it", { number: "0x1", hash: `${hash("a")}00` }, null],
+    ["a hash with text before it", { number: "0x1", hash: `zz${hash("a")}` }, null],
+    ["a number with text after it", { number: "0x10zz", hash: hash("a") }, null],
+    ["a number with text before it", { number: "ab0x10", hash: hash("a") }, null],
+    [
+      "a block hash without its number (its own number is not its block's)",
+      { number: "0x10", hash: hash("a"), blockHash: hash("b") },
+      null,
+    ],
+    [
+      "a block number without its hash",
+      { number: "0x10", hash: hash("a"), blockNumber: "0x10" },
+      null,
+    ],
   ])("%s", (_name, result, expected) => {
     expect(blockNamedBy(result)).toEqual(expected);
   });
@@ -404,8 +491,19 @@ describe("unfinalized answers in memory", () => {
       false,
     ],
     ["finality unknown", null, NOW + 1000, false],
+    [
+      "a reorg seen the very millisecond it was stored",
+      { ...HEAD, reorgSeenAt: NOW },
+      NOW + 1000,
+      false,
+    ],
   ])("%s: served %s", (_name, head, now, served) => {
     expect(stillTrue(entry, head, now)).toBe(served);
+  });
+
+  it("an answer naming no block (a balance) is served within a block time, with no block to check", () => {
+    const balance = { ...entry, height: 115, blockHash: null };
+    expect(stillTrue(balance, HEAD, NOW + 1000)).toBe(true);
   });
 
   it("an immutable answer stays true whatever the chain position", () => {
@@ -421,6 +519,13 @@ describe("keys", () => {
     expect(answerKey(2, "eth_getBlockByNumber", ["0x1", false])).not.toBe(key);
     expect(answerKey(1, "eth_getBlockByNumber", ["0x1", true])).not.toBe(key);
     expect(answerKey(1, "eth_getHeaderByNumber", ["0x1", false])).not.toBe(key);
+  });
+
+  it("before any reset they are the chain, the method and the params alone (items kept before generations existed are found); after one, each generation its own", () => {
+    expect(answerKey(1, "eth_chainId", [])).toBe("1\neth_chainId\n[]");
+    expect(answerKey(1, "eth_chainId", [], 0)).toBe("1\neth_chainId\n[]");
+    const keys = [0, 2_000, 3_000].map((generation) => answerKey(1, "eth_chainId", [], generation));
+    expect(new Set(keys).size).toBe(3);
   });
 });
 
@@ -459,6 +564,30 @@ describe("the memory tier: least recently used out first, bounded in bytes", () 
     memory.set("d", answer("y"), cost("d", "y") * 2);
     expect(memory.usage().entries).toBe(2);
     expect(memory.get("c", HEAD, NOW)).not.toBeNull();
+  });
+
+  it("an entry of exactly the budget is kept; one larger leaves the others where they are", () => {
+    const memory = new AnswerMemory();
+    memory.set("k", answer("x".repeat(100)), cost("k", "x".repeat(100)));
+    expect(memory.usage().entries).toBe(1);
+    const roomy = new AnswerMemory();
+    for (const key of ["a", "b"]) roomy.set(key, answer("y"), 1000);
+    roomy.set("big", answer("x".repeat(2000)), 1000);
+    expect(roomy.usage()).toEqual({ bytes: 2 * cost("a", "y"), entries: 2 });
+  });
+
+  it("a key stored again is the most recently used: the oldest other one goes first", () => {
+    const memory = new AnswerMemory();
+    const budget = 2 * cost("k1", "x");
+    memory.set("k1", answer("x"), budget);
+    memory.set("k2", answer("x"), budget);
+    memory.set("k1", answer("x"), budget);
+    memory.set("k3", answer("x"), budget);
+    expect(["k1", "k2", "k3"].map((key) => memory.get(key, HEAD, NOW) !== null)).toEqual([
+      true,
+      false,
+      true,
+    ]);
   });
 
   it("a key stored again replaces its entry and its bytes", () => {

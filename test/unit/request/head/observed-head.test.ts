@@ -3,6 +3,8 @@ import { configSchema } from "../../../../functions/core/config/config-schema.ts
 import { buildModel } from "../../../../functions/core/config/network-model.ts";
 import {
   headStatedBy,
+  highestSighting,
+  mayRaiseHead,
   ObservedHeads,
 } from "../../../../functions/core/request/head/observed-head.ts";
 import { reachableBlocks } from "../../../../functions/core/request/head/served-head.ts";
@@ -51,6 +53,84 @@ describe("headStatedBy", () => {
   });
 });
 
+describe("headStatedBy: every answer that names its block, and only those", () => {
+  const header = { result: { number: "0x10", hash: HASH } };
+  it.each<{
+    name: string;
+    method: string;
+    params: unknown[];
+    member: unknown;
+    expected: number | null;
+  }>([
+    {
+      name: "a header by hash",
+      method: "eth_getHeaderByHash",
+      params: [HASH],
+      member: header,
+      expected: 16,
+    },
+    {
+      name: "a header by number",
+      method: "eth_getHeaderByNumber",
+      params: ["0x10"],
+      member: header,
+      expected: 16,
+    },
+    {
+      name: "a transaction by block hash and index",
+      method: "eth_getTransactionByBlockHashAndIndex",
+      params: [HASH, "0x0"],
+      member: named("0x12"),
+      expected: 18,
+    },
+    {
+      name: "a transaction by block number and index",
+      method: "eth_getTransactionByBlockNumberAndIndex",
+      params: ["0x12", "0x0"],
+      member: named("0x12"),
+      expected: 18,
+    },
+    {
+      name: "an uncle is no block of the chain: it states no head",
+      method: "eth_getUncleByBlockNumberAndIndex",
+      params: ["0x12", "0x0"],
+      member: { result: { number: "0x12", hash: HASH } },
+      expected: null,
+    },
+    {
+      name: "a number with text after it",
+      method: "eth_blockNumber",
+      params: [],
+      member: { result: "0x10zz" },
+      expected: null,
+    },
+    {
+      name: "a number with text before it",
+      method: "eth_blockNumber",
+      params: [],
+      member: { result: "x0x10" },
+      expected: null,
+    },
+    { name: "a null member", method: "eth_blockNumber", params: [], member: null, expected: null },
+    {
+      name: "logs newest first: the highest block, not the last",
+      method: "eth_getLogs",
+      params: [{ fromBlock: "0x1", toBlock: "0x20" }],
+      member: { result: [log("0x15"), log("0x14")] },
+      expected: 21,
+    },
+    {
+      name: "logs with entries that are no log, or name no block: those are skipped",
+      method: "eth_getLogs",
+      params: [{ fromBlock: "0x1", toBlock: "0x20" }],
+      member: { result: [null, "junk", log("0x15"), { ...log("0x14"), blockNumber: "latest" }] },
+      expected: 21,
+    },
+  ])("$name → $expected", ({ method, params, member, expected }) => {
+    expect(headStatedBy({ method, params }, member)).toBe(expected);
+  });
+});
+
 describe("ObservedHeads", () => {
   const model = buildModel(
     configSchema.parse({
@@ -85,10 +165,142 @@ describe("ObservedHeads", () => {
     expect(heads.highest(network, context(now, 100))).toBe(expected);
   });
 
+  it.each<[string, Array<[number, number]>, number]>([
+    [
+      "a higher head replaces a lower one",
+      [
+        [101, T],
+        [102, T],
+      ],
+      102,
+    ],
+    [
+      "a lower head later leaves the higher one",
+      [
+        [102, T],
+        [101, T],
+      ],
+      102,
+    ],
+  ])("%s", (_name, sightings, expected) => {
+    const heads = new ObservedHeads();
+    for (const [seen, at] of sightings) heads.observe("net", "a", seen, at);
+    expect(heads.highest(network, context(T, 100))).toBe(expected);
+  });
+
+  it("the same head seen again after a new snapshot counts from the new sighting", () => {
+    const heads = new ObservedHeads();
+    heads.observe("net", "a", 103, T - 1);
+    heads.observe("net", "a", 103, T + 1);
+    expect(heads.highest(network, context(T + 1, 100, T))).toBe(103);
+  });
+
+  it("a head shown as a block counts for publication; a bare number only as a head (observe's default is a block)", () => {
+    const heads = new ObservedHeads();
+    heads.observe("net", "a", 102, T);
+    heads.observe("net", "b", 103, T, false);
+    const now = context(T, 100);
+    expect([heads.highest(network, now), heads.highestBlock(network, now)]).toEqual([103, 102]);
+    expect(heads.inForce(network, now)).toEqual(
+      new Map([
+        ["a", 102],
+        ["b", 103],
+      ]),
+    );
+  });
+
+  it.each<[string, string, unknown[], unknown, [number | null, number | null]]>([
+    [
+      "eth_blockNumber: a head, not a block",
+      "eth_blockNumber",
+      [],
+      { result: "0x66" },
+      [102, null],
+    ],
+    [
+      "a block: a head and a block",
+      "eth_getBlockByNumber",
+      ["latest", false],
+      block("0x66"),
+      [102, 102],
+    ],
+    [
+      "an answer stating no head: nothing",
+      "eth_getBlockByNumber",
+      ["latest", false],
+      { result: null },
+      [null, null],
+    ],
+  ])("observeAnswer, %s", (_name, method, params, member, expected) => {
+    const heads = new ObservedHeads();
+    heads.observeAnswer("net", "a", { info: { method, params }, member }, T);
+    const now = context(T, 100);
+    expect([heads.highest(network, now), heads.highestBlock(network, now)]).toEqual(expected);
+  });
+
+  it("a block shown to the log check is that provider's reach only: it raises no head", () => {
+    const heads = new ObservedHeads();
+    heads.showed("net", "a", 102, T);
+    const now = context(T, 100);
+    expect([heads.shownBy(network, now, "a"), heads.shownBy(network, now, "b")]).toEqual([
+      102,
+      null,
+    ]);
+    expect(heads.highest(network, now)).toBeNull();
+  });
+
   it("no snapshot, no observed head", () => {
     const heads = new ObservedHeads();
     heads.observe("net", "a", 5, T);
     expect(heads.highest(network, { ...context(T, 0), state: EMPTY_NETWORK_STATE })).toBeNull();
+  });
+});
+
+describe("highestSighting", () => {
+  it.each<[string, number[], number | null]>([
+    ["none", [], null],
+    ["the highest, wherever it stands", [3, 7, 5], 7],
+    ["the highest first", [7, 3], 7],
+  ])("%s", (_name, blocks, expected) => {
+    const sightings = new Map(blocks.map((block, i) => [`p${i}`, { block, at: 0 }]));
+    expect(highestSighting(sightings)).toBe(expected);
+  });
+});
+
+describe("mayRaiseHead: only a quorum member used as a candidate, under a quorum in force", () => {
+  const model = buildModel(
+    configSchema.parse({
+      networks: { net: { chain_id: 1, providers: [{ url: "http://a.test" }] } },
+    }),
+    (url) => url,
+  );
+  const network = model.networks.get("net");
+  if (network === undefined) throw new Error("no network");
+  const T = 1_800_000_000_000;
+  const quorum = {
+    head: 100,
+    headTimestamp: 0,
+    members: ["a"],
+    excluded: {},
+    heads: {},
+    computedAt: T,
+  };
+  // A check every 15 s: the quorum is in force for three intervals.
+  const context = (now: number, withQuorum = true): SelectionContext => ({
+    network,
+    now,
+    checkIntervalSeconds: 15,
+    demoted: new Set(),
+    state: { ...EMPTY_NETWORK_STATE, quorum: withQuorum ? quorum : null },
+  });
+  it.each<[string, string, boolean, SelectionContext, boolean]>([
+    ["a member, as a candidate", "a", false, context(T + 45_000), true],
+    ["a member used in an emergency", "a", true, context(T), false],
+    ["not a member", "b", false, context(T), false],
+    ["a member of a stale quorum", "a", false, context(T + 45_001), false],
+    ["no quorum", "a", false, context(T, false), false],
+  ])("%s: %s", (_name, provider, emergency, at, expected) => {
+    expect(mayRaiseHead(provider, emergency, at)).toBe(expected);
   });
 });
 

@@ -86,6 +86,13 @@ function reachAfter(
   );
 }
 
+describe("a chain at genesis", () => {
+  it("block 0 is a head like any other: reachable at once, not unknown", () => {
+    const genesis = { ...snapshot({ honest: 0 }), head: 0 };
+    expect(reachAfter([], T, { quorum: genesis })("honest")).toBe(0);
+  });
+});
+
 describe("a stuck provider (1 s blocks, snapshot at T with both at 100)", () => {
   it.each<[string, Sighting[], number]>([
     // Stuck before the snapshot: the monitor's head grows as before until the next tick.
@@ -288,5 +295,25 @@ describe("pinning latest to the served head", () => {
     expect(tagsToPin(chainHead, view, ["honest", "liar"], reach, now, 60_000)?.latest).toBe(
       expected,
     );
+  });
+});
+
+describe("no tag pinned while the chain position is stale", () => {
+  const chainHead: ChainHead = {
+    latest: { number: 100, hash: "0x01" },
+    safe: { number: 98, hash: "0x02" },
+    finalized: { number: 90, hash: "0x03" },
+    served: { block: 100, at: T - 10 * SECOND },
+    previousServed: null,
+    updatedAt: T,
+    reorgSeenAt: 0,
+  };
+  it.each<[string, number, boolean]>([
+    ["exactly as old as it may be: pinned", T + 60_000, true],
+    ["a millisecond older: tags go upstream as written", T + 60_001, false],
+  ])("%s", (_name, now, pinned) => {
+    const view = servedHeadView(chainHead, now, 2_500, SECOND);
+    const tags = tagsToPin(chainHead, view, ["honest"], () => 200, now, 60_000);
+    expect(tags).toEqual(pinned ? { latest: 100, safe: 98, finalized: 90 } : null);
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
+import { callsOf, parseRequest } from "../../../../functions/core/jsonrpc/jsonrpc.ts";
 import { HEAD_POLL_BODY } from "../../../../functions/core/request/head/head-publication.ts";
+import { needsFreshHead } from "../../../../functions/core/request/head/served-head.ts";
 import {
   everyoneInQuorum,
   gatewayHarness,
@@ -273,6 +275,63 @@ describe("the background poll when the head stands still", () => {
   });
 });
 
+describe("a poll asked for now (the head follower's look for a block it expects)", () => {
+  it("asks one quorum member at once, within half a block time of a publication, publishes its head and answers it", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 600 } });
+    h.upstream.script(P1, chainNode({ head: 101 })).script(P2, chainNode({ head: 101 }));
+    expect(await h.gateway.pollHead("net", 400)).toBe(101);
+    expect((await h.served())?.block).toBe(101);
+    expect(h.count("head_polls")).toBe(1);
+    const asked = [...(h.upstream.calls.get(P1) ?? []), ...(h.upstream.calls.get(P2) ?? [])];
+    expect(asked.map((request) => [request.body, request.timeoutMs])).toEqual([
+      [HEAD_POLL_BODY, 400],
+    ]);
+  });
+
+  it("publishes by the same rules as any poll: nothing within a delay of the last publication", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 100 } });
+    h.upstream.script(P1, chainNode({ head: 101 })).script(P2, chainNode({ head: 101 }));
+    expect(await h.gateway.pollHead("net", 400)).toBe(101);
+    expect((await h.served())?.block).toBe(100);
+  });
+
+  it("regression: the follower read the served head as eth_blockNumber, which goes to a provider when nothing was published for a block time (1.4 calls a block at 1 s blocks); servedHead never asks one for its number, and still paces the background poll", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 2_500 } });
+    h.upstream.script(P1, chainNode({ head: 101 })).script(P2, chainNode({ head: 101 }));
+    expect(await h.gateway.servedHead("net")).toBe(100);
+    await h.settle();
+    const asked = [...(h.upstream.calls.get(P1) ?? []), ...(h.upstream.calls.get(P2) ?? [])];
+    // The only call is the background poll for a head that stood still, published.
+    expect(asked.map((request) => request.body)).toEqual([HEAD_POLL_BODY]);
+    expect((await h.served())?.block).toBe(101);
+    expect(await h.gateway.servedHead("elsewhere")).toBeNull();
+  });
+
+  it("answers null and asks nobody for an unknown network, or with no quorum in force", async () => {
+    const h = harness({});
+    expect(await h.gateway.pollHead("elsewhere", 400)).toBeNull();
+    h.store.setQuorum("net", {
+      head: 100,
+      headTimestamp: NOW / 1000 - 1,
+      members: ["p1", "p2"],
+      excluded: {},
+      heads: {},
+      computedAt: NOW - 600_000,
+    });
+    expect(await h.gateway.pollHead("net", 400)).toBeNull();
+    expect(h.upstream.calls.size).toBe(0);
+  });
+
+  it("answers null and publishes nothing for an answer that is not a head", async () => {
+    const h = harness({ served: { block: 100, at: NOW - 5_000 } });
+    const garbage = { ok: true as const, status: 200, body: "<html>502</html>", elapsedMs: 5 };
+    h.upstream.script(P1, () => garbage).script(P2, () => garbage);
+    expect(await h.gateway.pollHead("net", 400)).toBeNull();
+    expect((await h.served())?.block).toBe(100);
+    expect(h.count("head_poll_failures")).toBe(1);
+  });
+});
+
 describe("answers above the served head are held back (read-your-writes)", () => {
   it.each<[string, string, unknown[], "null" | "shown"]>([
     ["a receipt in a block above", "eth_getTransactionReceipt", [TX], "null"],
@@ -438,5 +497,48 @@ describe("the chain position read alone", () => {
     const read = await h.rpc("eth_getBalance", ["0x01", hex(90)]);
     expect(read.response.headers["x-gateway-head"]).toBe(hex(100));
     expect({ waited, reads: h.store.headReads }).toEqual({ waited: false, reads: 1 });
+  });
+});
+
+describe("needsFreshHead: which requests wait for a copy no older than head_cache_ms", () => {
+  const single = (method: string, params: unknown[]) => ({ jsonrpc: "2.0", id: 1, method, params });
+  const calls = (body: unknown) => {
+    const parsed = parseRequest(JSON.stringify(body), { maxBodyBytes: 10_000, maxBatch: 10 });
+    if (parsed.kind === "error") throw new Error("invalid request");
+    return callsOf(parsed);
+  };
+  const range = (fromBlock: string, toBlock: string) => [{ fromBlock, toBlock }];
+  it.each<[string, unknown, boolean]>([
+    ["eth_blockNumber", single("eth_blockNumber", []), true],
+    [
+      "a receipt (held back above the served head)",
+      single("eth_getTransactionReceipt", [TX]),
+      true,
+    ],
+    // Between numbers, so no tag makes it wait: the install alone does (it reports up to the served head).
+    ["a filter install between numbers", single("eth_newFilter", range("0x1", "0x2")), true],
+    ["a block filter install", single("eth_newBlockFilter", []), true],
+    ["a filter poll", single("eth_getFilterChanges", ["0x1"]), true],
+    ["a filter's logs", single("eth_getFilterLogs", ["0x1"]), true],
+    ["a balance at latest", single("eth_getBalance", ["0x01", "latest"]), true],
+    ["a balance at safe", single("eth_getBalance", ["0x01", "safe"]), true],
+    ["a balance at finalized", single("eth_getBalance", ["0x01", "finalized"]), true],
+    ["a balance with the block left out (latest)", single("eth_getBalance", ["0x01"]), true],
+    ["a balance at a number", single("eth_getBalance", ["0x01", hex(90)]), false],
+    ["a balance at earliest", single("eth_getBalance", ["0x01", "earliest"]), false],
+    ["a balance at pending", single("eth_getBalance", ["0x01", "pending"]), false],
+    ["logs between numbers", single("eth_getLogs", range("0x1", "0x2")), false],
+    ["logs up to latest", single("eth_getLogs", range("0x1", "latest")), true],
+    ["logs from finalized", single("eth_getLogs", range("finalized", "0x100")), true],
+    ["logs of a block hash", single("eth_getLogs", [{ blockHash: HASH }]), false],
+    ["eth_chainId", single("eth_chainId", []), false],
+    [
+      "a batch with one such call",
+      [single("eth_chainId", []), single("eth_blockNumber", [])],
+      true,
+    ],
+    ["a batch of none, one member invalid", [single("eth_chainId", []), { id: 2 }], false],
+  ])("%s", (_name, body, expected) => {
+    expect(needsFreshHead(calls(body))).toBe(expected);
   });
 });
