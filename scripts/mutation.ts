@@ -1,6 +1,6 @@
 /**
  * `npm run mutation [-- group...] [--force]`: StrykerJS over the modules that carry the
- * README's guarantees (test/mutation/groups.ts), one group at a time and one worker, so it
+ * guarantees of docs/behaviour.md (test/mutation/groups.ts), one group at a time and one worker, so it
  * shares two cores with the rest of the team. Each group keeps its results in
  * reports/mutation/<group>.json (not committed: megabytes that change with every run): a re-run
  * after a small change tests only the mutants that change touched (`--force` tests them all;

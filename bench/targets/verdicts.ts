@@ -8,7 +8,7 @@ import type { ReplayRecord } from "./replay.ts";
 import type { ThroughputRecord } from "./throughput.ts";
 
 /**
- * The gating targets (README "Performance") and how each part's figures are judged against
+ * The gating targets (bench/RESULTS.md "Targets") and how each part's figures are judged against
  * them. The hedged reads' targets are with their part (hedge.ts).
  */
 

@@ -12,6 +12,7 @@ import {
 } from "./config.ts";
 import type { ScenarioFigures } from "./figures.ts";
 import type { ChaosSize, ScenarioResult } from "./run.ts";
+import { RETRY_AFTER_SECONDS } from "./scenarios.ts";
 import type { ScanSummary } from "./secrets.ts";
 
 /** `test/chaos/CHAOS.md`: the matrix, a table per scenario, the machine, the config, the method. */
@@ -204,8 +205,12 @@ function findings(results: readonly ScenarioResult[]): string[] {
   const rateLimited = results.find((result) => result.name === "http-429")?.figures;
   const first = rateLimited?.observed.blacklists[0];
   if (first) {
+    const base = TIMINGS.cooldown_seconds.rate_limit;
+    const asked = Math.abs(first.cooldownSeconds - RETRY_AFTER_SECONDS);
     notes.push(
-      `- **http-429**: the answers carried \`Retry-After: 5\`; the blacklist lasted ≈${first.cooldownSeconds.toFixed(1)} s (the \`rate_limit\` base of ${TIMINGS.cooldown_seconds.rate_limit} s): the gateway does not read Retry-After (the README does not promise it). With the default base (300 s) this only matters for a Retry-After above 5 min.`,
+      asked < Math.abs(first.cooldownSeconds - base)
+        ? `- **http-429**: the answers carried \`Retry-After: ${RETRY_AFTER_SECONDS}\`; the blacklist lasted ≈${first.cooldownSeconds.toFixed(1)} s: the cooldown the provider asked for, not the \`rate_limit\` base of ${base} s (a 429 or 503's Retry-After sets the cooldown, clamped between 1 s and \`max_blacklist_minutes\`: docs/behaviour.md §6.1).`
+        : `- **http-429**: the answers carried \`Retry-After: ${RETRY_AFTER_SECONDS}\`; the blacklist lasted ≈${first.cooldownSeconds.toFixed(1)} s, the \`rate_limit\` base of ${base} s: the Retry-After was not honoured, though docs/behaviour.md §6.1 says it sets the cooldown.`,
     );
   }
   const out: string[] = [];

@@ -5,6 +5,9 @@ import { BLOCK_TIME_SECONDS, SLOW_FAULT_MS } from "./config.ts";
 import type { ProviderStatus } from "./observe.ts";
 import type { OpKind } from "./traffic.ts";
 
+/** What the http-429 scenario's answers ask for: longer than the chaos `rate_limit` base. */
+export const RETRY_AFTER_SECONDS = 5;
+
 /**
  * The scenario matrix: one fault per scenario, applied to the primary (or to every provider
  * for "all down") while the traffic runs, then removed.
@@ -177,9 +180,9 @@ export const SCENARIOS: readonly Scenario[] = [
       kind: "http",
       status: 429,
       body: '{"error":"Too Many Requests"}',
-      headers: { "content-type": "application/json", "retry-after": "5" },
+      headers: { "content-type": "application/json", "retry-after": String(RETRY_AFTER_SECONDS) },
     },
-    "HTTP 429 storm with Retry-After: 5",
+    `HTTP 429 storm with Retry-After: ${RETRY_AFTER_SECONDS}`,
     { quick: true },
   ),
   onPrimary(

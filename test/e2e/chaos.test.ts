@@ -63,7 +63,7 @@ function check(name: string, target: string): void {
 /**
  * Faults that freeze the primary's head: until the monitor sees it, the primary's answers fall
  * behind, by up to max_lag_seconds plus the detection allowance (one check interval, that
- * check's timeout, one block, the state cache); the README states that allowance. With any
+ * check's timeout, one block, the state cache); CONTRIBUTING.md's chaos matrix states that allowance. With any
  * other fault the answers come from providers that keep up, so none may be more than
  * max_lag_seconds plus the served head's trail behind: `latest` is pinned to the served head,
  * which by design trails the chain by one publication delay and a block (docs/behaviour.md

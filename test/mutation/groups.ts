@@ -1,5 +1,5 @@
 /**
- * What `npm run mutation` mutates: the modules that carry the README's guarantees, in groups,
+ * What `npm run mutation` mutates: the modules that carry the guarantees of docs/behaviour.md, in groups,
  * each with the unit tests that protect it (a mutant runs only the tests that cover it, and
  * no e2e test, so a group runs in minutes on two shared cores). Results: test/mutation/RESULTS.md.
  */

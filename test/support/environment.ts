@@ -1,11 +1,7 @@
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
-import {
-  isJavaAvailable,
-  type LocalDynamoDb,
-  startDynalite,
-  startDynamoDbLocal,
-} from "../../local/dynamodb.ts";
+import { isJavaAvailable, type LocalDynamoDb, startDynalite } from "../../local/dynamodb.ts";
+import { startSharedDynamoDbLocal } from "./shared-dynamodb-local.ts";
 
 /**
  * The real parts that come from the machine rather than from npm: a Java runtime (for AWS's
@@ -51,6 +47,6 @@ export interface DynamoBackend {
 /** Both emulators that speak the real DynamoDB API: dynalite always, DynamoDB Local as above. */
 export function dynamoBackends(): DynamoBackend[] {
   const dynalite: DynamoBackend = { name: "dynalite", start: startDynalite };
-  const dynamoDbLocal: DynamoBackend = { name: "DynamoDB Local", start: startDynamoDbLocal };
+  const dynamoDbLocal: DynamoBackend = { name: "DynamoDB Local", start: startSharedDynamoDbLocal };
   return RUN_DYNAMODB_LOCAL ? [dynalite, dynamoDbLocal] : [dynalite];
 }

@@ -8,8 +8,9 @@ import { GatewayClient } from "./gateway-client.ts";
  * The e2e scene most attacks on the gateway run in: an anvil chain, the providers the test
  * puts in front of it (fronts that forward, lie, lag or clamp), and the local stack over them
  * as Lambda runs it: several proxy containers over one DynamoDB, the monitor on its timer
- * every second (`check_interval_seconds` 1), one network `devnet`. What a scene needs beyond
- * that (more networks, API keys, a clock) goes in `network`, `networks` and `config`.
+ * every second (`check_interval_seconds` 1, unless `config` says otherwise), one network
+ * `devnet`. What a scene needs beyond that (more networks, API keys, a clock, another check
+ * interval) goes in `network`, `networks`, `config` and `stack`.
  */
 
 type NetworkConfig = ConfigInput["networks"][string];

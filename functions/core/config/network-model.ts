@@ -104,7 +104,7 @@ export function parseConfig(value: unknown): ParseResult {
     if (issue.code === "unrecognized_keys") {
       return {
         path,
-        message: `unknown key(s) ${issue.keys.map((key) => `"${key}"`).join(", ")}: check the spelling against the README's config reference`,
+        message: `unknown key(s) ${issue.keys.map((key) => `"${key}"`).join(", ")}: check the spelling against docs/config-reference.md`,
       };
     }
     return { path, message: issue.message };

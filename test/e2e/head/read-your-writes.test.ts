@@ -2,8 +2,11 @@ import { createPublicClient, createWalletClient, http, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
-import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
+import type { LocalStack } from "../../../local/stack.ts";
+import {
+  type MultiContainerStack,
+  multiContainerStack,
+} from "../../support/multi-container-stack.ts";
 
 /**
  * Read-your-writes through the gateway (docs/behaviour.md §10.4): viem's everyday dapp flow,
@@ -23,32 +26,25 @@ const ANSWERS_42 = "0x600a600c600039600a6000f3602a60005260206000f3";
 const abi = parseAbi(["function value() view returns (uint256)"]);
 const ROUNDS = 20;
 
-let node: AnvilNode;
+let scene: MultiContainerStack;
 let stack: LocalStack;
 
 beforeAll(async () => {
-  node = await startAnvil({ chainId: CHAIN_ID, blockTimeSeconds: 2 });
-  stack = await startLocalStack({
+  scene = await multiContainerStack({
     containers: 4,
-    monitor: true,
-    config: {
-      networks: {
-        devnet: {
-          chain_id: CHAIN_ID,
-          block_time_seconds: 2,
-          providers: [
-            { name: "a", url: node.url },
-            { name: "b", url: `${node.url}/` },
-          ],
-        },
-      },
-    },
+    chain: { chainId: CHAIN_ID, blockTimeSeconds: 2 },
+    // The default check interval: the served head moves between the monitor's checks.
+    config: { check_interval_seconds: 15 },
+    providers: (node) => [
+      { name: "a", url: node.url },
+      { name: "b", url: `${node.url}/` },
+    ],
   });
+  ({ stack } = scene);
 }, 60_000);
 
 afterAll(async () => {
-  await stack?.close();
-  await node?.stop();
+  await scene?.close();
 });
 
 describe("deploy, wait for the receipt, read the contract, round-robin over four containers", () => {

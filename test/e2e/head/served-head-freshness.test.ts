@@ -1,8 +1,12 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
-import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
+import type { AnvilNode } from "../../../local/anvil.ts";
+import type { LocalStack } from "../../../local/stack.ts";
 import { GatewayClient } from "../../support/gateway-client.ts";
 import { sampleHeadLag } from "../../support/head-lag.ts";
+import {
+  type MultiContainerStack,
+  multiContainerStack,
+} from "../../support/multi-container-stack.ts";
 
 /**
  * How far the served head trails the chain (docs/behaviour.md §10.2), measured: four proxy
@@ -18,6 +22,7 @@ const SAMPLE_MS = 15_000;
 const INTERVAL_MS = 60;
 
 interface Scene {
+  readonly fixture: MultiContainerStack;
   readonly node: AnvilNode;
   readonly stack: LocalStack;
   /** What the four containers cost while sampling: DynamoDB calls and provider polls. */
@@ -34,32 +39,23 @@ const scenes: Scene[] = [];
 const client = new GatewayClient();
 
 afterAll(async () => {
-  await Promise.all(scenes.map((scene) => scene.stack.close()));
-  await Promise.all(scenes.map((scene) => scene.node.stop()));
+  await Promise.all(scenes.map((scene) => scene.fixture.close()));
   await client.close();
 });
 
 async function startScene(blockTimeSeconds: number): Promise<Scene> {
-  const node = await startAnvil({ chainId: 31337, blockTimeSeconds });
-  await node.rpc("anvil_mine", ["0x5"]);
   const costs: Costs = { headReads: 0, publications: 0, metrics: [] };
-  const stack = await startLocalStack({
+  const fixture = await multiContainerStack({
     containers: 4,
-    monitor: true,
-    writeMetrics: (line) => costs.metrics.push(line),
-    config: {
-      networks: {
-        devnet: {
-          chain_id: 31337,
-          block_time_seconds: blockTimeSeconds,
-          providers: [
-            { name: "a", url: node.url },
-            { name: "b", url: `${node.url}/` },
-          ],
-        },
-      },
-    },
+    chain: { chainId: 31337, blockTimeSeconds, mine: 5 },
+    config: { check_interval_seconds: 15 },
+    stack: { writeMetrics: (line) => costs.metrics.push(line) },
+    providers: (node) => [
+      { name: "a", url: node.url },
+      { name: "b", url: `${node.url}/` },
+    ],
   });
+  const { node, stack } = fixture;
   // Every container reads and writes through this one store object: count its head calls.
   const readHead = stack.store.readHead.bind(stack.store);
   stack.store.readHead = (network) => {
@@ -71,7 +67,7 @@ async function startScene(blockTimeSeconds: number): Promise<Scene> {
     costs.publications++;
     return publishServed(...args);
   };
-  const scene = { node, stack, costs };
+  const scene = { fixture, node, stack, costs };
   scenes.push(scene);
   // The monitor's first tick writes the chain position; served once a publication is old enough.
   for (let wait = 0; wait < 100; wait++) {

@@ -7,7 +7,7 @@ import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
 import { type EmfMetric, metricsNamed, parseEmf, valuesOf } from "../../support/emf.ts";
 
 /**
- * The metrics the README lists, with their dimensions, and the status route's traffic
+ * The metrics docs/behaviour.md §7.2 lists, with their dimensions, and the status route's traffic
  * figures, from a known sequence of requests on the local stack: five to the primary (the
  * last one failing over), then three more to the secondary, which answers 300 ms late. The
  * clock is real time plus jumps the test makes, so latencies are real while the stats flush

@@ -28,7 +28,7 @@ import { type HeadlessPage, startHeadlessChromium } from "../../support/headless
  * primary's connections are refused for a few minutes, then it comes back. The status JSON
  * must tell that story in `events`; the page, rendered by headless Chromium (Debian's
  * package; .ci/run installs it), must show it in the provider's timeline and charts, fit a
- * phone, and is shot as a PNG (docs/status-page.png for the README with UPDATE_SCREENSHOT=1).
+ * phone, and is shot as a PNG (docs/status-page.png for docs/operate.md with UPDATE_SCREENSHOT=1).
  * Without Chromium the page
  * test is skipped, except under CI, where it fails.
  */
@@ -40,7 +40,7 @@ const MINUTE = 60_000;
 const SECRET = "k3yS3cr3tPr1mary0123456789";
 const CHROMIUM = findChromium();
 /**
- * The README's screenshot is rewritten only when asked (`UPDATE_SCREENSHOT=1 npm test`), so a
+ * docs/operate.md's screenshot is rewritten only when asked (`UPDATE_SCREENSHOT=1 npm test`), so a
  * test run leaves the working tree as it found it; otherwise the page is shot to a temp file.
  */
 const SCREENSHOT = process.env.UPDATE_SCREENSHOT

@@ -104,7 +104,7 @@ describe("the consensus config", () => {
       "a misspelt key",
       { methods: ["eth_call"], agreemnt: 2 },
       undefined,
-      'networks.eth.consensus: unknown key(s) "agreemnt": check the spelling against the README\'s config reference',
+      'networks.eth.consensus: unknown key(s) "agreemnt": check the spelling against docs/config-reference.md',
     ],
   ])("refuses %s, naming it", (_, consensus, list, expected) => {
     expect(problems(withConsensus(consensus, list))).toContain(expected);

@@ -3,13 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoAnswerStore } from "../../../../functions/adapters/store/answer-store.ts";
 import { createDynamoClient } from "../../../../functions/adapters/store/state-store.ts";
 import type { SharedAnswerStore } from "../../../../functions/core/ports.ts";
-import {
-  isJavaAvailable,
-  type LocalDynamoDb,
-  startDynalite,
-  startDynamoDbLocal,
-} from "../../../../local/dynamodb.ts";
+import { isJavaAvailable, type LocalDynamoDb, startDynalite } from "../../../../local/dynamodb.ts";
 import { MemoryAnswerStore } from "../../../support/memory-answer-store.ts";
+import { startSharedDynamoDbLocal } from "../../../support/shared-dynamodb-local.ts";
 
 /**
  * The shared answer store's contract, run against the DynamoDB adapter on the real DynamoDB
@@ -54,7 +50,7 @@ const backends: Array<[string, () => Promise<Backend>, boolean]> = [
   ["dynalite", () => dynamoBackend(() => startDynalite({ tableName: "answers" })), false],
   [
     "DynamoDB Local",
-    () => dynamoBackend(() => startDynamoDbLocal({ tableName: "answers" })),
+    () => dynamoBackend(() => startSharedDynamoDbLocal({ tableName: "answers" })),
     !isJavaAvailable(),
   ],
 ];

@@ -26,6 +26,8 @@ const DAY = 86_400;
 
 describe.each(dynamoBackends())("the event log on $name", ({ start }) => {
   let dynamo: LocalDynamoDb;
+  /** The table `start` made (on a shared DynamoDB Local, a name of its own). */
+  let tableName = TABLE;
   let client: DynamoDBClient;
   let store: DynamoEventStore;
   let networkCount = 0;
@@ -45,7 +47,7 @@ describe.each(dynamoBackends())("the event log on $name", ({ start }) => {
   async function partition(network: string) {
     const page = await client.send(
       new QueryCommand({
-        TableName: TABLE,
+        TableName: tableName,
         KeyConditionExpression: "pk = :pk",
         ExpressionAttributeValues: { ":pk": { S: eventsPartition(network) } },
       }),
@@ -58,8 +60,9 @@ describe.each(dynamoBackends())("the event log on $name", ({ start }) => {
 
   beforeAll(async () => {
     dynamo = await start({ tableName: TABLE });
+    tableName = dynamo.tableName;
     client = createLocalDynamoDbClient(dynamo.endpoint);
-    store = new DynamoEventStore({ client, tableName: TABLE });
+    store = new DynamoEventStore({ client, tableName });
   }, 120_000);
 
   afterAll(async () => {
@@ -137,7 +140,7 @@ describe.each(dynamoBackends())("the event log on $name", ({ start }) => {
 
   it("the proxy's state Query of the network never reads an event", async () => {
     const network = freshNetwork();
-    const state = new DynamoStateStore({ client, tableName: TABLE, clock: () => T0 });
+    const state = new DynamoStateStore({ client, tableName, clock: () => T0 });
     await state.writeHealth(network, "main", 0, { ...HEALTHY, version: 1 });
     await store.write(stored(network, T0), DAY);
     await store.claimConfigVersion(network, "file:x", T0);

@@ -6,15 +6,11 @@ import {
 import { createDynamoClient } from "../../../../functions/adapters/store/state-store.ts";
 import type { FilterStore, NewFilter } from "../../../../functions/core/ports.ts";
 import { gatewayFilterId } from "../../../../functions/core/request/filters/filter-id.ts";
-import {
-  isJavaAvailable,
-  type LocalDynamoDb,
-  startDynalite,
-  startDynamoDbLocal,
-} from "../../../../local/dynamodb.ts";
+import { isJavaAvailable, type LocalDynamoDb, startDynalite } from "../../../../local/dynamodb.ts";
 import { type DynamoFront, startDynamoFront } from "../../../support/dynamo-front.ts";
 import { tableKeys } from "../../../support/gateway-table.ts";
 import { MemoryFilterStore } from "../../../support/memory-filter-store.ts";
+import { startSharedDynamoDbLocal } from "../../../support/shared-dynamodb-local.ts";
 
 /**
  * The filter store's contract (docs/behaviour.md §14), run against the DynamoDB adapter on the
@@ -71,7 +67,7 @@ const backends: Array<[string, () => Promise<Backend>, boolean]> = [
   ["dynalite", () => dynamoBackend(() => startDynalite({ tableName: "filters" })), false],
   [
     "DynamoDB Local",
-    () => dynamoBackend(() => startDynamoDbLocal({ tableName: "filters" })),
+    () => dynamoBackend(() => startSharedDynamoDbLocal({ tableName: "filters" })),
     !isJavaAvailable(),
   ],
 ];

@@ -25,6 +25,8 @@ const T0 = 1_800_000_000_000;
 
 describe.each(dynamoBackends())("monitor storage on $name", ({ start }) => {
   let dynamo: LocalDynamoDb;
+  /** The table `start` made (on a shared DynamoDB Local, a name of its own). */
+  let tableName = TABLE;
   let client: DynamoDBClient;
   let monitorStore: DynamoMonitorStore;
   let stateStore: DynamoStateStore;
@@ -35,8 +37,9 @@ describe.each(dynamoBackends())("monitor storage on $name", ({ start }) => {
 
   beforeAll(async () => {
     dynamo = await start({ tableName: TABLE });
+    tableName = dynamo.tableName;
     client = createLocalDynamoDbClient(dynamo.endpoint);
-    const tables = { client, tableName: TABLE };
+    const tables = { client, tableName };
     monitorStore = new DynamoMonitorStore(tables);
     stateStore = new DynamoStateStore({ ...tables, clock: () => T0 });
     statsStore = new DynamoStatsStore(tables);

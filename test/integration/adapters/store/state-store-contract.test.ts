@@ -7,13 +7,9 @@ import {
 import type { ChainHead } from "../../../../functions/core/chain/chain-head.ts";
 import { HEALTHY, type ProviderHealth } from "../../../../functions/core/health/health.ts";
 import type { StateStore } from "../../../../functions/core/ports.ts";
-import {
-  isJavaAvailable,
-  type LocalDynamoDb,
-  startDynalite,
-  startDynamoDbLocal,
-} from "../../../../local/dynamodb.ts";
+import { isJavaAvailable, type LocalDynamoDb, startDynalite } from "../../../../local/dynamodb.ts";
 import { MemoryStateStore } from "../../../support/memory-state-store.ts";
+import { startSharedDynamoDbLocal } from "../../../support/shared-dynamodb-local.ts";
 
 /**
  * The state store's contract, run against the DynamoDB adapter on the real DynamoDB API
@@ -58,7 +54,7 @@ const backends: Array<[string, () => Promise<Backend>, boolean]> = [
   ["dynalite", () => dynamoBackend(() => startDynalite({ tableName: "contract" })), false],
   [
     "DynamoDB Local",
-    () => dynamoBackend(() => startDynamoDbLocal({ tableName: "contract" })),
+    () => dynamoBackend(() => startSharedDynamoDbLocal({ tableName: "contract" })),
     !isJavaAvailable(),
   ],
 ];

@@ -2,13 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDynamoClient } from "../../../../functions/adapters/store/state-store.ts";
 import { DynamoTransactionLedger } from "../../../../functions/adapters/store/transaction-ledger.ts";
 import type { TransactionLedger } from "../../../../functions/core/ports.ts";
-import {
-  isJavaAvailable,
-  type LocalDynamoDb,
-  startDynalite,
-  startDynamoDbLocal,
-} from "../../../../local/dynamodb.ts";
+import { isJavaAvailable, type LocalDynamoDb, startDynalite } from "../../../../local/dynamodb.ts";
 import { MemoryTransactionLedger } from "../../../support/memory-ledger.ts";
+import { startSharedDynamoDbLocal } from "../../../support/shared-dynamodb-local.ts";
 
 /**
  * The transaction ledger's contract (docs/behaviour.md §4.12), run against the DynamoDB
@@ -38,7 +34,7 @@ const backends: Array<[string, () => Promise<Backend>, boolean]> = [
   ["dynalite", () => dynamoBackend(() => startDynalite({ tableName: "ledger" })), false],
   [
     "DynamoDB Local",
-    () => dynamoBackend(() => startDynamoDbLocal({ tableName: "ledger" })),
+    () => dynamoBackend(() => startSharedDynamoDbLocal({ tableName: "ledger" })),
     !isJavaAvailable(),
   ],
 ];

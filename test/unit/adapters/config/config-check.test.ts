@@ -87,7 +87,7 @@ describe("checkConfigFile", () => {
     expect(pathsAndMessages(await check(config))).toEqual([
       [
         "networks.ethereum.providers[0]",
-        'unknown key(s) "priorty": check the spelling against the README\'s config reference',
+        'unknown key(s) "priorty": check the spelling against docs/config-reference.md',
       ],
     ]);
   });

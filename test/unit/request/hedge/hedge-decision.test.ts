@@ -231,7 +231,7 @@ describe("the hedge keys in the config", () => {
     {
       config: { hedge: { hedge_all: true } },
       problem:
-        'hedge: unknown key(s) "hedge_all": check the spelling against the README\'s config reference',
+        'hedge: unknown key(s) "hedge_all": check the spelling against docs/config-reference.md',
     },
   ])("refuses $config", ({ config, problem }) => {
     expect(problems(config)).toEqual([problem]);

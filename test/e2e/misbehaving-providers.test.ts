@@ -10,9 +10,9 @@ import { tableItem } from "../support/gateway-table.ts";
 import { waitUntil } from "../support/wait-until.ts";
 
 /**
- * What attacking the local stack found, as a hostile caller and as misbehaving providers
- * would: anvil behind fault-injecting shims, the proxy behind the API Gateway emulator,
- * dynalite. Fixed bugs are "regression: …"; known bugs are pinned with `it.fails` and a
+ * What misbehaving providers and a hostile caller cannot make the gateway do (docs/behaviour.md
+ * §2.3, §4.3, §4.6, §4.11, §5.4, §6.5, §8.5): anvil behind fault-injecting shims, one network
+ * per fault, the proxy behind the API Gateway emulator, dynalite. Fixed bugs are "regression: …"; known bugs are pinned with `it.fails` and a
  * "bug:" comment. The clock stands still at NOW.
  */
 

@@ -1,12 +1,17 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
-import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { GatewayClient, rpcCall } from "../support/gateway-client.ts";
-import { type FrontAnswer, type FrontCall, startLyingFront } from "../support/lying-front.ts";
+import type { AnvilNode } from "../../../local/anvil.ts";
+import type { LocalStack } from "../../../local/stack.ts";
+import { GatewayClient, rpcCall } from "../../support/gateway-client.ts";
+import { type FrontAnswer, type FrontCall, startLyingFront } from "../../support/lying-front.ts";
+import {
+  type MultiContainerStack,
+  multiContainerStack,
+} from "../../support/multi-container-stack.ts";
 
 /**
- * The newest chain-position changes attacked on the local stack: two proxy containers over one
- * DynamoDB, the monitor ticking every second, anvil mining a block a second behind a lying
+ * The chain position and the served head against one lying quorum member (docs/behaviour.md
+ * §10.1, §10.2, §10.4), and its pruned-state errors about recent blocks (§4), on the local
+ * stack: two proxy containers over one DynamoDB, the monitor ticking every second, anvil mining a block a second behind a lying
  * provider (asked first) and an honest one. The liar forwards every call to the node and
  * rewrites the answers on cue. Fixed bugs are "regression: …"; the rest pins what held.
  */
@@ -41,31 +46,24 @@ const randomHash = () =>
 
 let node: AnvilNode;
 let liar: Liar;
+let scene: MultiContainerStack;
 let stack: LocalStack;
 const client = new GatewayClient();
 
 beforeAll(async () => {
-  node = await startAnvil({ chainId: CHAIN_ID, blockTimeSeconds: 1 });
   // anvil's `finalized` is 64 blocks behind its head: 100 blocks give a finalized block 36.
-  await node.rpc("anvil_mine", ["0x64"]);
-  liar = await startLiar(node.url);
-  stack = await startLocalStack({
+  scene = await multiContainerStack({
     containers: 2,
-    monitor: true,
-    config: {
-      check_interval_seconds: 1,
-      networks: {
-        devnet: {
-          chain_id: CHAIN_ID,
-          block_time_seconds: 1,
-          providers: [
-            { name: "liar", url: liar.url, priority: 1 },
-            { name: "honest", url: node.url, priority: 1 },
-          ],
-        },
-      },
+    chain: { chainId: CHAIN_ID, blockTimeSeconds: 1, mine: 100 },
+    providers: async (chain) => {
+      liar = await startLiar(chain.url);
+      return [
+        { name: "liar", url: liar.url, priority: 1 },
+        { name: "honest", url: chain.url, priority: 1 },
+      ];
     },
   });
+  ({ node, stack } = scene);
   await untilStatus((head) => head.finalized !== null);
 }, 60_000);
 
@@ -74,9 +72,8 @@ beforeEach(() => {
 });
 
 afterAll(async () => {
-  await stack?.close();
+  await scene?.close();
   await liar?.close();
-  await node?.stop();
   await client.close();
 });
 

@@ -1,12 +1,17 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
-import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import type { HttpAnswer } from "../support/gateway-client.ts";
-import { type LyingFront, startLyingFront } from "../support/lying-front.ts";
+import type { AnvilNode } from "../../../local/anvil.ts";
+import type { LocalStack } from "../../../local/stack.ts";
+import type { HttpAnswer } from "../../support/gateway-client.ts";
+import { type LyingFront, startLyingFront } from "../../support/lying-front.ts";
+import {
+  type MultiContainerStack,
+  multiContainerStack,
+} from "../../support/multi-container-stack.ts";
 
 /**
- * Attacks on the short path of a lone eth_blockNumber the served head answers, over HTTP: four
+ * The short path of a lone eth_blockNumber the served head answers (docs/behaviour.md §10.3),
+ * over HTTP and attacked (its fixes are "regression: …"): four
  * proxy containers, the monitor ticking, one real chain behind an honest provider and a liar
  * that claims a head 1000 blocks ahead (in eth_blockNumber and in its latest block). Every
  * answer the short path gives must carry what the full pipeline's does: the key check and its
@@ -26,6 +31,7 @@ const hex = (n: number) => `0x${n.toString(16)}`;
 let node: AnvilNode;
 let liar: LyingFront;
 let relay: LyingFront;
+let scene: MultiContainerStack;
 let stack: LocalStack;
 let liarCalls = 0;
 
@@ -34,47 +40,49 @@ async function realHead(): Promise<number> {
 }
 
 beforeAll(async () => {
-  node = await startAnvil({ chainId: 31337, blockTimeSeconds: 1 });
-  liar = await startLyingFront(node.url, async (call, forward) => {
-    liarCalls++;
-    if (call.method === "eth_blockNumber") return { result: hex((await realHead()) + AHEAD) };
-    const answer = await forward();
-    const params = call.params as unknown[] | undefined;
-    if (call.method === "eth_getBlockByNumber" && params?.[0] === "latest") {
-      const block = answer.result as { number: string };
-      return { result: { ...block, number: hex(Number.parseInt(block.number, 16) + AHEAD) } };
-    }
-    return answer;
-  });
-  relay = await startLyingFront(node.url, (_call, forward) => forward());
-  const providers = [
-    { name: "liar", url: liar.url, priority: 5 },
-    { name: "honest", url: node.url, priority: 1 },
-    { name: "relay", url: relay.url, priority: 1 },
-  ];
-  stack = await startLocalStack({
+  scene = await multiContainerStack({
     containers: 4,
-    monitor: true,
+    chain: { chainId: 31337, blockTimeSeconds: 1 },
+    // A block time longer than the publication delay: a publication stays "within a block
+    // time" for a while, so most eth_blockNumber calls take the short path.
+    network: { block_time_seconds: 12 },
     config: {
-      check_interval_seconds: 1,
       cors_origins: [ORIGIN],
       api_keys: [
         { name: "open", sha256: sha256(OPEN_KEY) },
         { name: "limited", sha256: sha256(LIMITED_KEY), requests_per_minute: LIMIT },
       ],
-      networks: {
-        // A block time longer than the publication delay: a publication stays "within a block
-        // time" for a while, so most eth_blockNumber calls take the short path.
-        devnet: { chain_id: 31337, block_time_seconds: 12, providers },
-        allowlisted: {
-          chain_id: 31337,
-          block_time_seconds: 1,
-          methods_allow: ["eth_chainId"],
-          providers,
-        },
-      },
     },
+    providers: async (chain) => {
+      node = chain;
+      liar = await startLyingFront(chain.url, async (call, forward) => {
+        liarCalls++;
+        if (call.method === "eth_blockNumber") return { result: hex((await realHead()) + AHEAD) };
+        const answer = await forward();
+        const params = call.params as unknown[] | undefined;
+        if (call.method === "eth_getBlockByNumber" && params?.[0] === "latest") {
+          const block = answer.result as { number: string };
+          return { result: { ...block, number: hex(Number.parseInt(block.number, 16) + AHEAD) } };
+        }
+        return answer;
+      });
+      relay = await startLyingFront(chain.url, (_call, forward) => forward());
+      return [
+        { name: "liar", url: liar.url, priority: 5 },
+        { name: "honest", url: chain.url, priority: 1 },
+        { name: "relay", url: relay.url, priority: 1 },
+      ];
+    },
+    networks: (providers) => ({
+      allowlisted: {
+        chain_id: 31337,
+        block_time_seconds: 1,
+        methods_allow: ["eth_chainId"],
+        providers,
+      },
+    }),
   });
+  ({ stack } = scene);
   // The served head is answered once the monitor has published it and the delay has passed.
   for (let wait = 0; wait < 100; wait++) {
     const answer = await send("/devnet", blockNumber(1));
@@ -84,10 +92,9 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await stack?.close();
+  await scene?.close();
   await liar?.close();
   await relay?.close();
-  await node?.stop();
 });
 
 const blockNumber = (id: unknown) =>

@@ -1,12 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoMonitorStore } from "../../functions/adapters/store/monitor-store.ts";
-import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
-import { buildLogChain, type LogChain } from "../../local/log-chain.ts";
-import { type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { type FrontAnswer, type LyingFront, startLyingFront } from "../support/lying-front.ts";
+import type { AnvilNode } from "../../../local/anvil.ts";
+import { buildLogChain, type LogChain } from "../../../local/log-chain.ts";
+import type { LocalStack } from "../../../local/stack.ts";
+import { type FrontAnswer, type LyingFront, startLyingFront } from "../../support/lying-front.ts";
+import {
+  type MultiContainerStack,
+  multiContainerStack,
+} from "../../support/multi-container-stack.ts";
 
 /**
- * Attacks on the near-head eth_getLogs check while the monitor is stalled: its last snapshot
+ * The near-head eth_getLogs check while the monitor is stalled (docs/behaviour.md §12.9,
+ * §12.10; its attacks' fixes are "regression: …"): the monitor's last snapshot
  * (written by hand, clock fixed) is ten minutes old and saw the chain STALE_BY blocks back.
  * `lone` is the network's only provider (anvil behind a front that counts each method and
  * answers the check as each test makes it); four proxy containers.
@@ -21,6 +25,7 @@ const now = NOW;
 let node: AnvilNode;
 let chain: LogChain;
 let lone: LyingFront;
+let scene: MultiContainerStack;
 let stack: LocalStack;
 const seen = new Map<string, number>();
 /** How the front answers eth_getBlockByNumber (the check); by default, as the node does. */
@@ -31,34 +36,31 @@ let check: (forward: () => Promise<FrontAnswer>) => Promise<FrontAnswer> | Front
 const hex = (n: number) => `0x${n.toString(16)}`;
 
 beforeAll(async () => {
-  node = await startAnvil({ chainId: 31337 });
-  chain = await buildLogChain(node, { blocks: BLOCKS, every: 2 });
-  lone = await startLyingFront(node.url, (call, forward) => {
-    seen.set(call.method, (seen.get(call.method) ?? 0) + 1);
-    return call.method === "eth_getBlockByNumber" ? check(forward) : forward();
-  });
-  stack = await startLocalStack({
-    clock: () => now,
+  scene = await multiContainerStack({
     containers: 4,
-    config: {
-      networks: {
-        devnet: {
-          chain_id: 31337,
-          block_time_seconds: 1,
-          providers: [{ name: "lone", url: lone.url }],
-        },
-        cut: {
-          chain_id: 31337,
-          block_time_seconds: 1,
-          providers: [{ name: "lone", url: lone.url, max_logs_range: 10 }],
-        },
-      },
+    monitor: false,
+    // The default check interval, as the stalled monitor had it.
+    config: { check_interval_seconds: 15 },
+    stack: { clock: () => now },
+    providers: async (anvil) => {
+      node = anvil;
+      chain = await buildLogChain(node, { blocks: BLOCKS, every: 2 });
+      lone = await startLyingFront(node.url, (call, forward) => {
+        seen.set(call.method, (seen.get(call.method) ?? 0) + 1);
+        return call.method === "eth_getBlockByNumber" ? check(forward) : forward();
+      });
+      return [{ name: "lone", url: lone.url }];
     },
+    networks: () => ({
+      cut: {
+        chain_id: 31337,
+        block_time_seconds: 1,
+        providers: [{ name: "lone", url: lone.url, max_logs_range: 10 }],
+      },
+    }),
   });
-  const monitorStore = new DynamoMonitorStore({
-    client: stack.store.client,
-    tableName: stack.store.tableName,
-  });
+  ({ stack } = scene);
+  const { monitorStore } = scene;
   const head = chain.head - STALE_BY;
   const at = { number: head, timestamp: (now - STALLED_MS) / 1000 };
   for (const network of ["devnet", "cut"]) {
@@ -74,9 +76,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await stack?.close();
+  await scene?.close();
   await lone?.close();
-  await node?.stop();
 });
 
 async function getLogs(from: number, to: number, id = 1, network = "devnet") {
