@@ -289,6 +289,8 @@ export function analyse(input: AnalysisInput): ScenarioFigures {
               ...firstHit.exchanges.map((exchange) => exchange.attempts - 1),
             ),
             providers: providersOf(firstHit).join(",") || "-",
+            kind: firstHit.kind,
+            calls: firstHit.calls,
           }
         : null,
       maxAttemptsDuringFault: Math.max(0, ...during.map(attemptsOf)),
@@ -310,6 +312,13 @@ export function analyse(input: AnalysisInput): ScenarioFigures {
     logs: input.logs,
   };
 }
+
+/**
+ * The calls a log query's completeness check may make of its own near the head (the receipts a
+ * bloom hit asks for), which `x-gateway-attempts` counts with the attempts (docs/behaviour.md
+ * §12.10): not a failover's.
+ */
+const LOG_CHECK_CALLS = 1;
 
 /** The targets: with ≥ 1 healthy provider, 100 % success, 0 stale, failover within one attempt, return. */
 export function verdicts(figures: ScenarioFigures, allDown: boolean): Verdict[] {
@@ -360,11 +369,14 @@ export function verdicts(figures: ScenarioFigures, allDown: boolean): Verdict[] 
     const hit = failover.firstHit;
     list.push({
       target: "failover within one attempt",
-      pass: failover.ms !== null && hit?.ok === true && hit.extraAttempts <= 1,
+      pass:
+        failover.ms !== null &&
+        hit?.ok === true &&
+        hit.extraAttempts <= 1 + (hit.kind === "logs" ? LOG_CHECK_CALLS : 0),
       measured:
         failover.ms === null || hit === null
           ? "no failover seen"
-          : `first hit ${hit.ok ? "ok" : "FAILED"} in ${hit.attempts} attempt(s) via ${hit.providers}; off the primary after ${failover.ms} ms`,
+          : `first hit (${hit.kind}) ${hit.ok ? "ok" : "FAILED"} in ${hit.attempts} attempt(s) via ${hit.providers}${hit.kind === "logs" ? " (a log query: its completeness check's own call counted too)" : ""}; off the primary after ${failover.ms} ms`,
     });
   }
   list.push({

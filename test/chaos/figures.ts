@@ -98,6 +98,9 @@ export interface ScenarioFigures {
       /** The most attempts beyond the first that one HTTP request of the op needed. */
       readonly extraAttempts: number;
       readonly providers: string;
+      /** What the op asked (`logs`, `batch`…), and the calls in it. */
+      readonly kind: string;
+      readonly calls: number;
     } | null;
     readonly maxAttemptsDuringFault: number;
     /** Ops during the fault that needed more than one attempt (they met a failing provider). */

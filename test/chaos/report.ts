@@ -116,7 +116,7 @@ export function renderChaosReport(report: ChaosReport): string {
     "is what the chain says), **every `eth_getLogs` answer holds exactly the logs of its range** (a",
     "feeder has each node emit a log about every block; once the traffic is over, each answer is",
     "compared with the logs of the node behind the provider that answered), **0 stale answers**, **failover within one attempt** (the first request",
-    "that met the fault still succeeded, in at most one extra attempt), and **traffic returns to the",
+    "that met the fault still succeeded, in at most one extra attempt; a log query's completeness check may add its own call, docs/behaviour.md §12.10), and **traffic returns to the",
     'primary** once the fault is removed. "All down": every request during the outage gets the',
     "gateway's own JSON-RPC answer (an error; in a batch an `eth_blockNumber` may come from the served",
     "head), with no hang; the service resumes after, and traffic returns to the primary. No run may show",
