@@ -294,21 +294,30 @@ export function errorResponse(
 
 /** Matches a method against patterns like `admin_*`, `debug_setHead`, `*`. */
 export function methodMatches(method: string, patterns: readonly string[]): boolean {
-  return patterns.some((pattern) =>
-    pattern.includes("*") ? patternRegExp(pattern).test(method) : pattern === method,
-  );
+  if (patterns.length === 0) return false;
+  let compiled = compiledLists.get(patterns);
+  if (compiled === undefined) {
+    compiled = listRegExp(patterns);
+    compiledLists.set(patterns, compiled);
+  }
+  return compiled.test(method);
 }
 
-const compiledPatterns = new Map<string, RegExp>();
+/**
+ * A list of patterns as one expression, compiled once per list (the config's lists live as
+ * long as its model): every call of every request is checked against the deny list, ~70
+ * patterns by default, which one test of one expression does in a fraction of the time.
+ */
+const compiledLists = new WeakMap<readonly string[], RegExp>();
 
-function patternRegExp(pattern: string): RegExp {
-  let compiled = compiledPatterns.get(pattern);
-  if (compiled === undefined) {
-    const parts = pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"));
-    compiled = new RegExp(`^${parts.join("[\\s\\S]*")}$`);
-    compiledPatterns.set(pattern, compiled);
-  }
-  return compiled;
+function listRegExp(patterns: readonly string[]): RegExp {
+  const alternatives = patterns.map((pattern) =>
+    pattern
+      .split("*")
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+      .join("[\\s\\S]*"),
+  );
+  return new RegExp(`^(?:${alternatives.join("|")})$`);
 }
 
 /** Whether the method may be called at all under a deny list and an optional allow list. */
