@@ -1,4 +1,4 @@
-import { arrayElementSpans, memberNames, memberValueSpan, nestingDepth } from "./json-raw.ts";
+import { arrayElementSpans, type Member, nestingDepth, objectMembers } from "./json-raw.ts";
 
 /** JSON-RPC 2.0 error codes the gateway itself answers with. */
 export const ErrorCode = {
@@ -62,10 +62,15 @@ export function isCall(member: Call | InvalidMember): member is Call {
   return "method" in member;
 }
 
-function rawIdOf(text: string, value: Record<string, unknown>): string | null {
+/** The id's text as written (the last `id`, as JSON.parse reads it); null without one. */
+function rawIdOf(
+  text: string,
+  members: readonly Member[],
+  value: Record<string, unknown>,
+): string | null {
   if (!Object.hasOwn(value, "id")) return null;
-  const span = memberValueSpan(text, "id");
-  return span === null ? "null" : text.slice(span.start, span.end);
+  const id = members.findLast((member) => member.name === "id");
+  return id === undefined ? "null" : text.slice(id.value.start, id.value.end);
 }
 
 /** The id as the gateway may echo it: only strings, numbers and null are valid ids. */
@@ -106,10 +111,11 @@ function foldedName(name: string): string {
  * case (`"Method"`, `"PARAMS"`), which geth reads as the member itself, the last one winning,
  * and anvil refuses.
  */
-function ambiguousMember(text: string): string | null {
+function ambiguousMember(members: readonly Member[]): string | null {
   const seen = new Set<string>();
-  for (const name of memberNames(text)) {
-    const folded = foldedName(name);
+  for (const { name } of members) {
+    // A significant name as written is its own folding: only other names need the work.
+    const folded = SIGNIFICANT_MEMBERS.has(name) ? name : foldedName(name);
     if (!SIGNIFICANT_MEMBERS.has(folded)) continue;
     if (name !== folded) {
       return `${JSON.stringify(name)} is another spelling of "${folded}" (geth reads member names in any case): write it "${folded}"`;
@@ -149,7 +155,8 @@ function parseMember(
   // Upstreams disagree on which duplicate wins, so one of them could run a method this
   // gateway never checked (a denied one, say), or answer other params than the cache's key
   // names: such requests are refused.
-  const ambiguous = ambiguousMember(text);
+  const members = objectMembers(text);
+  const ambiguous = ambiguousMember(members);
   if (ambiguous !== null) {
     return { position, rawId: "null", message: `invalid request: ${ambiguous}` };
   }
@@ -162,7 +169,7 @@ function parseMember(
     };
   }
   const object = value as Record<string, unknown>;
-  const rawId = rawIdOf(text, object);
+  const rawId = rawIdOf(text, members, object);
   const safeId = echoableId(object, rawId);
   if (rawId !== null && safeId !== rawId) {
     return {
