@@ -169,7 +169,7 @@ export class AnswerCache {
       const text = looked.entry.answer;
       // Only an answer that may be kept is read (a parse of a large answer is not free).
       const member =
-        text === null || looked.plan.kind === "never" ? undefined : parseJsonOrUndefined(text);
+        text === null || looked.plan.kind === "never" ? undefined : memberOf(looked.entry, text);
       const verdict = classifyAnswer(looked.plan, member, lookup.head);
       looked.class = verdict.class;
       if (looked.status === "bypass") continue;
@@ -347,6 +347,12 @@ function cacheHeader(lookup: CacheLookup, request: AcceptedRequest): string {
 function answerClassOf(lookup: CacheLookup): AnswerClass {
   if (!lookup.single) return "never";
   return lookup.calls.get(0)?.class ?? "never";
+}
+
+/** The answer parsed: as its attempt's judge parsed it, when it is still that text. */
+function memberOf(entry: OpenCall, text: string): unknown {
+  const parsed = entry.parsedAnswer;
+  return parsed !== null && parsed.text === text ? parsed.member : parseJsonOrUndefined(text);
 }
 
 function memoryKey(network: Network, key: string): string {
