@@ -20,6 +20,8 @@ export const CORS_EXPOSE_HEADERS = [
   "x-gateway-cache",
   "x-gateway-head",
 ] as const;
+/** `access-control-expose-headers` as every answer carries it, joined once. */
+const EXPOSE_HEADERS = CORS_EXPOSE_HEADERS.join(",");
 /** How long a browser may reuse a preflight answer. */
 export const CORS_MAX_AGE_SECONDS = 86_400;
 
@@ -54,7 +56,7 @@ export function corsResponseHeaders(
   return {
     ...varies,
     "access-control-allow-origin": allowed,
-    "access-control-expose-headers": CORS_EXPOSE_HEADERS.join(","),
+    "access-control-expose-headers": EXPOSE_HEADERS,
   };
 }
 

@@ -153,11 +153,17 @@ export function memberValueSpan(text: string, key: string): Span | null {
   return found;
 }
 
-/** The names of a JSON object text's top-level members, duplicates included. */
-export function memberNames(text: string): string[] {
-  const names: string[] = [];
-  forEachMember(text, (name) => names.push(name));
-  return names;
+/** A top-level member of a JSON object text: its name, decoded, and its value's span. */
+export interface Member {
+  readonly name: string;
+  readonly value: Span;
+}
+
+/** The top-level members of a JSON object text in order, duplicates included: one scan. */
+export function objectMembers(text: string): Member[] {
+  const members: Member[] = [];
+  forEachMember(text, (name, value) => members.push({ name, value }));
+  return members;
 }
 
 /**

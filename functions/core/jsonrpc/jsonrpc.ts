@@ -1,4 +1,4 @@
-import { arrayElementSpans, memberNames, memberValueSpan, nestingDepth } from "./json-raw.ts";
+import { arrayElementSpans, type Member, nestingDepth, objectMembers } from "./json-raw.ts";
 
 /** JSON-RPC 2.0 error codes the gateway itself answers with. */
 export const ErrorCode = {
@@ -62,10 +62,15 @@ export function isCall(member: Call | InvalidMember): member is Call {
   return "method" in member;
 }
 
-function rawIdOf(text: string, value: Record<string, unknown>): string | null {
+/** The id's text as written (the last `id`, as JSON.parse reads it); null without one. */
+function rawIdOf(
+  text: string,
+  members: readonly Member[],
+  value: Record<string, unknown>,
+): string | null {
   if (!Object.hasOwn(value, "id")) return null;
-  const span = memberValueSpan(text, "id");
-  return span === null ? "null" : text.slice(span.start, span.end);
+  const id = members.findLast((member) => member.name === "id");
+  return id === undefined ? "null" : text.slice(id.value.start, id.value.end);
 }
 
 /** The id as the gateway may echo it: only strings, numbers and null are valid ids. */
@@ -106,10 +111,11 @@ function foldedName(name: string): string {
  * case (`"Method"`, `"PARAMS"`), which geth reads as the member itself, the last one winning,
  * and anvil refuses.
  */
-function ambiguousMember(text: string): string | null {
+function ambiguousMember(members: readonly Member[]): string | null {
   const seen = new Set<string>();
-  for (const name of memberNames(text)) {
-    const folded = foldedName(name);
+  for (const { name } of members) {
+    // A significant name as written is its own folding: only other names need the work.
+    const folded = SIGNIFICANT_MEMBERS.has(name) ? name : foldedName(name);
     if (!SIGNIFICANT_MEMBERS.has(folded)) continue;
     if (name !== folded) {
       return `${JSON.stringify(name)} is another spelling of "${folded}" (geth reads member names in any case): write it "${folded}"`;
@@ -149,7 +155,8 @@ function parseMember(
   // Upstreams disagree on which duplicate wins, so one of them could run a method this
   // gateway never checked (a denied one, say), or answer other params than the cache's key
   // names: such requests are refused.
-  const ambiguous = ambiguousMember(text);
+  const members = objectMembers(text);
+  const ambiguous = ambiguousMember(members);
   if (ambiguous !== null) {
     return { position, rawId: "null", message: `invalid request: ${ambiguous}` };
   }
@@ -162,7 +169,7 @@ function parseMember(
     };
   }
   const object = value as Record<string, unknown>;
-  const rawId = rawIdOf(text, object);
+  const rawId = rawIdOf(text, members, object);
   const safeId = echoableId(object, rawId);
   if (rawId !== null && safeId !== rawId) {
     return {
@@ -294,21 +301,30 @@ export function errorResponse(
 
 /** Matches a method against patterns like `admin_*`, `debug_setHead`, `*`. */
 export function methodMatches(method: string, patterns: readonly string[]): boolean {
-  return patterns.some((pattern) =>
-    pattern.includes("*") ? patternRegExp(pattern).test(method) : pattern === method,
-  );
+  if (patterns.length === 0) return false;
+  let compiled = compiledLists.get(patterns);
+  if (compiled === undefined) {
+    compiled = listRegExp(patterns);
+    compiledLists.set(patterns, compiled);
+  }
+  return compiled.test(method);
 }
 
-const compiledPatterns = new Map<string, RegExp>();
+/**
+ * A list of patterns as one expression, compiled once per list (the config's lists live as
+ * long as its model): every call of every request is checked against the deny list, ~70
+ * patterns by default, which one test of one expression does in a fraction of the time.
+ */
+const compiledLists = new WeakMap<readonly string[], RegExp>();
 
-function patternRegExp(pattern: string): RegExp {
-  let compiled = compiledPatterns.get(pattern);
-  if (compiled === undefined) {
-    const parts = pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"));
-    compiled = new RegExp(`^${parts.join("[\\s\\S]*")}$`);
-    compiledPatterns.set(pattern, compiled);
-  }
-  return compiled;
+function listRegExp(patterns: readonly string[]): RegExp {
+  const alternatives = patterns.map((pattern) =>
+    pattern
+      .split("*")
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+      .join("[\\s\\S]*"),
+  );
+  return new RegExp(`^(?:${alternatives.join("|")})$`);
 }
 
 /** Whether the method may be called at all under a deny list and an optional allow list. */

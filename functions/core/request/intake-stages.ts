@@ -1,5 +1,6 @@
 import { callsOf, errorResponse, parseRequest } from "../jsonrpc/jsonrpc.ts";
 import { DEADLINE_MARGIN_MS } from "../policies.ts";
+import type { NetworkState } from "../routing/network-state.ts";
 import { admitCalls } from "./admit.ts";
 import { needsFreshHead } from "./head/served-head.ts";
 import type { InFlight, Stage } from "./in-flight.ts";
@@ -69,13 +70,18 @@ export const readState: Stage = {
       );
     const budget = flight.internal?.budget;
     flight.limits = budget === undefined ? settings : { ...settings, max_upstream_calls: budget };
-    return read(flight);
+    const freshHead = needsFreshHead(callsOf(flight.request));
+    const state = flight.container.deps.cache.current(flight.network.name, { freshHead });
+    if (!(state instanceof Promise)) {
+      flight.state = state;
+      return;
+    }
+    return read(flight, state);
   },
 };
 
-async function read(flight: InFlight): Promise<void> {
-  const freshHead = needsFreshHead(callsOf(flight.request));
-  flight.state = await flight.container.deps.cache.get(flight.network.name, { freshHead });
+async function read(flight: InFlight, reading: Promise<NetworkState>): Promise<void> {
+  flight.state = await reading;
 }
 
 /** What the request knows before its first attempt, drawn once so a batch agrees (`scope.ts`). */

@@ -28,6 +28,7 @@ export function openCall(
     next: 0,
     attempts: 0,
     answer: null,
+    parsedAnswer: null,
     fallback: null,
     lastError: "no attempt was made",
     failures: [],
@@ -40,11 +41,17 @@ export function answer(entry: OpenCall, text: string): void {
   writable(entry).answer = text;
 }
 
-/** The answer `slot`'s provider gave to the call as sent. */
-export function answerFrom(entry: OpenCall, text: string, slot: AttemptSlot): void {
+/** The answer `slot`'s provider gave to the call as sent; `member`: the text parsed, if it was. */
+export function answerFrom(
+  entry: OpenCall,
+  text: string,
+  slot: AttemptSlot,
+  member?: unknown,
+): void {
   const call = writable(entry);
   call.answer = text;
   call.answeredBy = slot;
+  call.parsedAnswer = member === undefined ? null : { text, member };
 }
 
 /** The upstream answer handed back if no provider does better; null forgets the one kept. */

@@ -59,6 +59,11 @@ export interface OpenCall {
   readonly attempts: number;
   /** The answer to hand back: set once final. */
   readonly answer: string | null;
+  /**
+   * A provider's answer as its attempt's judge parsed it, so the cache classes it without
+   * parsing it again; read only while `answer` is still that text.
+   */
+  readonly parsedAnswer: { readonly text: string; readonly member: unknown } | null;
   /** The last upstream answer worth handing back if no provider does better. */
   readonly fallback: KeptAnswer | null;
   /** What went wrong last, for the gateway's own error when every attempt failed. */

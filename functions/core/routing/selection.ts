@@ -239,95 +239,103 @@ function route(
   const preferred = backupsInUse ? candidates : primaries;
   // A backup that alone keeps the block serves this call while the primaries are healthy.
   const forThisCall =
-    need !== null && [...lacks, ...pruned].some(({ provider }) => !provider.backup)
+    worded && need !== null && [...lacks, ...pruned].some(({ provider }) => !provider.backup)
       ? `backup in use for this call: no primary candidate keeps block ${need.block}`
       : "backup in use: no primary is a candidate";
-  const inUse = (provider: Provider): RoutingEntry => ({
-    provider,
-    slot: "candidate",
-    reason: !worded
-      ? ""
-      : backupsInUse && provider.backup
-        ? `${forThisCall}; ${priorityReason(provider, body)}`
-        : backupsInUse
-          ? `backup in use: no primary is a candidate; ${priorityReason(provider, body)}`
-          : priorityReason(provider, body),
-  });
-  const demoted = (provider: Provider): RoutingEntry => ({
-    provider,
-    slot: "demoted",
-    reason: "demoted in this container after unclassified errors in a row (force-rotate)",
-  });
-  const standby = (provider: Provider): RoutingEntry => ({
-    provider,
-    slot: "backup",
-    reason: "backup: tried after the primaries while a primary is a candidate",
-  });
-  const emergency = others
-    .filter(({ why }) => why !== "method_not_served")
-    .map((entry, order) => ({
-      ...entry,
-      order,
-      rank: emergencyRank(entry.provider, method, context),
-    }))
-    .sort((a, b) => a.rank - b.rank || a.order - b.order)
-    .map(
-      ({ provider, why }): RoutingEntry => ({
+  // Built by pushing, slot after slot: every call of every request routes through here.
+  const order: RoutingEntry[] = [];
+  for (const provider of preferred) {
+    if (context.demoted.has(provider.name)) continue;
+    order.push({
+      provider,
+      slot: "candidate",
+      reason: !worded
+        ? ""
+        : backupsInUse && provider.backup
+          ? `${forThisCall}; ${priorityReason(provider, body)}`
+          : backupsInUse
+            ? `backup in use: no primary is a candidate; ${priorityReason(provider, body)}`
+            : priorityReason(provider, body),
+    });
+  }
+  for (const provider of preferred) {
+    if (!context.demoted.has(provider.name)) continue;
+    order.push({
+      provider,
+      slot: "demoted",
+      reason: "demoted in this container after unclassified errors in a row (force-rotate)",
+    });
+  }
+  if (!backupsInUse) {
+    for (const provider of candidates) {
+      if (!provider.backup) continue;
+      order.push({
+        provider,
+        slot: "backup",
+        reason: "backup: tried after the primaries while a primary is a candidate",
+      });
+    }
+  }
+  for (const { provider, range } of limited) {
+    order.push({
+      provider,
+      slot: "limited",
+      reason: worded
+        ? `takes log queries of at most ${range} blocks (max_logs_range), this one spans ${span}; tried after those that can`
+        : "",
+    });
+  }
+  for (const { provider, reached } of behind) {
+    order.push({
+      provider,
+      slot: "behind",
+      reason: worded
+        ? `cannot have reached block ${block} yet (known head ${reached}); tried after those that can`
+        : "",
+    });
+  }
+  for (const { provider, keeping } of pruned) {
+    order.push({
+      provider,
+      slot: "pruned",
+      reason: worded && need !== null ? historyReason(need, keeping) : "",
+    });
+  }
+  if (others.length > 0) {
+    const emergency = others
+      .filter(({ why }) => why !== "method_not_served")
+      .map((entry, rank) => ({
+        ...entry,
+        rank,
+        until: emergencyRank(entry.provider, method, context),
+      }))
+      .sort((a, b) => a.until - b.until || a.rank - b.rank);
+    for (const { provider, why } of emergency) {
+      order.push({
         provider,
         slot: "emergency",
         reason: worded
           ? `${notCandidateReason(provider, method, why, context)}; tried only when no candidate answers`
           : "",
-      }),
-    );
-  const skipped = others
-    .filter(({ why }) => why === "method_not_served")
-    .map(
-      ({ provider, why }): RoutingEntry => ({
-        provider,
-        slot: "skipped",
-        reason: worded ? notCandidateReason(provider, method, why, context) : "",
-      }),
-    );
-  return [
-    ...preferred.filter((provider) => !context.demoted.has(provider.name)).map(inUse),
-    ...preferred.filter((provider) => context.demoted.has(provider.name)).map(demoted),
-    ...(backupsInUse ? [] : candidates.filter((provider) => provider.backup).map(standby)),
-    ...limited.map(
-      ({ provider, range }): RoutingEntry => ({
-        provider,
-        slot: "limited",
-        reason: worded
-          ? `takes log queries of at most ${range} blocks (max_logs_range), this one spans ${span}; tried after those that can`
-          : "",
-      }),
-    ),
-    ...behind.map(
-      ({ provider, reached }): RoutingEntry => ({
-        provider,
-        slot: "behind",
-        reason: worded
-          ? `cannot have reached block ${block} yet (known head ${reached}); tried after those that can`
-          : "",
-      }),
-    ),
-    ...pruned.map(
-      ({ provider, keeping }): RoutingEntry => ({
-        provider,
-        slot: "pruned",
-        reason: worded && need !== null ? historyReason(need, keeping) : "",
-      }),
-    ),
-    ...emergency,
-    ...lacks.map(
-      ({ provider, keeping }): RoutingEntry => ({
-        provider,
-        slot: "history",
-        reason: worded && need !== null ? historyReason(need, keeping) : "",
-      }),
-    ),
-    ...skipped,
-  ];
+      });
+    }
+  }
+  for (const { provider, keeping } of lacks) {
+    order.push({
+      provider,
+      slot: "history",
+      reason: worded && need !== null ? historyReason(need, keeping) : "",
+    });
+  }
+  for (const { provider, why } of others) {
+    if (why !== "method_not_served") continue;
+    order.push({
+      provider,
+      slot: "skipped",
+      reason: worded ? notCandidateReason(provider, method, why, context) : "",
+    });
+  }
+  return order;
 }
 
 export interface AttemptSlot {
@@ -348,9 +356,12 @@ export function attemptOrder(
   span: number | null = null,
   need: HistoryNeed | null = null,
 ): AttemptSlot[] {
-  return route(ranked, method, context, "", block, span, false, need)
-    .filter((entry) => entry.slot !== "skipped" && entry.slot !== "history")
-    .map((entry) => ({ provider: entry.provider, emergency: entry.slot === "emergency" }));
+  const order: AttemptSlot[] = [];
+  for (const { provider, slot } of route(ranked, method, context, "", block, span, false, need)) {
+    if (slot !== "skipped" && slot !== "history")
+      order.push({ provider, emergency: slot === "emergency" });
+  }
+  return order;
 }
 
 /** The configured order without randomness: for the status route and the monitor. */

@@ -26,9 +26,19 @@ interface HeadEntry {
  */
 const HEAD_READ_AHEAD = 0.8;
 
-/** The state with the newer of its Query's chain position and a consistent copy of it. */
+/**
+ * The state with the newer of its Query's chain position and a consistent copy of it, made
+ * once per state and head copy: every request between two reads shares it.
+ */
+const withHeads = new WeakMap<NetworkState, { head: ChainHead | null; state: NetworkState }>();
+
 function withHead(state: NetworkState, entry: HeadEntry | undefined): NetworkState {
-  return entry === undefined ? state : { ...state, head: newerHead(state.head, entry.head) };
+  if (entry === undefined) return state;
+  const made = withHeads.get(state);
+  if (made !== undefined && made.head === entry.head) return made.state;
+  const merged = { ...state, head: newerHead(state.head, entry.head) };
+  withHeads.set(state, { head: entry.head, state: merged });
+  return merged;
 }
 
 /**
@@ -112,9 +122,27 @@ export class StateCache {
     network: string,
     options: { readonly freshHead?: boolean } = {},
   ): Promise<NetworkState> {
-    if (!options.freshHead) return withHead(await this.#state(network), this.#heads.get(network));
-    const headTtl = this.#options.headTtlMs(network);
-    const [state, head] = await Promise.all([this.#state(network), this.#head(network, headTtl)]);
+    return this.current(network, options);
+  }
+
+  /**
+   * `get`, without a promise when memory has what the request needs (the hot path: a fresh
+   * copy, and a head copy within `head_cache_ms`), so a request costs no turn of the event loop.
+   */
+  current(
+    network: string,
+    options: { readonly freshHead?: boolean } = {},
+  ): NetworkState | Promise<NetworkState> {
+    const state = this.#state(network);
+    if (!options.freshHead) {
+      return state instanceof Promise
+        ? state.then((read) => withHead(read, this.#heads.get(network)))
+        : withHead(state, this.#heads.get(network));
+    }
+    const head = this.#head(network, this.#options.headTtlMs(network));
+    if (state instanceof Promise || head instanceof Promise) {
+      return Promise.all([state, head]).then(([read, copy]) => withHead(read, copy));
+    }
     return withHead(state, head);
   }
 

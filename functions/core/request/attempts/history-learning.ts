@@ -60,6 +60,15 @@ export class HistoryLearning {
 
   /** Learns from one judged attempt; called as the attempt is recorded. */
   record(scope: RequestScope, group: AttemptGroup, judgement: AttemptJudgement): void {
+    // An attempt whose calls were all answered teaches no bound: only its answers are read.
+    if (judgement.outcomes.some((outcome) => outcome.kind === "retry")) {
+      this.#learnFromRetries(scope, group, judgement);
+    }
+    this.#proveAndRemember(scope, group, judgement);
+  }
+
+  /** Bounds learned from the calls refused as pruned; an own answer dropped for other failures. */
+  #learnFromRetries(scope: RequestScope, group: AttemptGroup, judgement: AttemptJudgement): void {
     const { network, context } = scope;
     const provider = group.slot.provider.name;
     const numberOfHash = context.numberOfHash ?? (() => null);
@@ -97,7 +106,6 @@ export class HistoryLearning {
     for (const { entry, need } of unserved) {
       this.#answerWhenNobodyKeeps({ ...scope, context: { ...context, state } }, entry, need);
     }
-    this.#proveAndRemember(scope, group, judgement);
   }
 
   /**

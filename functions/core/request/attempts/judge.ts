@@ -23,8 +23,8 @@ export function isRetryVerdict(verdict: Verdict): verdict is FailureVerdict {
 
 /** What one attempt means for one of its calls. */
 export type CallOutcome =
-  /** Final: the text goes back to the caller (its id restored later). */
-  | { readonly kind: "answer"; readonly text: string }
+  /** Final: the text goes back to the caller (its id restored later); `member`: it parsed. */
+  | { readonly kind: "answer"; readonly text: string; readonly member?: unknown }
   /** A configured inner error: kept, and the call tries the next provider while it can. */
   | { readonly kind: "inner_error"; readonly text: string; readonly detail: string }
   /**
@@ -229,20 +229,26 @@ function judgeMembers(
     }
     success ??= verdict;
     if (verdict.outcome === "ok") okAnswers.push({ info: entry.info, member });
-    outcomes.push(settled(verdict, text, context));
+    outcomes.push(settled(verdict, text, context, member));
   }
   return { outcomes, success, failure, okAnswers };
 }
 
 /** A non-retry verdict: the answer, unless a configured inner error keeps the call open. */
-function settled(verdict: Verdict, text: string, context: JudgeContext): CallOutcome {
+function settled(
+  verdict: Verdict,
+  text: string,
+  context: JudgeContext,
+  member?: unknown,
+): CallOutcome {
   const inner =
     verdict.outcome === "inner_error"
       ? verdict.detail
       : verdict.outcome === "ok" || verdict.outcome === "unclassified"
         ? findInnerError(text, context.innerErrors)
         : null;
-  return inner === null ? { kind: "answer", text } : { kind: "inner_error", text, detail: inner };
+  if (inner !== null) return { kind: "inner_error", text, detail: inner };
+  return member === undefined ? { kind: "answer", text } : { kind: "answer", text, member };
 }
 
 function hasErrorMember(member: unknown): boolean {

@@ -44,7 +44,7 @@ export function recordAttempt(
     // A hedged read's other attempt may have answered the call already: that answer stands.
     if (entry === undefined || entry.answer !== null) return;
     if (outcome.kind === "answer") {
-      answerFrom(entry, outcome.text, slot);
+      answerFrom(entry, outcome.text, slot, outcome.member);
     } else if (outcome.kind === "inner_error") {
       keep(entry, { text: outcome.text, provider });
       note(entry, `inner error ${outcome.detail}`);

@@ -89,14 +89,14 @@ export class AnswerCache {
    * Calls already answered, or whose answer can never be kept, are bypassed. An internal call
    * (a piece of a log query) spends the bounds of the request it is part of.
    */
-  async lookup(
+  lookup(
     model: GatewayModel,
     network: Network,
     request: AcceptedRequest,
     open: readonly OpenCall[],
     head: ChainHead | null,
     options: { readonly parentCache?: CacheLookup } = {},
-  ): Promise<CacheLookup> {
+  ): CacheLookup | Promise<CacheLookup> {
     const now = this.#deps.clock();
     const known = knownFinality(head, now, model.checkIntervalSeconds);
     const calls = new Map<number, LookedUp>();
@@ -143,8 +143,10 @@ export class AnswerCache {
         sharedWrites: network.settings.cache_shared_writes_per_request,
         memoryBytes: model.cacheMemoryRequestBytes,
       });
-    if (sharedWanted.length > 0) await this.#readShared(model, network, sharedWanted, bounds);
-    return { network, single: request.kind === "single", head: known, calls, bounds };
+    const lookup = { network, single: request.kind === "single", head: known, calls, bounds };
+    // Only the shared tier is waited for: a lookup memory settles costs no turn of the loop.
+    if (sharedWanted.length === 0) return lookup;
+    return this.#readShared(model, network, sharedWanted, bounds).then(() => lookup);
   }
 
   /**
@@ -167,7 +169,7 @@ export class AnswerCache {
       const text = looked.entry.answer;
       // Only an answer that may be kept is read (a parse of a large answer is not free).
       const member =
-        text === null || looked.plan.kind === "never" ? undefined : parseJsonOrUndefined(text);
+        text === null || looked.plan.kind === "never" ? undefined : memberOf(looked.entry, text);
       const verdict = classifyAnswer(looked.plan, member, lookup.head);
       looked.class = verdict.class;
       if (looked.status === "bypass") continue;
@@ -345,6 +347,12 @@ function cacheHeader(lookup: CacheLookup, request: AcceptedRequest): string {
 function answerClassOf(lookup: CacheLookup): AnswerClass {
   if (!lookup.single) return "never";
   return lookup.calls.get(0)?.class ?? "never";
+}
+
+/** The answer parsed: as its attempt's judge parsed it, when it is still that text. */
+function memberOf(entry: OpenCall, text: string): unknown {
+  const parsed = entry.parsedAnswer;
+  return parsed !== null && parsed.text === text ? parsed.member : parseJsonOrUndefined(text);
 }
 
 function memoryKey(network: Network, key: string): string {

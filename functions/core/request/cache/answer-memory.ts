@@ -77,6 +77,8 @@ export class AnswerMemory {
       this.#entries.set(key, { entry, bytes });
       this.#bytes += bytes;
     }
+    // The least recently used go while the entries do not fit (no walk while they do).
+    if (this.#bytes <= maxBytes) return;
     for (const [oldest, kept] of this.#entries) {
       if (this.#bytes <= maxBytes) break;
       this.#entries.delete(oldest);

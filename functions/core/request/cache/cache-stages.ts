@@ -1,5 +1,5 @@
-import type { Stage } from "../in-flight.ts";
-import { withCacheOutcome } from "./answer-cache.ts";
+import type { InFlight, Stage } from "../in-flight.ts";
+import { type CacheLookup, withCacheOutcome } from "./answer-cache.ts";
 
 /**
  * Where the answer cache plugs into a request (docs/behaviour.md §11): looked up before any
@@ -10,8 +10,8 @@ import { withCacheOutcome } from "./answer-cache.ts";
 export const cacheLookup: Stage = {
   name: "cache lookup",
   phase: "before attempts",
-  async run(flight) {
-    flight.cache = await flight.container.answers.lookup(
+  run(flight) {
+    const lookup = flight.container.answers.lookup(
       flight.model,
       flight.network,
       flight.request,
@@ -19,8 +19,17 @@ export const cacheLookup: Stage = {
       flight.state.head,
       flight.options,
     );
+    if (!(lookup instanceof Promise)) {
+      flight.cache = lookup;
+      return;
+    }
+    return awaitShared(flight, lookup);
   },
 };
+
+async function awaitShared(flight: InFlight, lookup: Promise<CacheLookup>): Promise<void> {
+  flight.cache = await lookup;
+}
 
 /** The answers providers gave to calls that missed, kept as their class and the bounds allow. */
 export const cacheStore: Stage = {

@@ -29,10 +29,13 @@ export function pinBlockTags(call: Call, tags: PinnedTags): Call {
   const element = arrayElementSpans(paramsText)[where.at];
   if (element === undefined) return call;
   const edits: Array<{ span: Span; text: string }> = [];
+  // The params as the pinned text parses, made from the caller's without parsing it again.
+  const params = [...call.params];
   const given: unknown = call.params[where.at];
   if (where.kind === "filter") {
     if (typeof given !== "object" || given === null) return call;
     const filter = paramsText.slice(element.start, element.end);
+    const pinnedFilter: Record<string, unknown> = { ...given };
     for (const end of ["fromBlock", "toBlock"]) {
       const span = memberValueSpan(filter, end);
       const number =
@@ -42,11 +45,16 @@ export function pinBlockTags(call: Call, tags: PinnedTags): Call {
           span: { start: element.start + span.start, end: element.start + span.end },
           text: quantity(number),
         });
+        pinnedFilter[end] = hex(number);
       }
     }
+    params[where.at] = pinnedFilter;
   } else {
     const number = pinnedNumber(given, tags);
-    if (number !== null) edits.push({ span: element, text: quantity(number) });
+    if (number !== null) {
+      edits.push({ span: element, text: quantity(number) });
+      params[where.at] = hex(number);
+    }
   }
   if (edits.length === 0) return call;
   let pinned = paramsText;
@@ -56,7 +64,7 @@ export function pinBlockTags(call: Call, tags: PinnedTags): Call {
   return {
     ...call,
     raw: `${call.raw.slice(0, paramsSpan.start)}${pinned}${call.raw.slice(paramsSpan.end)}`,
-    params: JSON.parse(pinned) as unknown,
+    params,
   };
 }
 
@@ -65,6 +73,11 @@ function pinnedNumber(value: unknown, tags: PinnedTags): number | null {
   return tags[value as keyof PinnedTags];
 }
 
+function hex(number: number): string {
+  return `0x${number.toString(16)}`;
+}
+
+/** The number as a JSON quantity. */
 function quantity(number: number): string {
-  return `"0x${number.toString(16)}"`;
+  return `"${hex(number)}"`;
 }

@@ -30,10 +30,25 @@ describe("pinBlockTags", () => {
       '{"jsonrpc":"2.0","id":3,"method":"eth_getLogs","params":[{"fromBlock":"finalized","toBlock":"latest","address":"0xab"}]}',
       '{"jsonrpc":"2.0","id":3,"method":"eth_getLogs","params":[{"fromBlock":"0x40","toBlock":"0x64","address":"0xab"}]}',
     ],
+    [
+      '{"jsonrpc":"2.0","id":4,"method":"eth_getLogs","params":[{"toBlock":"latest","fromBlock":"0x1","address":"0xab"}]}',
+      '{"jsonrpc":"2.0","id":4,"method":"eth_getLogs","params":[{"toBlock":"0x64","fromBlock":"0x1","address":"0xab"}]}',
+    ],
+    [
+      '{"jsonrpc":"2.0","id":5,"method":"eth_getLogs","params":[{"fromBlock":"0x1","fromBlock":"safe"}]}',
+      '{"jsonrpc":"2.0","id":5,"method":"eth_getLogs","params":[{"fromBlock":"0x1","fromBlock":"0x60"}]}',
+    ],
   ])("%s", (text, pinned) => {
-    const result = pinBlockTags(call(text), TAGS);
+    const written = call(text);
+    const before = structuredClone(written.params);
+    const result = pinBlockTags(written, TAGS);
     expect(result.raw).toBe(pinned);
-    expect(result.params).toEqual((JSON.parse(pinned) as { params: unknown }).params);
+    // The params are what the pinned text parses to, members in the same order.
+    const parsed = (JSON.parse(pinned) as { params: unknown[] }).params;
+    expect(result.params).toStrictEqual(parsed);
+    expect(JSON.stringify(result.params)).toBe(JSON.stringify(parsed));
+    // The caller's call is left as written.
+    expect(written.params).toStrictEqual(before);
   });
 
   it.each([
