@@ -142,9 +142,7 @@ export async function runQuorumCheck(
       }),
     ),
     heads: headsOf(checks, input.previous),
-    // As of when the heads were read: readers count the blocks mined since from here, and a
-    // member that hangs until check_timeout_ms would otherwise age them all by that much.
-    computedAt: askedAt,
+    computedAt: now,
   };
 
   const [, published] = await Promise.all([

@@ -22,7 +22,7 @@ export interface QuorumSnapshot {
   readonly failures?: Readonly<Record<string, string>>;
   /** Each provider's head as last seen by the monitor. */
   readonly heads: Readonly<Record<string, HeadInfo>>;
-  /** When the monitor asked for the heads it holds (ms): the blocks since are counted from here. */
+  /** When the monitor computed it (ms). */
   readonly computedAt: number;
 }
 
