@@ -9,7 +9,7 @@ import { acknowledgeWildcardResources } from "./nag.ts";
 /**
  * The head follower's function in the stack (docs/behaviour.md "Subscriptions over
  * WebSocket", where the follower runs): EventBridge Scheduler starts it every minute; each run
- * lasts ~63 s (functions/follower/follow-run.ts), so with a reserved concurrency of 2 the next
+ * lasts ~63 s (functions/core/follower/follow-run.ts), so with a reserved concurrency of 2 the next
  * run is already waiting for each network's lease when the one before gives it back. A run
  * finding no subscription anywhere ends at once.
  */

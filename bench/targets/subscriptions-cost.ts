@@ -11,7 +11,7 @@ import {
 /**
  * What the subscriptions bench's counts cost at list prices (AWS us-east-1, on demand, arm64),
  * and its section of bench/RESULTS.md. The follower's function runs ~63 s of every minute
- * whatever it does (functions/follower/follow-run.ts), so its Lambda cost is its memory's,
+ * whatever it does (functions/core/follower/follow-run.ts), so its Lambda cost is its memory's,
  * sized here by the CPU the run measured; DynamoDB and API Gateway's messages grow with blocks
  * and notifications.
  */

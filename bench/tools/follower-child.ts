@@ -21,7 +21,7 @@ type Handler = (event: unknown, context: unknown) => Promise<unknown>;
 
 const job = JSON.parse(process.argv[2] ?? "{}") as Job;
 
-/** The follower's run ends this long before the Lambda timeout (functions/follower/follow-run.ts). */
+/** The follower's run ends this long before the Lambda timeout (functions/core/follower/follow-run.ts). */
 const LAMBDA_END_MARGIN_MS = 10_000;
 
 const cpuMicros = () => {

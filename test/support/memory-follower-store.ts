@@ -4,7 +4,7 @@ import type { FollowerStore } from "../../functions/core/follower/follower-ports
 /**
  * The follower's store in memory, for its unit tests: the DynamoDB adapter's semantics (a
  * cursor written only over the version read, expired items never read), held to the same
- * contract (test/integration/follower-store-contract.test.ts).
+ * contract (test/integration/adapters/subscriptions/follower-store-contract.test.ts).
  */
 export class MemoryFollowerStore implements FollowerStore {
   readonly #cursors = new Map<string, { cursor: FollowerCursor; expiresAt: number }>();
