@@ -143,6 +143,7 @@ export async function runQuorumCheck(
     ),
     heads: headsOf(checks, input.previous),
     computedAt: now,
+    headsReadAt: askedAt,
   };
 
   const [, published] = await Promise.all([

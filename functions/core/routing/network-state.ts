@@ -24,6 +24,17 @@ export interface QuorumSnapshot {
   readonly heads: Readonly<Record<string, HeadInfo>>;
   /** When the monitor computed it (ms). */
   readonly computedAt: number;
+  /**
+   * When the monitor asked for the heads it holds (ms); absent in a snapshot an older monitor
+   * wrote. A member that hangs until `check_timeout_ms` delays `computedAt` by that much, so
+   * the blocks made since the heads were read are counted from here.
+   */
+  readonly headsReadAt?: number;
+}
+
+/** When the snapshot's heads were read: the blocks the chain can have made since count from here. */
+export function headsReadAt(quorum: QuorumSnapshot): number {
+  return quorum.headsReadAt ?? quorum.computedAt;
 }
 
 /** Everything the proxy needs about a network's shared state: one DynamoDB Query. */

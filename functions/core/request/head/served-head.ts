@@ -1,7 +1,7 @@
 import { type ChainHead, servedHeadAt, servedRecently } from "../../chain/chain-head.ts";
 import { type Call, type InvalidMember, isCall } from "../../jsonrpc/jsonrpc.ts";
 import { blockRefOf } from "../../methods/block-ref.ts";
-import type { QuorumSnapshot } from "../../routing/network-state.ts";
+import { headsReadAt, type QuorumSnapshot } from "../../routing/network-state.ts";
 import { answer } from "../open-call.ts";
 import type { OpenCall, PinnedTags, ServedHeadView } from "../vocabulary.ts";
 import { mayBeHeldBack } from "./held-back.ts";
@@ -122,7 +122,7 @@ export function reachableBlocks(
 ): (provider: string) => number | null {
   if (quorum === null) return () => null;
   const since = (at: number) => Math.ceil(Math.max(0, now - at) / blockTimeMs);
-  const progress = since(quorum.computedAt);
+  const progress = since(headsReadAt(quorum));
   return (provider) => {
     const checked = quorum.heads[provider]?.number;
     const seen = observed.get(provider);

@@ -2,7 +2,7 @@ import type { Network, Provider } from "../../config/network-model.ts";
 import { LAMBDA_RESPONSE_LIMIT_BYTES } from "../../http/payload-limit.ts";
 import { ErrorCode, errorResponse, methodPermitted } from "../../jsonrpc/jsonrpc.ts";
 import { keepLearnedLimit, limitInForce, logsRangeOf } from "../../routing/learned-limits.ts";
-import type { LearnedLimit } from "../../routing/network-state.ts";
+import { headsReadAt, type LearnedLimit } from "../../routing/network-state.ts";
 import { type SelectionContext, whyNotCandidate } from "../../routing/selection.ts";
 import { answer, keep, withdraw } from "../open-call.ts";
 import type { OpenCall } from "../vocabulary.ts";
@@ -189,7 +189,7 @@ export function blocksSinceSnapshot(scope: {
   const quorum = scope.context.state.quorum;
   if (quorum === null) return 0;
   const blockTimeMs = scope.network.settings.block_time_seconds * 1000;
-  return Math.ceil(Math.max(0, scope.context.now - quorum.computedAt) / blockTimeMs);
+  return Math.ceil(Math.max(0, scope.context.now - headsReadAt(quorum)) / blockTimeMs);
 }
 
 async function serveLogQuery(

@@ -1,6 +1,6 @@
 import { type Call, ErrorCode, errorResponse } from "../../jsonrpc/jsonrpc.ts";
 import { blockRefOf } from "../../methods/block-ref.ts";
-import { quorumInForce } from "../../routing/network-state.ts";
+import { headsReadAt, quorumInForce } from "../../routing/network-state.ts";
 import type { SelectionContext } from "../../routing/selection.ts";
 import { GET_LOGS, quantity } from "./logs-range.ts";
 
@@ -68,5 +68,5 @@ function blocksSinceSnapshot(context: SelectionContext): number {
   const quorum = context.state.quorum;
   if (quorum === null) return 0;
   const blockTimeMs = context.network.settings.block_time_seconds * 1000;
-  return Math.ceil(Math.max(0, context.now - quorum.computedAt) / blockTimeMs);
+  return Math.ceil(Math.max(0, context.now - headsReadAt(quorum)) / blockTimeMs);
 }
