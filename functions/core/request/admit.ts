@@ -13,6 +13,7 @@ import {
 import { blockRefOf } from "../methods/block-ref.ts";
 import { type AttemptSlot, attemptOrder, type SelectionContext } from "../routing/selection.ts";
 import type { GuardCounts } from "../status/guards.ts";
+import { isRegistryMethod } from "../subscriptions/registry.ts";
 import { pinBlockTags } from "./head/pin-tags.ts";
 import { logQueryOf, spanOf } from "./logs/logs-range.ts";
 import { pinnedLogRange } from "./logs/logs-tags.ts";
@@ -61,6 +62,12 @@ export function admitCalls(
           `method ${member.method} is not allowed by this gateway`,
         ),
       );
+      continue;
+    }
+    if (isRegistryMethod(member.method)) {
+      // The WebSocket API's registry answers these; a provider's HTTP endpoint cannot push, and
+      // a subscription made there would die with its provider (docs/behaviour.md §15.5).
+      immediate.set(member.position, overWebSocketOnly(member.rawId ?? "null", member.method));
       continue;
     }
     const wrongChain = wrongChainAnswer(member, network.chainId);
@@ -122,6 +129,15 @@ export function admitCalls(
     open.push(openCall(call, order, call === member ? null : member));
   }
   return { open, immediate };
+}
+
+/** An `eth_subscribe` or `eth_unsubscribe` that came over HTTP: geth's -32601, with the way. */
+function overWebSocketOnly(rawId: string, method: string): string {
+  return errorResponse(
+    rawId,
+    ErrorCode.methodNotFound,
+    `notifications not supported over HTTP: ${method} is served by the gateway's WebSocket API (the same /{network} path on its wss:// endpoint)`,
+  );
 }
 
 /** The attempt order of a call as written, blocks unpinned (docs/behaviour.md §10.4). */
