@@ -1,5 +1,5 @@
 import type { Network } from "../config/network-model.ts";
-import { ErrorCode, errorResponse } from "../jsonrpc/jsonrpc.ts";
+import { ErrorCode, errorResponse, methodRefusal } from "../jsonrpc/jsonrpc.ts";
 import type { SubscriptionStore, Telemetry } from "../ports.ts";
 import { firstBlockOf } from "./resume.ts";
 import { NODE_ERROR, readSubscribe, readUnsubscribe } from "./subscribe-params.ts";
@@ -71,6 +71,17 @@ export class SubscriptionRegistry {
     call: RegistryCall,
     head: () => Promise<number>,
   ): Promise<string | null> {
+    // The network's deny/allow lists refuse these as any call (docs/behaviour.md §8.2, §15.3).
+    const { methods_deny: deny, methods_allow: allow } = network.settings;
+    if (methodRefusal(call.method, deny, allow) !== null) {
+      return call.rawId === null
+        ? null
+        : errorResponse(
+            call.rawId,
+            ErrorCode.methodNotFound,
+            `method ${call.method} is not allowed by this gateway`,
+          );
+    }
     try {
       return call.method === "eth_subscribe"
         ? await this.#subscribe(network, connection, call, head)

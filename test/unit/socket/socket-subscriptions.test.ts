@@ -174,4 +174,32 @@ describe("$default: eth_subscribe and eth_unsubscribe", () => {
     const listed = await h.subscriptions.list("net");
     expect(answer[1]).toEqual({ jsonrpc: "2.0", id: 2, result: listed[0]?.id });
   });
+  it.each([
+    ["methods_deny", { methods_deny: ["eth_subscribe", "eth_unsubscribe"] }],
+    ["methods_allow", { methods_allow: ["eth_chainId"] }],
+  ])(
+    "regression: a network's %s refused eth_subscribe over HTTP but the socket subscribed anyway; now -32601 as for any refused method, nothing recorded",
+    async (_name, network) => {
+      const h = await connected({ network });
+      const refused = (method: string) => ({
+        jsonrpc: "2.0",
+        error: { code: -32601, message: `method ${method} is not allowed by this gateway` },
+      });
+      expect(await h.call("c1", rpc(1, "eth_subscribe", ["newHeads"]))).toMatchObject({
+        id: 1,
+        ...refused("eth_subscribe"),
+      });
+      expect(
+        await h.call("c1", [rpc(2, "eth_unsubscribe", ["0x1"]), rpc(3, "eth_chainId")]),
+      ).toMatchObject([
+        { id: 2, ...refused("eth_unsubscribe") },
+        { id: 3, result: "0x1" },
+      ]);
+      // A notification refused gets no reply, as over HTTP.
+      expect(
+        await h.call("c1", { jsonrpc: "2.0", method: "eth_subscribe", params: ["newHeads"] }),
+      ).toBeUndefined();
+      expect(await h.subscriptions.list("net")).toEqual([]);
+    },
+  );
 });
