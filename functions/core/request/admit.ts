@@ -136,7 +136,7 @@ function overWebSocketOnly(rawId: string, method: string): string {
   return errorResponse(
     rawId,
     ErrorCode.methodNotFound,
-    `notifications not supported over HTTP: ${method} is served by the gateway's WebSocket API (the same /{network} path on its wss:// endpoint)`,
+    `notifications not supported over HTTP: ${method} is served by the gateway's WebSocket API (the same /{network} path on its WebSocket endpoint: wss:// in AWS, ws:// on npm start)`,
   );
 }
 
