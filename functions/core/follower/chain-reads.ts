@@ -1,6 +1,6 @@
 import { isRecord } from "../jsonrpc/envelope.ts";
 import { parseJsonOrUndefined } from "../jsonrpc/json-raw.ts";
-import { batchMembers } from "../request/filters/filter-answers.ts";
+import { batchMembers, headerOf } from "../request/filters/filter-answers.ts";
 import type { LogsFilter } from "../subscriptions/subscription-records.ts";
 import { type BlockLog, blockLogsOf, blockLogsParams } from "./delivery/block-logs.ts";
 import { headerText, hexNumber } from "./delivery/notifications.ts";
@@ -26,9 +26,6 @@ export type LogsAnswer =
 
 /** Serves one JSON-RPC request text through the pipeline; the answer's body. */
 export type Handle = (body: string, remainingMs: number) => Promise<{ readonly body: string }>;
-
-const QUANTITY = /^0x[0-9a-f]{1,16}$/i;
-const HASH = /^0x[0-9a-f]{64}$/i;
 
 /** The least time left (before the run ends) a read is begun with. */
 export const MIN_READ_MS = 1_500;
@@ -109,16 +106,8 @@ export class ChainReads {
 
 function chainBlockOf(result: unknown): ChainBlock | null {
   if (!isRecord(result)) return null;
-  const { number, hash, parentHash } = result;
-  if (typeof number !== "string" || !QUANTITY.test(number)) return null;
-  if (typeof hash !== "string" || !HASH.test(hash)) return null;
-  if (typeof parentHash !== "string" || !HASH.test(parentHash)) return null;
-  return {
-    number: Number.parseInt(number, 16),
-    hash: hash.toLowerCase(),
-    parentHash: parentHash.toLowerCase(),
-    header: headerText(result),
-  };
+  const block = headerOf(result);
+  return block === null ? null : { ...block, header: headerText(result) };
 }
 
 /** What an answer that is not a list of the block's logs says, briefly, for the error. */

@@ -108,7 +108,8 @@ export function headersOfBatch(
   return found;
 }
 
-function headerOf(block: unknown): Header | null {
+/** A block's number, hash and parent, when its answer shows them well-formed; else null. */
+export function headerOf(block: unknown): Header | null {
   if (!isRecord(block)) return null;
   const { number, hash, parentHash } = block;
   if (typeof number !== "string" || !QUANTITY.test(number)) return null;
