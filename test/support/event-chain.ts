@@ -1,6 +1,6 @@
 import { type Hex, keccak256, parseAbi, toHex } from "viem";
 import { type AnvilNode, startAnvil } from "../../local/anvil.ts";
-import { waitUntil } from "./wait-until.ts";
+import { deployContract } from "./deploy-contract.ts";
 
 /**
  * A chain with an event in every block, as indexers follow one: anvil mining a block every
@@ -64,13 +64,7 @@ export async function startEventChain(options: {
   try {
     const [from] = await node.rpc<string[]>("eth_accounts");
     if (from === undefined) throw new Error("the node has no unlocked account");
-    const deploy = await node.rpc<string>("eth_sendTransaction", [{ from, data: TICK_INIT }]);
-    // Automine mines the deployment at once, but a loaded machine may answer its receipt late.
-    const receiptOf = () =>
-      node.rpc<{ contractAddress: Hex } | null>("eth_getTransactionReceipt", [deploy]);
-    await waitUntil(async () => (await receiptOf()) !== null, 10_000).catch(() => undefined);
-    const receipt = await receiptOf();
-    if (receipt === null) throw new Error("the Tick contract was not mined");
+    const contract = await deployContract(node, from, TICK_INIT);
     await node.rpc("evm_setAutomine", [false]);
     let head = Number.parseInt(await node.rpc<string>("eth_blockNumber"), 16);
     let sending = true;
@@ -83,7 +77,7 @@ export async function startEventChain(options: {
           await node.rpc("eth_sendTransaction", [
             {
               from,
-              to: receipt.contractAddress,
+              to: contract,
               data: `0x${(++n).toString(16).padStart(64, "0")}`,
               gas: "0x20000",
             },
@@ -103,7 +97,7 @@ export async function startEventChain(options: {
     })();
     return {
       node,
-      contract: receipt.contractAddress,
+      contract,
       get head() {
         return head;
       },
@@ -112,7 +106,7 @@ export async function startEventChain(options: {
       },
       async logs(fromBlock, toBlock) {
         const logs = await node.rpc<Array<Record<string, string>>>("eth_getLogs", [
-          { address: receipt.contractAddress, fromBlock: hex(fromBlock), toBlock: hex(toBlock) },
+          { address: contract, fromBlock: hex(fromBlock), toBlock: hex(toBlock) },
         ]);
         return logs.map(chainLog);
       },

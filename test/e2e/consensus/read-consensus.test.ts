@@ -1,7 +1,8 @@
-import { createPublicClient, http } from "viem";
+import { createPublicClient, type Hex, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilNode, startAnvil } from "../../../local/anvil.ts";
 import { type LocalStack, startLocalStack } from "../../../local/stack.ts";
+import { deployContract } from "../../support/deploy-contract.ts";
 import { metricsNamed, parseEmf, valuesOf } from "../../support/emf.ts";
 import { type FrontAnswer, type FrontCall, startLyingFront } from "../../support/lying-front.ts";
 
@@ -17,17 +18,18 @@ import { type FrontAnswer, type FrontCall, startLyingFront } from "../../support
  */
 
 const CHAIN_ID = 31337;
+const DEPLOYER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 const DEV = [
-  "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+  DEPLOYER,
   "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
   "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
   "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
   "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65",
 ];
 /** Emits LOG1 with the calldata's first word as its topic; 9 bytes of runtime. */
-const LOGGER_INIT = "0x6009600c60003960096000f360003560006000a100";
+const LOGGER_INIT: Hex = "0x6009600c60003960096000f360003560006000a100";
 /** Reverts with the 4 bytes 0x08c379a0 as revert data; 13 bytes of runtime. */
-const REVERTER_INIT = "0x600d600c600039600d6000f36308c379a06000526004601cfd";
+const REVERTER_INIT: Hex = "0x600d600c600039600d6000f36308c379a06000526004601cfd";
 const METHODS = ["eth_getBalance", "eth_getLogs", "eth_getTransactionReceipt", "eth_call"];
 const hex = (n: number) => `0x${n.toString(16)}`;
 
@@ -119,16 +121,8 @@ async function send(method: string, params: unknown[]): Promise<string> {
 
 beforeAll(async () => {
   node = await startAnvil({ chainId: CHAIN_ID });
-  logger = (
-    await node.rpc<{ contractAddress: string }>("eth_getTransactionReceipt", [
-      await send("eth_sendTransaction", [{ from: DEV[0], data: LOGGER_INIT }]),
-    ])
-  ).contractAddress;
-  reverter = (
-    await node.rpc<{ contractAddress: string }>("eth_getTransactionReceipt", [
-      await send("eth_sendTransaction", [{ from: DEV[0], data: REVERTER_INIT }]),
-    ])
-  ).contractAddress;
+  logger = await deployContract(node, DEPLOYER, LOGGER_INIT);
+  reverter = await deployContract(node, DEPLOYER, REVERTER_INIT);
   // Forty blocks, each a transfer or a log (anvil mines one block per transaction).
   for (let index = 0; index < 40; index++) {
     const tx =
